@@ -1,0 +1,11 @@
+"""Pagination for every list endpoint: page numbers, a client-chosen size with a ceiling."""
+
+from __future__ import annotations
+
+from rest_framework.pagination import PageNumberPagination
+
+
+class Pagination(PageNumberPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500

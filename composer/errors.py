@@ -1,0 +1,29 @@
+"""Errors of the logical world; the API maps each to a stable JSON `code`."""
+
+from __future__ import annotations
+
+
+class ComposerError(Exception):
+    """Base of every domain error. `code` is stable and documented; `field` names bad input."""
+
+    code = "composer_error"
+    status_code = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class InvalidTransition(ComposerError):
+    """The requested state change is not in the transition table."""
+
+    code = "invalid_transition"
+    status_code = 409
+
+
+class StaleState(ComposerError):
+    """Another worker changed the row first (the compare-and-set matched nothing)."""
+
+    code = "stale_state"
+    status_code = 409

@@ -1,0 +1,84 @@
+"""Jobs: one run of a background task, with its progress and its log."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from composer.choices import JobKind, JobStatus
+from composer.querysets import TenantScopedQuerySet
+from fabric.models.base import TimeStampedModel
+
+
+class Job(TimeStampedModel):
+    """One run of a background task (inventory sync; compose and decompose later).
+
+    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; QUEUED -> CANCELLED; RUNNING ->
+    CANCELLED when the stale-job sweep finds it lost. Changes go through
+    `composer.states.job_transition` (compare-and-set), so a redelivered task cannot run a
+    job twice.
+    """
+
+    kind = models.CharField(max_length=30, choices=JobKind.choices)
+    status = models.CharField(max_length=12, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    tenant = models.ForeignKey(
+        "composer.Tenant", null=True, blank=True, on_delete=models.PROTECT, related_name="jobs"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    target_type = models.CharField(max_length=30, blank=True)
+    target_id = models.BigIntegerField(null=True, blank=True)
+    target_label = models.CharField(max_length=200, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    message = models.CharField(max_length=300, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    # Jobs without a tenant (fabric work such as inventory sync) are for operators only.
+    objects = TenantScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["status", "kind"], name="composer_job_status_kind")]
+
+    def __str__(self) -> str:
+        return f"job {self.pk} {self.kind} ({self.status})"
+
+    @property
+    def progress_percent(self) -> int:
+        """0-100; a finished job is at 100 whatever its counters say."""
+        if self.status == JobStatus.SUCCEEDED:
+            return 100
+        if not self.progress_total:
+            return 0
+        return min(100, round(100 * self.progress_done / self.progress_total))
+
+    @property
+    def duration_s(self) -> float | None:
+        if not self.started_at:
+            return None
+        end = self.finished_at or self.heartbeat_at or self.started_at
+        return (end - self.started_at).total_seconds()
+
+
+class JobLogLine(models.Model):
+    """One log line of a job, captured from the logging calls made while it ran."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="log_lines")
+    at = models.DateTimeField()
+    level = models.CharField(max_length=10)
+    logger = models.CharField(max_length=100, blank=True)
+    message = models.TextField()
+
+    class Meta:
+        ordering = ["job_id", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%H:%M:%S} {self.level} {self.message[:60]}"

@@ -1,0 +1,1 @@
+"""Settings modules: base (shared), dev (the embedded default), test, prod."""

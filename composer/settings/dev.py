@@ -1,0 +1,11 @@
+"""The embedded default: one machine, SQLite, an embedded Redis, the demo data centre."""
+
+from __future__ import annotations
+
+from composer.settings.base import *  # noqa: F403
+from composer.settings.base import SECRET_KEY as _SECRET_KEY
+from composer.settings.env import env_bool
+
+DEBUG = env_bool("DEBUG", True)
+# A fixed key is acceptable only on a developer's machine; prod.py refuses to start without one.
+SECRET_KEY = _SECRET_KEY or "dev-only-insecure-key-composer-console"

@@ -1,0 +1,91 @@
+"""Enumerations of the physical world; each value carries a comment on what it means."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class DeviceKind(models.TextChoices):
+    GPU = "gpu", "GPU"
+    CXL_MEMORY = "cxl_memory", "CXL memory"  # partitionable into GiB slices
+    NVME = "nvme", "NVMe drive"
+    NIC = "nic", "NIC"
+    DPU = "dpu", "DPU"
+    FPGA = "fpga", "FPGA"
+
+
+class DeviceState(models.TextChoices):
+    FREE = "free", "Free"  # present, healthy enough, bound to nothing
+    RESERVED = "reserved", "Reserved"  # held for a composition that is being built
+    BOUND = "bound", "Bound"  # bound to a host through the fabric
+    FAILED = "failed", "Failed"  # the fabric manager reports it broken
+    MAINTENANCE = "maintenance", "Maintenance"  # taken out of service by an operator
+    ABSENT = "absent", "Absent"  # no longer reported by discovery; history is kept
+
+
+class Health(models.TextChoices):
+    OK = "ok", "OK"
+    WARNING = "warning", "Warning"  # degraded: works, but something needs attention
+    CRITICAL = "critical", "Critical"  # failed or unreachable
+    UNKNOWN = "unknown", "Unknown"  # never read, or the manager did not say
+
+
+class ComponentState(models.TextChoices):
+    """Lifecycle of switches, hosts and enclosures (not of devices, see DeviceState)."""
+
+    ACTIVE = "active", "Active"
+    MAINTENANCE = "maintenance", "Maintenance"
+    ABSENT = "absent", "Absent"
+
+
+class EnclosureKind(models.TextChoices):
+    GPU_CHASSIS = "gpu_chassis", "GPU chassis"
+    CXL_MEMORY_BOX = "cxl_memory_box", "CXL memory box"
+    JBOF = "jbof", "NVMe JBOF"
+    IO_CHASSIS = "io_chassis", "I/O chassis"  # NICs, DPUs and FPGAs
+
+
+class SwitchProtocol(models.TextChoices):
+    PCIE = "pcie", "PCIe"
+    CXL = "cxl", "CXL"
+
+
+class SwitchTier(models.TextChoices):
+    SPINE = "spine", "Spine"
+    LEAF = "leaf", "Leaf"
+
+
+class PortRole(models.TextChoices):
+    HOST = "host", "Host-facing"  # a switch port cabled to a host uplink
+    DOWNSTREAM = "downstream", "Downstream"  # a switch port cabled to an enclosure
+    FABRIC = "fabric", "Inter-switch"  # a switch port cabled to another switch
+    UPLINK = "uplink", "Uplink"  # a host's or enclosure's own port into the fabric
+
+
+class LinkState(models.TextChoices):
+    UP = "up", "Up"
+    DEGRADED = "degraded", "Degraded"  # trained at reduced width or speed, or erroring
+    DOWN = "down", "Down"
+
+
+class FaultAction(models.TextChoices):
+    FAIL = "fail", "Fail"
+    DEGRADE = "degrade", "Degrade"
+    RECOVER = "recover", "Recover"
+
+
+class FaultTarget(models.TextChoices):
+    DEVICE = "device", "Device"
+    LINK = "link", "Link"
+    SWITCH = "switch", "Switch"
+    ENCLOSURE = "enclosure", "Enclosure"
+    POWER_FEED = "power_feed", "Power feed"
+
+
+class ChangeAction(models.TextChoices):
+    ADDED = "added", "Added"  # first reported by discovery
+    CHANGED = "changed", "Changed"  # an attribute, health or state changed
+    VANISHED = "vanished", "Vanished"  # no longer reported; marked absent
+    RETURNED = "returned", "Returned"  # reported again after being absent
+    FAULT = "fault", "Fault injected"  # simulated fabric only
+    SYNCED = "synced", "Synchronised"  # a fabric manager's inventory was synchronised

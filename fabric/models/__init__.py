@@ -1,0 +1,26 @@
+"""The fabric's models, re-exported so callers import from `fabric.models`."""
+
+from __future__ import annotations
+
+from fabric.models.devices import FabricManager, Port, Switch
+from fabric.models.history import ChangeRecord
+from fabric.models.inventory import Device, Enclosure, Host, Pool, PowerFeed, Rack
+from fabric.models.links import Link
+from fabric.models.simulator import SimulatedBinding, SimulatedElement, SimulatedFabric
+
+__all__ = [
+    "ChangeRecord",
+    "Device",
+    "Enclosure",
+    "FabricManager",
+    "Host",
+    "Link",
+    "Pool",
+    "Port",
+    "PowerFeed",
+    "Rack",
+    "SimulatedBinding",
+    "SimulatedElement",
+    "SimulatedFabric",
+    "Switch",
+]

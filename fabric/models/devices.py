@@ -1,0 +1,104 @@
+"""Fabric managers, the switches they run, and the ports of switches, hosts and enclosures."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from fabric.choices import ComponentState, PortRole, SwitchProtocol, SwitchTier
+from fabric.models.base import DiscoveredModel, TimeStampedModel
+
+
+class FabricManager(TimeStampedModel):
+    """The software that runs one fabric (its switches and bindings), reached through a driver.
+
+    `driver` names an entry of `fabric.drivers.registry.DRIVERS`; `settings` holds the
+    driver's options (for the simulated driver: which simulated fabric, latencies). The
+    endpoint and settings are fabric internals: tenants never see them.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    driver = models.CharField(max_length=40)
+    endpoint = models.CharField(max_length=300, blank=True)
+    settings = models.JSONField(default=dict, blank=True)
+    is_enabled = models.BooleanField(default=True)
+    poll_interval_s = models.PositiveIntegerField(default=30)
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+    last_sync_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from fabric.drivers.registry import DRIVERS
+
+        if self.driver not in DRIVERS:
+            raise ValidationError({"driver": f"Unknown driver {self.driver!r}; one of {sorted(DRIVERS)}."})
+
+
+class Switch(DiscoveredModel):
+    """A PCIe or CXL switch; a failure domain of its own."""
+
+    name = models.CharField(max_length=100)
+    vendor = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    serial = models.CharField(max_length=100, blank=True)
+    firmware = models.CharField(max_length=50, blank=True)
+    protocol = models.CharField(max_length=8, choices=SwitchProtocol.choices)
+    tier = models.CharField(max_length=8, choices=SwitchTier.choices, default=SwitchTier.LEAF)
+    rack = models.ForeignKey("fabric.Rack", null=True, blank=True, on_delete=models.SET_NULL, related_name="switches")
+    power_feed = models.ForeignKey(
+        "fabric.PowerFeed", null=True, blank=True, on_delete=models.SET_NULL, related_name="switches"
+    )
+    state = models.CharField(max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["name"]
+        verbose_name_plural = "switches"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Port(DiscoveredModel):
+    """One port: on a switch, or a host's or enclosure's own uplink port into the fabric.
+
+    Exactly one owner is set; a database constraint keeps it so.
+    """
+
+    name = models.CharField(max_length=60)
+    switch = models.ForeignKey("fabric.Switch", null=True, blank=True, on_delete=models.CASCADE, related_name="ports")
+    host = models.ForeignKey("fabric.Host", null=True, blank=True, on_delete=models.CASCADE, related_name="ports")
+    enclosure = models.ForeignKey(
+        "fabric.Enclosure", null=True, blank=True, on_delete=models.CASCADE, related_name="ports"
+    )
+    number = models.PositiveIntegerField(default=0)
+    role = models.CharField(max_length=12, choices=PortRole.choices)
+    lanes = models.PositiveSmallIntegerField(default=16)
+    speed_gts = models.FloatField(default=32.0, help_text="Per-lane signalling rate in GT/s.")
+    is_present = models.BooleanField(default=True)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["switch_id", "host_id", "enclosure_id", "number"]
+        constraints = [
+            *DiscoveredModel.Meta.constraints,
+            models.CheckConstraint(
+                condition=(
+                    models.Q(switch__isnull=False, host__isnull=True, enclosure__isnull=True)
+                    | models.Q(switch__isnull=True, host__isnull=False, enclosure__isnull=True)
+                    | models.Q(switch__isnull=True, host__isnull=True, enclosure__isnull=False)
+                ),
+                name="fabric_port_exactly_one_owner",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.owner}:{self.name}"
+
+    @property
+    def owner(self) -> models.Model | None:
+        """The switch, host or enclosure this port belongs to."""
+        return self.switch or self.host or self.enclosure

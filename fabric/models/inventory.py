@@ -1,0 +1,168 @@
+"""Where things stand (racks, power feeds) and what they are (hosts, enclosures, devices, pools)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from fabric.choices import (
+    ComponentState,
+    DeviceKind,
+    DeviceState,
+    EnclosureKind,
+    Health,
+)
+from fabric.models.base import DiscoveredModel, TimeStampedModel
+
+
+class Rack(DiscoveredModel):
+    """A rack: a failure domain (its top-of-rack gear, its floor position)."""
+
+    name = models.CharField(max_length=60)
+    location = models.CharField(max_length=120, blank=True)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PowerFeed(DiscoveredModel):
+    """A power feed (PDU circuit) that supplies one rack; its loss takes the rack's gear down."""
+
+    name = models.CharField(max_length=60)
+    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="power_feeds")
+    capacity_kw = models.FloatField(default=0.0)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Host(DiscoveredModel):
+    """A compute node: CPU cores and local memory, with uplink ports into the fabric.
+
+    Compositions are built on a host: devices are bound to it through the fabric.
+    """
+
+    name = models.CharField(max_length=100)
+    vendor = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    serial = models.CharField(max_length=100, blank=True)
+    cores = models.PositiveIntegerField(default=0)
+    memory_gib = models.PositiveIntegerField(default=0)
+    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="hosts")
+    power_feed = models.ForeignKey(
+        PowerFeed, null=True, blank=True, on_delete=models.SET_NULL, related_name="hosts"
+    )
+    state = models.CharField(max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Enclosure(DiscoveredModel):
+    """A box of devices with its own power: GPU chassis, CXL memory box, JBOF, I/O chassis.
+
+    A failure domain: when it fails, every device in it fails with it.
+    """
+
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=20, choices=EnclosureKind.choices)
+    vendor = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    serial = models.CharField(max_length=100, blank=True)
+    slots = models.PositiveSmallIntegerField(default=0)
+    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="enclosures")
+    power_feed = models.ForeignKey(
+        PowerFeed, null=True, blank=True, on_delete=models.SET_NULL, related_name="enclosures"
+    )
+    state = models.CharField(max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Pool(TimeStampedModel):
+    """Devices of one kind (and optionally one model and rack) that tenants draw from.
+
+    Membership is a rule, not a list: synchronisation puts each device in the most specific
+    pool whose kind, model and rack match it (see `fabric.services.pools`).
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    kind = models.CharField(max_length=16, choices=DeviceKind.choices)
+    model = models.CharField(max_length=100, blank=True, help_text="Blank: any model of the kind.")
+    rack = models.ForeignKey(
+        Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="pools",
+        help_text="Blank: any rack.",
+    )
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Device(DiscoveredModel):
+    """One poolable resource in an enclosure: GPU, CXL memory device, NVMe drive, NIC, DPU, FPGA.
+
+    CXL memory devices are partitionable (`capacity_gib` is sliced in GiB); the others are
+    bound whole. Lifecycle (`state`): FREE -> RESERVED -> BOUND -> FREE; any -> FAILED or
+    MAINTENANCE and back; any -> ABSENT when discovery stops reporting it.
+    """
+
+    name = models.CharField(max_length=100)
+    kind = models.CharField(max_length=16, choices=DeviceKind.choices)
+    vendor = models.CharField(max_length=100, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    serial = models.CharField(max_length=100, blank=True)
+    firmware = models.CharField(max_length=50, blank=True)
+    enclosure = models.ForeignKey(
+        Enclosure, null=True, blank=True, on_delete=models.SET_NULL, related_name="devices"
+    )
+    slot = models.PositiveSmallIntegerField(default=0)
+    memory_gib = models.PositiveIntegerField(
+        default=0, help_text="On-board memory (GPU) or capacity (CXL memory) in GiB."
+    )
+    capacity_gb = models.PositiveIntegerField(default=0, help_text="Storage capacity (NVMe) in GB.")
+    state = models.CharField(max_length=16, choices=DeviceState.choices, default=DeviceState.FREE)
+    pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="devices")
+    bound_host = models.ForeignKey(
+        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="bound_devices",
+        help_text="The host the fabric manager reports this device bound to.",
+    )
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["name"]
+        indexes = [
+            models.Index(fields=["kind", "state"], name="fabric_device_kind_state"),
+            models.Index(fields=["pool", "state"], name="fabric_device_pool_state"),
+            models.Index(fields=["model"], name="fabric_device_model"),
+            models.Index(fields=["health"], name="fabric_device_health"),
+            models.Index(fields=["name"], name="fabric_device_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_partitionable(self) -> bool:
+        """CXL memory is handed out in GiB slices; everything else whole."""
+        return self.kind == DeviceKind.CXL_MEMORY
+
+    @property
+    def is_usable(self) -> bool:
+        """Free and not critical: the placement engine may consider it."""
+        return self.state == DeviceState.FREE and self.health != Health.CRITICAL

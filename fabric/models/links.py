@@ -1,0 +1,28 @@
+"""Links: the cables (or traces) between two ports, with latency, bandwidth and state."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from fabric.choices import LinkState
+from fabric.models.base import DiscoveredModel
+
+
+class Link(DiscoveredModel):
+    """A link between two ports. Its latency and bandwidth decide which paths placement may use.
+
+    `bandwidth_gbps` is in gigabytes per second (GB/s), one direction.
+    """
+
+    a_port = models.ForeignKey("fabric.Port", on_delete=models.CASCADE, related_name="links_as_a")
+    b_port = models.ForeignKey("fabric.Port", on_delete=models.CASCADE, related_name="links_as_b")
+    latency_ns = models.PositiveIntegerField(default=0)
+    bandwidth_gbps = models.FloatField(default=0.0)
+    state = models.CharField(max_length=12, choices=LinkState.choices, default=LinkState.UP)
+    is_present = models.BooleanField(default=True)
+
+    class Meta(DiscoveredModel.Meta):
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.a_port} <-> {self.b_port}"
