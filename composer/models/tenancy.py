@@ -26,7 +26,9 @@ class Tenant(TimeStampedModel):
 class Membership(TimeStampedModel):
     """A user's role in one tenant. A user may belong to several tenants."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=12, choices=Role.choices, default=Role.MEMBER)
 

@@ -134,7 +134,8 @@ COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's token auth with malformed keys refused before the database (composer.api).
+        "composer.api.authentication.TokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -154,9 +155,27 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a `kind` or `state` with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "DeviceKindEnum": "fabric.choices.DeviceKind",
+        "DeviceStateEnum": "fabric.choices.DeviceState",
+        "EnclosureKindEnum": "fabric.choices.EnclosureKind",
+        "ComponentStateEnum": "fabric.choices.ComponentState",
+        "LinkStateEnum": "fabric.choices.LinkState",
+        "HealthEnum": "fabric.choices.Health",
+        "JobKindEnum": "composer.choices.JobKind",
+        "JobStatusEnum": "composer.choices.JobStatus",
+    },
+    # The shared error shape and each operation's error responses (composer.api.schema).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "composer.api.schema.add_error_responses",
+    ],
 }
 
 COMPOSER_DEMO_PASSWORD = env_str("COMPOSER_DEMO_PASSWORD", "demo")
+# Multiplies the simulated fabric manager's latencies: 1.0 realistic, 0.0 no waiting (tests).
+COMPOSER_SIMULATOR_LATENCY_SCALE = float(env_str("COMPOSER_SIMULATOR_LATENCY_SCALE", "1.0"))
 
 LOGGING = {
     "version": 1,

@@ -9,3 +9,8 @@ from composer.settings.env import env_bool
 DEBUG = env_bool("DEBUG", True)
 # A fixed key is acceptable only on a developer's machine; prod.py refuses to start without one.
 SECRET_KEY = _SECRET_KEY or "dev-only-insecure-key-composer-console"
+
+# Daphne serves the app directly in development; WhiteNoise finds static files in place,
+# so no collectstatic step is needed.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

@@ -1,18 +1,27 @@
 """Test settings: DATABASE_URL and REDIS_URL name the real services in CI.
 
-Without them the suite runs on SQLite, and tests that need Redis start an embedded one
-(see tests/conftest.py).
+Without them the suite runs on a SQLite file (a file, not memory, so that a real Celery
+worker process can share the test database) and tests that need Redis start an embedded
+one (see tests/conftest.py).
 """
 
 from __future__ import annotations
 
 from composer.settings.base import *  # noqa: F403
+from composer.settings.base import DATABASES, VAR_DIR
+from composer.settings.env import env_bool
 
 DEBUG = False
-SECRET_KEY = "test-only-key"  # noqa: S105 - tests never leave the machine
+SECRET_KEY = "test-only-key"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["*"]
-CELERY_TASK_ALWAYS_EAGER = True
+# A worker process started by a test sets COMPOSER_TEST_EAGER=0 and runs tasks for real.
+CELERY_TASK_ALWAYS_EAGER = env_bool("COMPOSER_TEST_EAGER", True)
 CELERY_TASK_EAGER_PROPAGATES = True
 COMPOSER_SIMULATOR_LATENCY_SCALE = 0.0
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-composer.sqlite3")}
 LOGGING = {"version": 1, "disable_existing_loggers": False}
+# Static files straight from the source folders: tests never run collectstatic.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = True

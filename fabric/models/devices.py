@@ -36,7 +36,9 @@ class FabricManager(TimeStampedModel):
         from fabric.drivers.registry import DRIVERS
 
         if self.driver not in DRIVERS:
-            raise ValidationError({"driver": f"Unknown driver {self.driver!r}; one of {sorted(DRIVERS)}."})
+            raise ValidationError(
+                {"driver": f"Unknown driver {self.driver!r}; one of {sorted(DRIVERS)}."}
+            )
 
 
 class Switch(DiscoveredModel):
@@ -49,11 +51,19 @@ class Switch(DiscoveredModel):
     firmware = models.CharField(max_length=50, blank=True)
     protocol = models.CharField(max_length=8, choices=SwitchProtocol.choices)
     tier = models.CharField(max_length=8, choices=SwitchTier.choices, default=SwitchTier.LEAF)
-    rack = models.ForeignKey("fabric.Rack", null=True, blank=True, on_delete=models.SET_NULL, related_name="switches")
-    power_feed = models.ForeignKey(
-        "fabric.PowerFeed", null=True, blank=True, on_delete=models.SET_NULL, related_name="switches"
+    rack = models.ForeignKey(
+        "fabric.Rack", null=True, blank=True, on_delete=models.SET_NULL, related_name="switches"
     )
-    state = models.CharField(max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE)
+    power_feed = models.ForeignKey(
+        "fabric.PowerFeed",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="switches",
+    )
+    state = models.CharField(
+        max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE
+    )
 
     class Meta(DiscoveredModel.Meta):
         ordering = ["name"]
@@ -70,8 +80,12 @@ class Port(DiscoveredModel):
     """
 
     name = models.CharField(max_length=60)
-    switch = models.ForeignKey("fabric.Switch", null=True, blank=True, on_delete=models.CASCADE, related_name="ports")
-    host = models.ForeignKey("fabric.Host", null=True, blank=True, on_delete=models.CASCADE, related_name="ports")
+    switch = models.ForeignKey(
+        "fabric.Switch", null=True, blank=True, on_delete=models.CASCADE, related_name="ports"
+    )
+    host = models.ForeignKey(
+        "fabric.Host", null=True, blank=True, on_delete=models.CASCADE, related_name="ports"
+    )
     enclosure = models.ForeignKey(
         "fabric.Enclosure", null=True, blank=True, on_delete=models.CASCADE, related_name="ports"
     )

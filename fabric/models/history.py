@@ -30,7 +30,9 @@ class ChangeRecord(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["target_type", "target_id", "-at"], name="fabric_change_target")]
+        indexes = [
+            models.Index(fields=["target_type", "target_id", "-at"], name="fabric_change_target")
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.target_type} {self.target_label}"

@@ -19,6 +19,9 @@ class Rack(DiscoveredModel):
 
     name = models.CharField(max_length=60)
     location = models.CharField(max_length=120, blank=True)
+    is_present = models.BooleanField(
+        default=True, help_text="False once discovery stops reporting it."
+    )
 
     class Meta(DiscoveredModel.Meta):
         ordering = ["name"]
@@ -31,8 +34,13 @@ class PowerFeed(DiscoveredModel):
     """A power feed (PDU circuit) that supplies one rack; its loss takes the rack's gear down."""
 
     name = models.CharField(max_length=60)
-    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="power_feeds")
+    rack = models.ForeignKey(
+        Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="power_feeds"
+    )
     capacity_kw = models.FloatField(default=0.0)
+    is_present = models.BooleanField(
+        default=True, help_text="False once discovery stops reporting it."
+    )
 
     class Meta(DiscoveredModel.Meta):
         ordering = ["name"]
@@ -53,11 +61,15 @@ class Host(DiscoveredModel):
     serial = models.CharField(max_length=100, blank=True)
     cores = models.PositiveIntegerField(default=0)
     memory_gib = models.PositiveIntegerField(default=0)
-    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="hosts")
+    rack = models.ForeignKey(
+        Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="hosts"
+    )
     power_feed = models.ForeignKey(
         PowerFeed, null=True, blank=True, on_delete=models.SET_NULL, related_name="hosts"
     )
-    state = models.CharField(max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE)
+    state = models.CharField(
+        max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE
+    )
 
     class Meta(DiscoveredModel.Meta):
         ordering = ["name"]
@@ -78,11 +90,15 @@ class Enclosure(DiscoveredModel):
     model = models.CharField(max_length=100, blank=True)
     serial = models.CharField(max_length=100, blank=True)
     slots = models.PositiveSmallIntegerField(default=0)
-    rack = models.ForeignKey(Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="enclosures")
+    rack = models.ForeignKey(
+        Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="enclosures"
+    )
     power_feed = models.ForeignKey(
         PowerFeed, null=True, blank=True, on_delete=models.SET_NULL, related_name="enclosures"
     )
-    state = models.CharField(max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE)
+    state = models.CharField(
+        max_length=16, choices=ComponentState.choices, default=ComponentState.ACTIVE
+    )
 
     class Meta(DiscoveredModel.Meta):
         ordering = ["name"]
@@ -103,7 +119,11 @@ class Pool(TimeStampedModel):
     kind = models.CharField(max_length=16, choices=DeviceKind.choices)
     model = models.CharField(max_length=100, blank=True, help_text="Blank: any model of the kind.")
     rack = models.ForeignKey(
-        Rack, null=True, blank=True, on_delete=models.SET_NULL, related_name="pools",
+        Rack,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="pools",
         help_text="Blank: any rack.",
     )
     description = models.TextField(blank=True)
@@ -138,9 +158,15 @@ class Device(DiscoveredModel):
     )
     capacity_gb = models.PositiveIntegerField(default=0, help_text="Storage capacity (NVMe) in GB.")
     state = models.CharField(max_length=16, choices=DeviceState.choices, default=DeviceState.FREE)
-    pool = models.ForeignKey(Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="devices")
+    pool = models.ForeignKey(
+        Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="devices"
+    )
     bound_host = models.ForeignKey(
-        Host, null=True, blank=True, on_delete=models.SET_NULL, related_name="bound_devices",
+        Host,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="bound_devices",
         help_text="The host the fabric manager reports this device bound to.",
     )
 

@@ -67,7 +67,9 @@ class SimulatedElement(models.Model):
     class Meta:
         ordering = ["fabric_id", "kind", "external_id"]
         constraints = [
-            models.UniqueConstraint(fields=["fabric", "external_id"], name="fabric_simelement_unique")
+            models.UniqueConstraint(
+                fields=["fabric", "external_id"], name="fabric_simelement_unique"
+            )
         ]
         indexes = [models.Index(fields=["fabric", "kind"], name="fabric_simelement_kind")]
 
@@ -88,7 +90,9 @@ class SimulatedBinding(models.Model):
     class Meta:
         ordering = ["fabric_id", "created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["fabric", "binding_id"], name="fabric_simbinding_unique"),
+            models.UniqueConstraint(
+                fields=["fabric", "binding_id"], name="fabric_simbinding_unique"
+            ),
             # A whole device binds once; slices of memory are checked against capacity.
             models.UniqueConstraint(
                 fields=["fabric", "device_id"],
