@@ -1,0 +1,1 @@
+"""The simulated fabric manager: a first-class driver whose hardware lives in the database."""

@@ -1,0 +1,125 @@
+"""Django admin for the logical world: tenants and their members, jobs and their logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+
+from composer.choices import JobStatus
+from composer.errors import ComposerError
+from composer.models import Job, JobLogLine, Membership, Tenant
+from composer.services.jobs import job_cancel
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    raw_id_fields = ("user",)
+    fields = ("user", "role", "created_at")
+    readonly_fields = ("created_at",)
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "is_active", "member_count", "created_at")
+    list_filter = ("is_active",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [MembershipInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
+        return super().get_queryset(request).annotate(n_members=Count("memberships"))
+
+    @admin.display(description="members", ordering="n_members")
+    def member_count(self, obj: Tenant) -> int:
+        return getattr(obj, "n_members", 0)
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ("user", "tenant", "role", "created_at")
+    list_filter = ("role", "tenant")
+    search_fields = ("user__username", "user__email", "tenant__name")
+    raw_id_fields = ("user",)
+    list_select_related = ("user", "tenant")
+
+
+class JobLogLineInline(admin.TabularInline):
+    """The job's log, read-only, in order."""
+
+    model = JobLogLine
+    extra = 0
+    can_delete = False
+    fields = ("at", "level", "logger", "message")
+    readonly_fields = fields
+    ordering = ("at", "id")
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    """Jobs are written by services and workers; the admin reads them and can cancel queued ones."""
+
+    list_display = (
+        "id",
+        "kind",
+        "status",
+        "target_label",
+        "tenant",
+        "requested_by",
+        "progress_percent",
+        "attempts",
+        "created_at",
+        "finished_at",
+    )
+    list_filter = ("status", "kind", "tenant")
+    search_fields = ("target_label", "message", "error")
+    date_hierarchy = "created_at"
+    list_select_related = ("tenant", "requested_by")
+    inlines = [JobLogLineInline]
+    actions = ["cancel_queued"]
+    show_full_result_count = False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in Job._meta.concrete_fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Cancel selected queued jobs")
+    def cancel_queued(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        cancelled = 0
+        for job in queryset.filter(status=JobStatus.QUEUED):
+            try:
+                job_cancel(job=job, actor=request.user)
+            except ComposerError as exc:
+                self.message_user(request, f"Job {job.pk}: {exc.message}", messages.WARNING)
+                continue
+            cancelled += 1
+        self.message_user(request, f"{cancelled} job(s) cancelled.")
+
+
+@admin.register(JobLogLine)
+class JobLogLineAdmin(admin.ModelAdmin):
+    list_display = ("job", "at", "level", "logger", "message")
+    list_filter = ("level",)
+    search_fields = ("message", "logger")
+    raw_id_fields = ("job",)
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -1,0 +1,246 @@
+"""run_job(): the one place that starts a job, records its progress and log, and ends it.
+
+Tasks stay thin because of this: they load a job and hand `run_job` a function. The
+runner guarantees that
+
+- a job runs once: QUEUED -> RUNNING is a compare-and-set, so a redelivered message
+  finds the job already claimed and exits;
+- what the work logs (loggers under "fabric" and "composer", INFO and up, from the
+  job's own thread) is stored as JobLogLine rows;
+- progress reaches the row at most once a second, and the last report always does;
+- every run ends SUCCEEDED (with the function's result) or FAILED (with the error),
+  except a transient DriverError while retries remain: then the job goes back to
+  QUEUED and `JobRetry` tells the task to retry with back-off.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from composer.choices import JobStatus
+from composer.errors import InvalidTransition, StaleState
+from composer.models import Job, JobLogLine
+from composer.states import job_transition
+from fabric.drivers.base import DriverError
+
+logger = logging.getLogger(__name__)
+
+ProgressFn = Callable[..., None]
+"""`progress(done, total, message="")`: how far the work is; cheap to call often."""
+
+JobFn = Callable[[ProgressFn], Mapping[str, Any] | None]
+"""The work of a job: called with the progress callback, returns the JSON result."""
+
+CAPTURED_LOGGERS = ("fabric", "composer")
+PROGRESS_INTERVAL_S = 1.0
+MAX_LOG_LINES = 5000
+MAX_LINE_CHARS = 4000
+
+
+class JobRetry(Exception):
+    """The job met a transient DriverError and was handed back to QUEUED; retry the task."""
+
+    def __init__(self, job_id: int, cause: DriverError) -> None:
+        super().__init__(f"job {job_id}: {cause.message}")
+        self.job_id = job_id
+        self.cause = cause
+
+
+class _JobLogHandler(logging.Handler):
+    """Stores the job thread's log records as JobLogLine rows.
+
+    Records are written as they come unless the work is inside a transaction (where
+    they would be invisible until commit, or lost with a rollback); then they wait for
+    the next record outside it, a progress write, or the end of the job.
+    """
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(level=logging.INFO)
+        self.job_id = job_id
+        self.thread_id = threading.get_ident()
+        self.buffer: list[JobLogLine] = []
+        self.count = 0
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread != self.thread_id or self.count > MAX_LOG_LINES:
+            return
+        try:
+            self.count += 1
+            message = self.format(record)
+            if self.count > MAX_LOG_LINES:
+                message = f"log truncated after {MAX_LOG_LINES} lines"
+            self.buffer.append(
+                JobLogLine(
+                    job_id=self.job_id,
+                    at=datetime.fromtimestamp(record.created, tz=UTC),
+                    level=record.levelname[:10],
+                    logger=record.name[:100],
+                    message=message[:MAX_LINE_CHARS],
+                )
+            )
+            if not connection.in_atomic_block:
+                self.write()
+        except Exception:  # logging must never break the job
+            self.handleError(record)
+
+    def write(self) -> None:
+        if self.buffer:
+            lines, self.buffer = self.buffer, []
+            JobLogLine.objects.bulk_create(lines)
+
+
+@contextmanager
+def _capture_logs(job: Job) -> Iterator[_JobLogHandler]:
+    handler = _JobLogHandler(job.pk)
+    restore: list[tuple[logging.Logger, int]] = []
+    for name in CAPTURED_LOGGERS:
+        log = logging.getLogger(name)
+        log.addHandler(handler)
+        if log.getEffectiveLevel() > logging.INFO:
+            # Let INFO through to our handler; other handlers keep their own levels.
+            restore.append((log, log.level))
+            log.setLevel(logging.INFO)
+    try:
+        yield handler
+    finally:
+        for name in CAPTURED_LOGGERS:
+            logging.getLogger(name).removeHandler(handler)
+        for log, level in restore:
+            log.setLevel(level)
+
+
+class _Progress:
+    """The progress callback handed to the work; writes at most once per interval."""
+
+    def __init__(self, job: Job, handler: _JobLogHandler) -> None:
+        self.job = job
+        self.handler = handler
+        self.pending: tuple[int, int, str] | None = None
+        self.last_write = float("-inf")
+
+    def __call__(self, done: int, total: int, message: str = "") -> None:
+        self.pending = (max(0, int(done)), max(0, int(total)), str(message)[:300])
+        if time.monotonic() - self.last_write >= PROGRESS_INTERVAL_S:
+            self.write()
+
+    def write(self) -> None:
+        if self.pending is None:
+            return
+        done, total, message = self.pending
+        self.pending = None
+        self.last_write = time.monotonic()
+        Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
+            progress_done=done, progress_total=total, message=message, heartbeat_at=timezone.now()
+        )
+        self.job.progress_done, self.job.progress_total, self.job.message = done, total, message
+        if not connection.in_atomic_block:
+            self.handler.write()
+
+    def final_fields(self) -> dict[str, Any]:
+        """The last report, if it was not written yet, for the terminal update."""
+        if self.pending is None:
+            return {}
+        done, total, message = self.pending
+        self.pending = None
+        return {"progress_done": done, "progress_total": total, "message": message}
+
+
+def _error_text(exc: BaseException) -> str:
+    if type(exc).__name__ == "SoftTimeLimitExceeded":
+        return "The job ran past its time limit and was stopped."
+    if isinstance(exc, DriverError):
+        kind = "permanent" if exc.permanent else "transient"
+        return f"Fabric manager error ({kind}): {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _finish(job: Job, to: JobStatus, **fields: Any) -> None:
+    try:
+        job_transition(job, to, finished_at=timezone.now(), heartbeat_at=timezone.now(), **fields)
+    except (StaleState, InvalidTransition):
+        # The stale-job sweep (or an operator) ended it meanwhile; theirs is the last word.
+        logger.warning("job %s was already %s; not marking it %s", job.pk, job.status, to)
+
+
+def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
+    """Run `fn` as `job` and leave the job in a terminal status (or QUEUED for a retry).
+
+    `retryable` is false on the task's last attempt: a transient DriverError then fails
+    the job like a permanent one. Raises JobRetry (job back in QUEUED) only for a
+    transient DriverError while `retryable`; re-raises BaseExceptions such as SystemExit
+    after recording FAILED. Any other exception ends the job FAILED and is not raised.
+    """
+    now = timezone.now()
+    try:
+        job_transition(
+            job,
+            JobStatus.RUNNING,
+            started_at=Coalesce(F("started_at"), Value(now)),
+            heartbeat_at=now,
+            finished_at=None,
+            attempts=F("attempts") + 1,
+            error="",
+        )
+    except (StaleState, InvalidTransition):
+        logger.info("job %s is %s, not queued: duplicate delivery ignored", job.pk, job.status)
+        return job
+
+    with _capture_logs(job) as handler:
+        progress = _Progress(job, handler)
+        logger.info("job %s (%s) started, attempt %s", job.pk, job.kind, job.attempts)
+        try:
+            result = fn(progress)
+        except DriverError as exc:
+            if not exc.permanent and retryable:
+                logger.warning(
+                    "job %s: transient fabric manager error, will retry: %s", job.pk, exc
+                )
+                handler.write()
+                _requeue(job, exc, progress)
+                raise JobRetry(job.pk, exc) from exc
+            logger.error("job %s failed: %s", job.pk, _error_text(exc))
+            handler.write()
+            _finish(job, JobStatus.FAILED, error=_error_text(exc), **progress.final_fields())
+        except Exception as exc:
+            logger.exception("job %s failed", job.pk)
+            handler.write()
+            _finish(job, JobStatus.FAILED, error=_error_text(exc), **progress.final_fields())
+        except BaseException as exc:
+            handler.write()
+            _finish(job, JobStatus.FAILED, error=_error_text(exc), **progress.final_fields())
+            raise
+        else:
+            logger.info("job %s succeeded", job.pk)
+            handler.write()
+            final = progress.final_fields()
+            if job.progress_total or final.get("progress_total"):
+                total = final.get("progress_total", job.progress_total)
+                final.update(progress_done=total, progress_total=total)
+            _finish(job, JobStatus.SUCCEEDED, result=dict(result or {}), **final)
+    return job
+
+
+def _requeue(job: Job, exc: DriverError, progress: _Progress) -> None:
+    try:
+        job_transition(
+            job,
+            JobStatus.QUEUED,
+            error=_error_text(exc),
+            message=f"Waiting to retry: {exc.message}"[:300],
+            heartbeat_at=timezone.now(),
+            **{k: v for k, v in progress.final_fields().items() if k != "message"},
+        )
+    except (StaleState, InvalidTransition):
+        logger.warning("job %s changed while requeueing; it will not be retried", job.pk)

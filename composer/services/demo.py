@@ -1,0 +1,181 @@
+"""The demo data centre: a simulated fabric, its manager, demo users and tenants, pools.
+
+The fabric is written into the *simulated manager's* tables only; the console learns it
+through inventory sync, as it would a real one. Everything here is idempotent: running
+it again with the same sizes changes nothing and duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from composer.choices import Role
+from composer.models import Membership, Tenant
+from fabric.drivers.simulated.builder import WorldSpec, WorldWriteResult, world_write
+from fabric.models import FabricManager
+from fabric.services.pools import pools_assign, pools_ensure_defaults
+from fabric.services.sync import SyncResult, inventory_sync
+
+logger = logging.getLogger(__name__)
+
+DEMO_TENANTS: tuple[tuple[str, str], ...] = (("Acme", "acme"), ("Globex", "globex"))
+
+
+@dataclass(frozen=True, slots=True)
+class DemoUser:
+    """A demo login: operators are staff and superuser; the others belong to one tenant."""
+
+    username: str
+    first_name: str
+    email: str
+    is_operator: bool = False
+    tenant_slug: str | None = None
+    role: str | None = None
+
+
+DEMO_USERS: tuple[DemoUser, ...] = (
+    DemoUser("admin", "Ada", "admin@composer.example", is_operator=True),
+    DemoUser("alice", "Alice", "alice@acme.example", tenant_slug="acme", role=Role.ADMIN),
+    DemoUser("bob", "Bob", "bob@acme.example", tenant_slug="acme", role=Role.READONLY),
+    DemoUser("carol", "Carol", "carol@globex.example", tenant_slug="globex", role=Role.MEMBER),
+)
+
+
+@dataclass
+class DemoSeedResult:
+    """What `demo_seed` created or changed (empty lists on an idempotent rerun)."""
+
+    world: WorldWriteResult
+    manager: FabricManager
+    manager_changed: bool
+    tenants_created: list[str] = field(default_factory=list)
+    users_created: list[str] = field(default_factory=list)
+    users_changed: list[str] = field(default_factory=list)
+    memberships_changed: list[str] = field(default_factory=list)
+    pools_created: list[str] = field(default_factory=list)
+    devices_moved: int = 0
+    sync: SyncResult | None = None
+
+
+def demo_manager_ensure(*, manager_name: str, fabric_name: str) -> tuple[FabricManager, bool]:
+    """Create or update the FabricManager that uses the simulated driver on `fabric_name`.
+
+    Other keys in its settings (an operator's additions) are kept. Returns (manager,
+    whether anything was written).
+    """
+    manager = FabricManager.objects.filter(name=manager_name).first()
+    wanted_settings = {"fabric": fabric_name}
+    if manager is None:
+        manager = FabricManager(
+            name=manager_name,
+            driver="simulated",
+            endpoint=f"sim://{fabric_name}",
+            settings=wanted_settings,
+            poll_interval_s=30,
+        )
+        manager.full_clean()
+        manager.save()
+        logger.info("fabric manager %s created", manager_name)
+        return manager, True
+    merged = {**(manager.settings or {}), **wanted_settings}
+    if manager.driver == "simulated" and manager.settings == merged:
+        return manager, False
+    manager.driver = "simulated"
+    manager.endpoint = f"sim://{fabric_name}"
+    manager.settings = merged
+    manager.full_clean()
+    manager.save()
+    logger.info("fabric manager %s pointed at simulated fabric %s", manager_name, fabric_name)
+    return manager, True
+
+
+def demo_users_ensure(*, result: DemoSeedResult) -> None:
+    """Create the demo tenants and users, and keep their flags, roles and password as designed.
+
+    The password (COMPOSER_DEMO_PASSWORD) is only re-hashed when it no longer matches, so
+    a rerun writes nothing.
+    """
+    user_model = get_user_model()
+    password = settings.COMPOSER_DEMO_PASSWORD
+    tenants: dict[str, Tenant] = {}
+    for name, slug in DEMO_TENANTS:
+        tenant, created = Tenant.objects.get_or_create(slug=slug, defaults={"name": name})
+        tenants[slug] = tenant
+        if created:
+            result.tenants_created.append(name)
+    for spec in DEMO_USERS:
+        user = user_model.objects.filter(username=spec.username).first()
+        if user is None:
+            user = user_model(username=spec.username, first_name=spec.first_name, email=spec.email)
+            user.is_staff = user.is_superuser = spec.is_operator
+            user.set_password(password)
+            user.save()
+            result.users_created.append(spec.username)
+        else:
+            dirty = []
+            if user.is_staff != spec.is_operator or user.is_superuser != spec.is_operator:
+                user.is_staff = user.is_superuser = spec.is_operator
+                dirty += ["is_staff", "is_superuser"]
+            if not user.is_active:
+                user.is_active = True
+                dirty.append("is_active")
+            if not user.check_password(password):
+                user.set_password(password)
+                dirty.append("password")
+            if dirty:
+                user.save(update_fields=dirty)
+                result.users_changed.append(spec.username)
+        if spec.tenant_slug and spec.role:
+            membership, created = Membership.objects.get_or_create(
+                user=user, tenant=tenants[spec.tenant_slug], defaults={"role": spec.role}
+            )
+            if created or membership.role != spec.role:
+                if membership.role != spec.role:
+                    membership.role = spec.role
+                    membership.save(update_fields=["role", "updated_at"])
+                result.memberships_changed.append(f"{spec.username}@{spec.tenant_slug}")
+
+
+def demo_seed(
+    *,
+    spec: WorldSpec | None = None,
+    manager_name: str = "demo",
+    fabric_name: str = "demo",
+    sync: bool = True,
+    users: bool = True,
+    on_progress: Callable[[int, int, str], None] | None = None,
+) -> DemoSeedResult:
+    """Build (or converge) the demo data centre; see the module docstring.
+
+    Steps: write the simulated world; create/update the manager; the demo tenants and
+    users; unless `sync` is false, an inventory sync through the same service the workers
+    use, then the default pools (one per kind, model and rack) and pool assignment.
+    Raises ValueError naming a bad size, DriverError when the sync cannot read the fabric.
+    """
+    spec = spec or WorldSpec()
+    world = world_write(fabric_name=fabric_name, spec=spec)
+    logger.info(
+        "simulated fabric %s: %d created, %d updated, %d removed",
+        fabric_name,
+        world.created,
+        world.updated,
+        world.removed,
+    )
+    with transaction.atomic():
+        manager, manager_changed = demo_manager_ensure(
+            manager_name=manager_name, fabric_name=fabric_name
+        )
+        result = DemoSeedResult(world=world, manager=manager, manager_changed=manager_changed)
+        if users:
+            demo_users_ensure(result=result)
+    if sync:
+        result.sync = inventory_sync(manager=manager, on_progress=on_progress, source="seed_demo")
+        result.pools_created = [p.name for p in pools_ensure_defaults(manager=manager)]
+        result.devices_moved = pools_assign(manager=manager, source="seed_demo")
+    return result

@@ -1,0 +1,44 @@
+"""Which driver class serves which `FabricManager.driver` value.
+
+Drivers are named by dotted path and imported on first use, so a vendor driver's client
+library is only needed on machines whose managers use it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from django.utils.module_loading import import_string
+
+from fabric.drivers.base import DriverError, FabricDriver
+
+if TYPE_CHECKING:
+    from fabric.models import FabricManager
+
+DRIVERS: dict[str, str] = {
+    "simulated": "fabric.drivers.simulated.driver.SimulatedDriver",
+}
+
+
+def get_driver(manager: FabricManager) -> FabricDriver:
+    """Construct the driver for `manager` with its endpoint and settings.
+
+    Raises a permanent DriverError for a driver name that is not registered (a
+    configuration mistake that retrying cannot fix) or whose class cannot be imported.
+    """
+    path = DRIVERS.get(manager.driver)
+    if path is None:
+        raise DriverError(
+            f"Fabric manager {manager.name!r} names unknown driver {manager.driver!r}; "
+            f"one of {sorted(DRIVERS)}.",
+            permanent=True,
+        )
+    try:
+        driver_class: Any = import_string(path)
+    except ImportError as exc:
+        raise DriverError(
+            f"Driver {manager.driver!r} cannot be loaded: {exc}", permanent=True
+        ) from exc
+    return cast(
+        FabricDriver, driver_class(endpoint=manager.endpoint, settings=dict(manager.settings or {}))
+    )

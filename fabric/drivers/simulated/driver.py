@@ -1,0 +1,404 @@
+"""The simulated fabric manager's driver: a first-class driver whose "hardware" is the database.
+
+It behaves like a real manager where it matters to the console: every call takes time,
+calls can fail transiently, permanently or by timing out (injected per operation), binds
+are serialised per device by a row lock so that many workers cannot double-bind, and
+injected element faults propagate to what depends on them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+import zlib
+from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields
+from typing import Any, TypeVar
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Sum
+
+from fabric.drivers.base import (
+    Binding,
+    DeviceInfo,
+    DriverError,
+    DriverTimeout,
+    EnclosureInfo,
+    HealthReading,
+    HostInfo,
+    Inventory,
+    LinkInfo,
+    PortInfo,
+    PowerFeedInfo,
+    RackInfo,
+    SwitchInfo,
+)
+from fabric.drivers.simulated import store
+from fabric.drivers.simulated.propagation import CRITICAL, OK, Effective, effective_health
+from fabric.models import SimulatedBinding, SimulatedElement, SimulatedFabric
+
+logger = logging.getLogger(__name__)
+
+Kind = SimulatedElement.Kind
+PARTITIONABLE_KINDS = frozenset({"cxl_memory"})
+_INFO_BY_KIND: dict[str, type[Any]] = {
+    Kind.RACK: RackInfo,
+    Kind.POWER_FEED: PowerFeedInfo,
+    Kind.SWITCH: SwitchInfo,
+    Kind.HOST: HostInfo,
+    Kind.ENCLOSURE: EnclosureInfo,
+    Kind.DEVICE: DeviceInfo,
+    Kind.PORT: PortInfo,
+    Kind.LINK: LinkInfo,
+}
+_FIELD_NAMES: dict[type[Any], frozenset[str]] = {
+    cls: frozenset(f.name for f in dataclass_fields(cls)) for cls in _INFO_BY_KIND.values()
+}
+# Nominal draw of a healthy device under typical load, for the simulated power metric.
+_NOMINAL_POWER_W = {"gpu": 350.0, "cxl_memory": 40.0, "nvme": 14.0, "nic": 25.0, "dpu": 75.0}
+
+InfoT = TypeVar("InfoT")
+
+
+def sleep(seconds: float) -> None:
+    """Wait out a simulated latency; a module function so tests can observe or patch it."""
+    if seconds > 0:
+        time.sleep(seconds)
+
+
+def _info(cls: type[InfoT], element: SimulatedElement, effective: Effective, **extra: Any) -> InfoT:
+    """Build a reported dataclass from an element's stored data, ignoring unknown keys."""
+    names = _FIELD_NAMES[cls]
+    kwargs = {key: value for key, value in (element.data or {}).items() if key in names}
+    kwargs.update(external_id=element.external_id, health=effective.health, **extra)
+    return cls(**kwargs)
+
+
+def _jitter(external_id: str, spread: float) -> float:
+    """A stable per-element offset in [0, spread): metrics differ by element, not by call."""
+    return (zlib.crc32(external_id.encode()) % 1000) / 1000.0 * spread
+
+
+def _metrics(element: SimulatedElement, effective: Effective) -> dict[str, float]:
+    """Plausible sensor values for a health reading, worse when the element is unwell."""
+    data = element.data or {}
+    failed = effective.health == CRITICAL
+    degraded = effective.health != OK and not failed
+    if element.kind == Kind.DEVICE:
+        nominal = _NOMINAL_POWER_W.get(str(data.get("kind")), 20.0)
+        return {
+            "temperature_c": 0.0
+            if failed
+            else 41.0 + _jitter(element.external_id, 12) + (38.0 if degraded else 0.0),
+            "power_w": 0.0
+            if failed
+            else round(nominal * (0.55 + _jitter(element.external_id, 0.3)), 1),
+            "correctable_errors": 0.0 if not degraded else 120.0,
+        }
+    if element.kind == Kind.LINK:
+        return {
+            "bandwidth_gbps": 0.0
+            if failed
+            else float(data.get("bandwidth_gbps", 0.0)) * (0.5 if degraded else 1.0),
+            "crc_errors_per_s": 0.0 if not degraded else 14.0,
+        }
+    if element.kind == Kind.POWER_FEED:
+        capacity = float(data.get("capacity_kw", 0.0))
+        return {
+            "voltage_v": 0.0 if failed else (207.0 if degraded else 230.0),
+            "load_kw": 0.0
+            if failed
+            else round(capacity * (0.35 + _jitter(element.external_id, 0.3)), 2),
+        }
+    if element.kind in (Kind.SWITCH, Kind.HOST, Kind.ENCLOSURE):
+        return {
+            "temperature_c": 0.0
+            if failed
+            else 35.0 + _jitter(element.external_id, 10) + (30.0 if degraded else 0.0),
+        }
+    return {}
+
+
+class SimulatedDriver:
+    """Driver for a simulated fabric manager whose state is in the Simulated* tables.
+
+    `settings["fabric"]` names the SimulatedFabric (e.g. {"fabric": "demo"}); the endpoint
+    is ignored. Construction is free: nothing is read until an operation is called, and
+    every operation reads the current state, so instances may be short-lived.
+    """
+
+    def __init__(self, *, endpoint: str = "", settings: Mapping[str, Any] | None = None) -> None:
+        self.endpoint = endpoint
+        self.settings = dict(settings or {})
+        self.fabric_name = str(self.settings.get("fabric") or "")
+
+    def __repr__(self) -> str:
+        return f"SimulatedDriver(fabric={self.fabric_name!r})"
+
+    # -- the operation envelope: latency, injected operation faults -------------------------
+
+    def _begin(self, operation: str) -> tuple[SimulatedFabric, bool]:
+        """Start an operation: consume an injected fault, wait the latency.
+
+        Returns the fabric and whether the call must end in a timeout after doing its work
+        (the reply was "lost"). Raises DriverError for injected transient/permanent faults.
+        """
+        if not self.fabric_name:
+            raise DriverError(
+                'The simulated driver needs settings {"fabric": "<name>"}.', permanent=True
+            )
+        fabric = store.fabric_get(self.fabric_name)
+        mode = store.operation_fault_take(fabric, operation)
+        if mode == "timeout":
+            sleep(store.latency_seconds(fabric, "timeout"))
+            return fabric, True
+        sleep(store.latency_seconds(fabric, operation))
+        if mode == "transient":
+            raise DriverError(
+                f"Simulated {operation} failed: fabric manager busy (injected).", permanent=False
+            )
+        if mode == "permanent":
+            raise DriverError(
+                f"Simulated {operation} refused by the fabric manager (injected).", permanent=True
+            )
+        return fabric, False
+
+    @staticmethod
+    def _timed_out(operation: str) -> DriverTimeout:
+        return DriverTimeout(
+            f"Simulated {operation} timed out (injected); the operation may have completed."
+        )
+
+    # -- reads --------------------------------------------------------------------------
+
+    def _elements(self, fabric: SimulatedFabric) -> list[SimulatedElement]:
+        return list(
+            SimulatedElement.objects.filter(fabric=fabric, is_present=True)
+            .only("kind", "external_id", "data", "fault")
+            .order_by("kind", "external_id")
+        )
+
+    def discover(self) -> Inventory:
+        """Report every present element with its effective health (faults propagated).
+
+        Links report their state (up / degraded / down) from the same propagation.
+        Raises DriverError on injected faults or a missing fabric.
+        """
+        fabric, timed_out = self._begin("discover")
+        elements = self._elements(fabric)
+        effective = effective_health(elements)
+        buckets: dict[str, list[Any]] = {kind: [] for kind in _INFO_BY_KIND}
+        for element in elements:
+            cls = _INFO_BY_KIND.get(element.kind)
+            if cls is None:
+                continue
+            eff = effective[element.external_id]
+            extra = {"state": eff.link_state} if element.kind == Kind.LINK else {}
+            buckets[element.kind].append(_info(cls, element, eff, **extra))
+        if timed_out:
+            raise self._timed_out("discover")
+        inventory = Inventory(
+            racks=tuple(buckets[Kind.RACK]),
+            power_feeds=tuple(buckets[Kind.POWER_FEED]),
+            switches=tuple(buckets[Kind.SWITCH]),
+            hosts=tuple(buckets[Kind.HOST]),
+            enclosures=tuple(buckets[Kind.ENCLOSURE]),
+            devices=tuple(buckets[Kind.DEVICE]),
+            ports=tuple(buckets[Kind.PORT]),
+            links=tuple(buckets[Kind.LINK]),
+        )
+        logger.debug("simulated fabric %s discovered %s", fabric.name, inventory.counts())
+        return inventory
+
+    def bindings(self) -> list[Binding]:
+        """Every binding the simulated manager holds."""
+        fabric, timed_out = self._begin("bindings")
+        result = [
+            Binding(
+                binding_id=b.binding_id,
+                device_id=b.device_id,
+                host_id=b.host_id,
+                size_gib=b.size_gib,
+            )
+            for b in store.bindings_for(fabric)
+        ]
+        if timed_out:
+            raise self._timed_out("bindings")
+        return result
+
+    def health(self) -> list[HealthReading]:
+        """A reading for every present element, with faults propagated and sensor metrics."""
+        fabric, timed_out = self._begin("health")
+        elements = self._elements(fabric)
+        effective = effective_health(elements)
+        readings = []
+        for element in elements:
+            eff = effective[element.external_id]
+            if element.kind == Kind.LINK:
+                state = eff.link_state
+            else:
+                state = "unavailable" if eff.health == CRITICAL else "enabled"
+            readings.append(
+                HealthReading(
+                    target_kind=element.kind,  # type: ignore[arg-type]
+                    external_id=element.external_id,
+                    health=eff.health,  # type: ignore[arg-type]
+                    state=state,
+                    detail=eff.detail,
+                    metrics=_metrics(element, eff),
+                )
+            )
+        if timed_out:
+            raise self._timed_out("health")
+        return readings
+
+    # -- writes -------------------------------------------------------------------------
+
+    def _element(self, fabric: SimulatedFabric, kind: str, external_id: str) -> SimulatedElement:
+        element = SimulatedElement.objects.filter(
+            fabric=fabric, kind=kind, external_id=external_id, is_present=True
+        ).first()
+        if element is None:
+            raise DriverError(f"Unknown {kind} {external_id!r}.", permanent=True)
+        return element
+
+    def _effective_of(self, fabric: SimulatedFabric, element: SimulatedElement) -> Effective:
+        """The effective health of one device or host, reading only its ancestors."""
+        chain = [element]
+        enclosure_id = element.data.get("enclosure_id")
+        if enclosure_id:
+            chain += SimulatedElement.objects.filter(fabric=fabric, external_id=enclosure_id)
+        feed_ids = [e.data.get("power_feed_id") for e in chain if e.data.get("power_feed_id")]
+        if feed_ids:
+            chain += SimulatedElement.objects.filter(fabric=fabric, external_id__in=feed_ids)
+        return effective_health(chain)[element.external_id]
+
+    def _lock_device(self, fabric: SimulatedFabric, device_id: str) -> SimulatedElement:
+        """Lock the device's row for the rest of the transaction: binds of it serialise here.
+
+        PostgreSQL honours SELECT ... FOR UPDATE. SQLite ignores it, so there a write on the
+        row takes the database's write lock first; either way a second worker binding the
+        same device waits, then sees the first one's binding.
+        """
+        rows = SimulatedElement.objects.filter(
+            fabric=fabric, kind=Kind.DEVICE, external_id=device_id, is_present=True
+        )
+        if connection.vendor == "sqlite":
+            rows.update(fault=F("fault"))
+        device = rows.select_for_update().first()
+        if device is None:
+            raise DriverError(f"Unknown device {device_id!r}.", permanent=True)
+        return device
+
+    def bind(self, *, device_id: str, host_id: str, size_gib: int | None = None) -> Binding:
+        """Bind a whole device, or a `size_gib` slice of a CXL memory device, to a host.
+
+        Idempotent: the same device (same slice size) on the same host returns the binding
+        that exists. A host holds at most one slice of a given memory device; resizing is
+        unbind + bind. Raises a permanent DriverError when the device or host is unknown or
+        failed, the device is bound elsewhere, or the slice does not fit.
+        """
+        fabric, timed_out = self._begin("bind")
+        if size_gib is not None and size_gib <= 0:
+            raise DriverError(f"size_gib must be positive; got {size_gib}.", permanent=True)
+        host = self._element(fabric, Kind.HOST, host_id)
+        try:
+            with transaction.atomic():
+                device = self._lock_device(fabric, device_id)
+                binding = self._bind_locked(fabric, device, host, size_gib)
+        except IntegrityError as exc:
+            # The database constraint caught what the lock should have prevented.
+            raise DriverError(f"Device {device_id!r} is already bound.", permanent=True) from exc
+        if timed_out:
+            raise self._timed_out("bind")
+        return binding
+
+    def _bind_locked(
+        self,
+        fabric: SimulatedFabric,
+        device: SimulatedElement,
+        host: SimulatedElement,
+        size_gib: int | None,
+    ) -> Binding:
+        existing = list(
+            SimulatedBinding.objects.filter(fabric=fabric, device_id=device.external_id)
+        )
+        partitionable = device.data.get("kind") in PARTITIONABLE_KINDS
+        if size_gib is not None and not partitionable:
+            raise DriverError(
+                f"Device {device.external_id!r} ({device.data.get('kind')}) is not partitionable; "
+                "bind it whole (size_gib=None).",
+                permanent=True,
+            )
+        for other in existing:
+            if other.host_id == host.external_id:
+                if other.size_gib == size_gib:
+                    return _binding(other)
+                raise DriverError(
+                    f"Host {host.external_id!r} already holds a {other.size_gib or 'whole'}"
+                    f"{' GiB' if other.size_gib else ''} binding of {device.external_id!r}; "
+                    "unbind it before binding a different size.",
+                    permanent=True,
+                )
+        if existing and (size_gib is None or any(b.size_gib is None for b in existing)):
+            holders = sorted({b.host_id for b in existing})
+            raise DriverError(
+                f"Device {device.external_id!r} is already bound to {', '.join(holders)}.",
+                permanent=True,
+            )
+        if size_gib is not None:
+            capacity = int(device.data.get("memory_gib") or 0)
+            used = (
+                SimulatedBinding.objects.filter(
+                    fabric=fabric, device_id=device.external_id
+                ).aggregate(total=Sum("size_gib"))["total"]
+                or 0
+            )
+            if used + size_gib > capacity:
+                raise DriverError(
+                    f"Device {device.external_id!r} has {capacity - used} GiB free of {capacity} "
+                    f"GiB; cannot bind {size_gib} GiB.",
+                    permanent=True,
+                )
+        for element in (device, host):
+            eff = self._effective_of(fabric, element)
+            if eff.health == CRITICAL:
+                raise DriverError(
+                    f"{element.kind.capitalize()} {element.external_id!r} is failed "
+                    f"({eff.detail}).",
+                    permanent=True,
+                )
+        row = SimulatedBinding.objects.create(
+            fabric=fabric,
+            binding_id=f"b-{uuid.uuid4().hex[:16]}",
+            device_id=device.external_id,
+            host_id=host.external_id,
+            size_gib=size_gib,
+        )
+        logger.info(
+            "simulated fabric %s bound %s to %s%s",
+            fabric.name,
+            device.external_id,
+            host.external_id,
+            f" ({size_gib} GiB)" if size_gib else "",
+        )
+        return _binding(row)
+
+    def unbind(self, *, binding_id: str) -> None:
+        """Remove a binding; an unknown id is not an error (it may already be gone)."""
+        fabric, timed_out = self._begin("unbind")
+        deleted, _ = SimulatedBinding.objects.filter(fabric=fabric, binding_id=binding_id).delete()
+        if deleted:
+            logger.info("simulated fabric %s unbound %s", fabric.name, binding_id)
+        if timed_out:
+            raise self._timed_out("unbind")
+
+
+def _binding(row: SimulatedBinding) -> Binding:
+    return Binding(
+        binding_id=row.binding_id,
+        device_id=row.device_id,
+        host_id=row.host_id,
+        size_gib=row.size_gib,
+    )

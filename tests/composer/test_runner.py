@@ -1,0 +1,178 @@
+"""run_job: one run per job, its log captured, progress throttled, always a terminal status."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from django.db import transaction
+
+from composer import runner
+from composer.choices import JobKind, JobStatus
+from composer.models import Job
+from composer.runner import JobRetry, run_job
+from fabric.drivers.base import DriverError
+
+fabric_log = logging.getLogger("fabric.services.test")
+
+
+@pytest.fixture
+def job(db: None) -> Job:
+    return Job.objects.create(kind=JobKind.INVENTORY_SYNC, target_label="demo")
+
+
+def _reloaded(job: Job) -> Job:
+    return Job.objects.get(pk=job.pk)
+
+
+def test_a_job_that_returns_succeeds_with_its_result(job: Job) -> None:
+    def work(progress: Any) -> dict[str, int]:
+        progress(1, 4, "one of four")
+        return {"devices": 64}
+
+    run_job(job, work)
+    job = _reloaded(job)
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.result == {"devices": 64}
+    assert job.attempts == 1 and job.started_at and job.finished_at and job.heartbeat_at
+    assert (job.progress_done, job.progress_total, job.progress_percent) == (4, 4, 100)
+    assert job.error == ""
+
+
+def test_a_job_that_raises_fails_with_the_error_and_the_exception_does_not_escape(
+    job: Job,
+) -> None:
+    def work(progress: Any) -> None:
+        raise RuntimeError("cable on fire")
+
+    run_job(job, work)
+    job = _reloaded(job)
+    assert job.status == JobStatus.FAILED
+    assert job.error == "RuntimeError: cable on fire"
+    assert job.finished_at is not None
+    assert job.log_lines.filter(level="ERROR", message__contains="cable on fire").exists()
+
+
+def test_log_records_of_fabric_and_composer_loggers_become_log_lines(job: Job) -> None:
+    other = logging.getLogger("somewhere.else")
+
+    def work(progress: Any) -> None:
+        fabric_log.info("discovered %d devices", 64)
+        fabric_log.debug("too chatty to keep")
+        logging.getLogger("composer.services.test").warning("pool nearly full")
+        other.warning("not ours")
+
+    run_job(job, work)
+    lines = list(job.log_lines.values_list("level", "logger", "message"))
+    assert ("INFO", "fabric.services.test", "discovered 64 devices") in lines
+    assert ("WARNING", "composer.services.test", "pool nearly full") in lines
+    assert not [m for _, _, m in lines if m in ("too chatty to keep", "not ours")]
+    # The handler is gone afterwards.
+    assert not any(
+        isinstance(h, runner._JobLogHandler) for h in logging.getLogger("fabric").handlers
+    )
+
+
+def test_log_lines_written_inside_a_transaction_are_kept(job: Job) -> None:
+    def work(progress: Any) -> None:
+        with transaction.atomic():
+            fabric_log.info("inside")
+        fabric_log.info("outside")
+
+    run_job(job, work)
+    assert list(job.log_lines.values_list("message", flat=True)).count("inside") == 1
+
+
+def test_a_duplicate_delivery_exits_without_running_the_work(job: Job) -> None:
+    calls: list[int] = []
+    run_job(job, lambda progress: calls.append(1) or {})
+    duplicate = Job.objects.get(pk=job.pk)
+    duplicate.status = JobStatus.QUEUED  # what a stale copy of the message believes
+    run_job(duplicate, lambda progress: calls.append(2) or {})
+    assert calls == [1]
+    assert _reloaded(job).status == JobStatus.SUCCEEDED
+    assert _reloaded(job).attempts == 1
+
+
+def test_a_transient_driver_error_hands_the_job_back_for_a_retry(job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise DriverError("manager busy", permanent=False)
+
+    with pytest.raises(JobRetry):
+        run_job(job, work)
+    job = _reloaded(job)
+    assert job.status == JobStatus.QUEUED
+    assert "manager busy" in job.error and job.message.startswith("Waiting to retry")
+
+    run_job(job, lambda progress: {"ok": True})
+    job = _reloaded(job)
+    assert (job.status, job.attempts, job.error) == (JobStatus.SUCCEEDED, 2, "")
+
+
+def test_a_transient_driver_error_on_the_last_attempt_fails_the_job(job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise DriverError("manager busy", permanent=False)
+
+    run_job(job, work, retryable=False)
+    job = _reloaded(job)
+    assert job.status == JobStatus.FAILED
+    assert job.error == "Fabric manager error (transient): manager busy"
+
+
+def test_a_permanent_driver_error_fails_the_job_without_retry(job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise DriverError("device already bound", permanent=True)
+
+    run_job(job, work)
+    job = _reloaded(job)
+    assert job.status == JobStatus.FAILED
+    assert job.error == "Fabric manager error (permanent): device already bound"
+
+
+def test_progress_is_written_at_most_once_a_second_but_the_last_report_always(
+    job: Job, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+    seen: list[tuple[int, int, str]] = []
+
+    def work(progress: Any) -> None:
+        progress(1, 10, "first")  # written: nothing written yet
+        progress(2, 10, "second")  # same second: kept for later
+        seen.append(
+            tuple(
+                Job.objects.values_list("progress_done", "progress_total", "message").get(pk=job.pk)
+            )
+        )
+        clock[0] += 1.5
+        progress(3, 10, "third")  # a second later: written
+        seen.append(
+            tuple(
+                Job.objects.values_list("progress_done", "progress_total", "message").get(pk=job.pk)
+            )
+        )
+        progress(7, 10, "seventh")  # never written by a tick: by the end
+        raise RuntimeError("stop here")
+
+    run_job(job, work)
+    assert seen == [(1, 10, "first"), (3, 10, "third")]
+    job = _reloaded(job)
+    assert (job.progress_done, job.progress_total, job.message) == (7, 10, "seventh")
+
+
+def test_an_interrupt_still_leaves_a_terminal_status(job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_job(job, work)
+    assert _reloaded(job).status == JobStatus.FAILED
+
+
+def test_a_job_cancelled_while_running_keeps_its_cancelled_status(job: Job) -> None:
+    def work(progress: Any) -> None:
+        Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
+
+    run_job(job, work)
+    assert _reloaded(job).status == JobStatus.CANCELLED

@@ -1,0 +1,482 @@
+"""The contract every fabric driver keeps (STYLE §12), run against each driver.
+
+Each driver plugs in through a harness that builds a small fabric and exposes the knobs
+a test needs (fault an element, fail the next calls of an operation, set a latency). A
+vendor driver adds a harness (against an emulator or recorded responses) to HARNESSES;
+tests that need a knob the harness lacks are skipped for it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from fabric.drivers.base import (
+    Binding,
+    DriverError,
+    DriverTimeout,
+    FabricDriver,
+    HealthReading,
+    Inventory,
+)
+from fabric.drivers.registry import get_driver
+from fabric.drivers.simulated import driver as simulated_driver
+from fabric.drivers.simulated import store
+from fabric.models import SimulatedElement
+from fabric.services.sync import inventory_sync
+from tests.fabric.simulated_world import simulated_manager
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+class SimulatedHarness:
+    """The simulated driver on the tiny world, with direct access to its knobs."""
+
+    name = "simulated"
+
+    def __init__(self) -> None:
+        self.manager = simulated_manager(name="contract", fabric="contract")
+        self.driver: FabricDriver = get_driver(self.manager)
+        self.fabric = store.fabric_get("contract")
+
+    def inject(self, kind: str, external_id: str, action: str) -> None:
+        store.element_fault_set(
+            fabric=self.fabric, kind=kind, external_id=external_id, action=action
+        )
+
+    def fail_operation(self, operation: str, mode: str, count: int = 1) -> None:
+        store.operation_fault_set(fabric=self.fabric, operation=operation, mode=mode, count=count)
+
+    def set_latency(self, operation: str, ms: int) -> None:
+        store.latency_set(fabric=self.fabric, operation=operation, ms=ms)
+
+
+HARNESSES = {"simulated": SimulatedHarness}
+
+
+@pytest.fixture(params=sorted(HARNESSES))
+def harness(request: pytest.FixtureRequest, db: None) -> Any:
+    return HARNESSES[request.param]()
+
+
+def _needs(harness: Any, knob: str) -> None:
+    if not hasattr(harness, knob):
+        pytest.skip(f"the {harness.name} harness cannot {knob.replace('_', ' ')}")
+
+
+def _by_kind(readings: list[HealthReading], kind: str) -> dict[str, HealthReading]:
+    return {r.external_id: r for r in readings if r.target_kind == kind}
+
+
+def _first(inventory: Inventory, kind: str) -> Any:
+    return next(d for d in inventory.devices if d.kind == kind)
+
+
+# -- discovery ----------------------------------------------------------------------------
+
+
+def test_discovery_returns_consistent_references(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    assert list(inventory.dangling_references()) == []
+    counts = inventory.counts()
+    assert all(counts[k] > 0 for k in counts), counts
+    every = [i.external_id for name in counts for i in getattr(inventory, name)]
+    assert len(every) == len(set(every)), "external ids are unique across the inventory"
+
+
+def test_discovery_of_a_healthy_fabric_reports_everything_ok_and_links_up(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    assert {d.health for d in inventory.devices} == {"ok"}
+    assert {link.state for link in inventory.links} == {"up"}
+    assert {link.health for link in inventory.links} == {"ok"}
+
+
+def test_discovery_is_read_only_and_repeatable(harness: Any) -> None:
+    assert harness.driver.discover() == harness.driver.discover()
+
+
+# -- bind and unbind ----------------------------------------------------------------------
+
+
+def test_bind_returns_a_binding_that_bindings_lists(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    gpu, host = _first(inventory, "gpu"), inventory.hosts[0]
+    binding = harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+    assert isinstance(binding, Binding)
+    assert (binding.device_id, binding.host_id, binding.size_gib) == (
+        gpu.external_id,
+        host.external_id,
+        None,
+    )
+    assert binding in harness.driver.bindings()
+
+
+def test_binding_the_same_device_to_the_same_host_again_returns_the_existing_binding(
+    harness: Any,
+) -> None:
+    inventory = harness.driver.discover()
+    gpu, host = _first(inventory, "gpu"), inventory.hosts[0]
+    first = harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+    again = harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+    assert again == first
+    assert len(harness.driver.bindings()) == 1
+
+
+def test_binding_a_device_bound_to_another_host_is_refused_permanently(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    gpu = _first(inventory, "gpu")
+    harness.driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[0].external_id)
+    with pytest.raises(DriverError) as caught:
+        harness.driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[1].external_id)
+    assert caught.value.permanent is True
+    assert len(harness.driver.bindings()) == 1
+
+
+def test_unbind_is_idempotent(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    gpu, host = _first(inventory, "gpu"), inventory.hosts[0]
+    binding = harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+    harness.driver.unbind(binding_id=binding.binding_id)
+    harness.driver.unbind(binding_id=binding.binding_id)
+    harness.driver.unbind(binding_id="no-such-binding")
+    assert harness.driver.bindings() == []
+    # And the device can be bound again, elsewhere.
+    harness.driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[1].external_id)
+
+
+def test_memory_slices_are_limited_by_capacity(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    memory = _first(inventory, "cxl_memory")
+    capacity = memory.memory_gib
+    h1, h2, h3 = (h.external_id for h in inventory.hosts[:3])
+    harness.driver.bind(device_id=memory.external_id, host_id=h1, size_gib=capacity - 100)
+    with pytest.raises(DriverError) as caught:
+        harness.driver.bind(device_id=memory.external_id, host_id=h2, size_gib=101)
+    assert caught.value.permanent is True
+    harness.driver.bind(device_id=memory.external_id, host_id=h2, size_gib=100)
+    with pytest.raises(DriverError):
+        harness.driver.bind(device_id=memory.external_id, host_id=h3, size_gib=1)
+    sizes = sorted(b.size_gib or 0 for b in harness.driver.bindings())
+    assert sizes == [100, capacity - 100]
+
+
+def test_a_memory_slice_bound_again_to_the_same_host_returns_the_existing_one(
+    harness: Any,
+) -> None:
+    inventory = harness.driver.discover()
+    memory, host = _first(inventory, "cxl_memory"), inventory.hosts[0].external_id
+    first = harness.driver.bind(device_id=memory.external_id, host_id=host, size_gib=64)
+    assert harness.driver.bind(device_id=memory.external_id, host_id=host, size_gib=64) == first
+
+
+def test_a_device_that_is_not_partitionable_cannot_be_sliced(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    gpu = _first(inventory, "gpu")
+    with pytest.raises(DriverError) as caught:
+        harness.driver.bind(
+            device_id=gpu.external_id, host_id=inventory.hosts[0].external_id, size_gib=8
+        )
+    assert caught.value.permanent is True
+
+
+def test_binding_an_unknown_device_or_host_is_a_permanent_error(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    gpu, host = _first(inventory, "gpu"), inventory.hosts[0]
+    for kwargs in (
+        {"device_id": "no-such-device", "host_id": host.external_id},
+        {"device_id": gpu.external_id, "host_id": "no-such-host"},
+    ):
+        with pytest.raises(DriverError) as caught:
+            harness.driver.bind(**kwargs)
+        assert caught.value.permanent is True
+
+
+# -- health and fault propagation -----------------------------------------------------------
+
+
+def test_a_failed_power_feed_fails_its_enclosures_and_their_devices(harness: Any) -> None:
+    _needs(harness, "inject")
+    inventory = harness.driver.discover()
+    feeds = {e.power_feed_id for e in inventory.enclosures}
+    feed = sorted(f for f in feeds if f)[0]
+    powered = {e.external_id for e in inventory.enclosures if e.power_feed_id == feed}
+    harness.inject("power_feed", feed, "fail")
+
+    readings = harness.driver.health()
+    assert _by_kind(readings, "power_feed")[feed].health == "critical"
+    enclosures = _by_kind(readings, "enclosure")
+    devices = _by_kind(readings, "device")
+    for enclosure in inventory.enclosures:
+        expected = "critical" if enclosure.external_id in powered else "ok"
+        assert enclosures[enclosure.external_id].health == expected, enclosure.external_id
+    for device in inventory.devices:
+        expected = "critical" if device.enclosure_id in powered else "ok"
+        assert devices[device.external_id].health == expected, device.external_id
+    assert any(devices[d].detail for d in devices if devices[d].health == "critical")
+
+    rediscovered = {d.external_id: d.health for d in harness.driver.discover().devices}
+    assert rediscovered == {
+        d.external_id: ("critical" if d.enclosure_id in powered else "ok")
+        for d in inventory.devices
+    }
+
+
+def test_a_failed_enclosure_fails_its_devices_and_a_failed_device_cannot_be_bound(
+    harness: Any,
+) -> None:
+    _needs(harness, "inject")
+    inventory = harness.driver.discover()
+    gpu = _first(inventory, "gpu")
+    harness.inject("enclosure", gpu.enclosure_id, "fail")
+    devices = _by_kind(harness.driver.health(), "device")
+    siblings = [d for d in inventory.devices if d.enclosure_id == gpu.enclosure_id]
+    assert {devices[d.external_id].health for d in siblings} == {"critical"}
+    with pytest.raises(DriverError) as caught:
+        harness.driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[0].external_id)
+    assert caught.value.permanent is True
+
+
+def test_a_failed_switch_takes_its_ports_and_links_down(harness: Any) -> None:
+    _needs(harness, "inject")
+    inventory = harness.driver.discover()
+    switch = inventory.switches[0].external_id
+    ports = {p.external_id for p in inventory.ports if p.owner_id == switch}
+    touching = {
+        link.external_id
+        for link in inventory.links
+        if link.a_port_id in ports or link.b_port_id in ports
+    }
+    assert touching
+    harness.inject("switch", switch, "fail")
+
+    readings = harness.driver.health()
+    assert _by_kind(readings, "switch")[switch].health == "critical"
+    port_health = _by_kind(readings, "port")
+    assert {port_health[p].health for p in ports} == {"critical"}
+    links = {link.external_id: link for link in harness.driver.discover().links}
+    for link_id, link in links.items():
+        assert link.state == ("down" if link_id in touching else "up"), link_id
+
+
+def test_a_degraded_link_reports_degraded_and_recovers(harness: Any) -> None:
+    _needs(harness, "inject")
+    link = harness.driver.discover().links[0]
+    harness.inject("link", link.external_id, "degrade")
+    reading = _by_kind(harness.driver.health(), "link")[link.external_id]
+    assert (reading.health, reading.state) == ("warning", "degraded")
+    assert (
+        next(x for x in harness.driver.discover().links if x.external_id == link.external_id).state
+        == "degraded"
+    )
+
+    harness.inject("link", link.external_id, "recover")
+    reading = _by_kind(harness.driver.health(), "link")[link.external_id]
+    assert (reading.health, reading.state) == ("ok", "up")
+
+
+def test_a_degraded_device_reports_a_warning_with_metrics(harness: Any) -> None:
+    _needs(harness, "inject")
+    gpu = _first(harness.driver.discover(), "gpu")
+    harness.inject("device", gpu.external_id, "degrade")
+    reading = _by_kind(harness.driver.health(), "device")[gpu.external_id]
+    assert reading.health == "warning"
+    assert reading.metrics["temperature_c"] > 70
+
+
+# -- latency and operation faults ---------------------------------------------------------
+
+
+def test_latency_is_applied_to_every_operation(harness: Any, settings: Any) -> None:
+    _needs(harness, "set_latency")
+    settings.COMPOSER_SIMULATOR_LATENCY_SCALE = 1.0
+    harness.set_latency("bindings", 60)
+    started = time.monotonic()
+    harness.driver.bindings()
+    assert time.monotonic() - started >= 0.06
+
+
+def test_latency_defaults_are_realistic_and_scaled(
+    harness: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _needs(harness, "set_latency")
+    slept: list[float] = []
+    monkeypatch.setattr(simulated_driver, "sleep", slept.append)
+    settings.COMPOSER_SIMULATOR_LATENCY_SCALE = 0.5
+    inventory = harness.driver.discover()
+    binding = harness.driver.bind(
+        device_id=_first(inventory, "gpu").external_id, host_id=inventory.hosts[0].external_id
+    )
+    harness.driver.unbind(binding_id=binding.binding_id)
+    harness.driver.health()
+    assert slept == pytest.approx([0.075, 0.2, 0.125, 0.04])
+
+
+def test_a_transient_operation_fault_fails_the_next_calls_then_clears(harness: Any) -> None:
+    _needs(harness, "fail_operation")
+    harness.fail_operation("discover", "transient", count=2)
+    for _ in range(2):
+        with pytest.raises(DriverError) as caught:
+            harness.driver.discover()
+        assert caught.value.permanent is False
+    assert harness.driver.discover().devices
+
+
+def test_a_permanent_operation_fault_is_permanent(harness: Any) -> None:
+    _needs(harness, "fail_operation")
+    inventory = harness.driver.discover()
+    harness.fail_operation("bind", "permanent")
+    with pytest.raises(DriverError) as caught:
+        harness.driver.bind(
+            device_id=_first(inventory, "gpu").external_id, host_id=inventory.hosts[0].external_id
+        )
+    assert caught.value.permanent is True
+    assert harness.driver.bindings() == []
+
+
+def test_a_timed_out_bind_may_still_have_bound_so_callers_reconcile(harness: Any) -> None:
+    _needs(harness, "fail_operation")
+    inventory = harness.driver.discover()
+    gpu, host = _first(inventory, "gpu"), inventory.hosts[0]
+    harness.fail_operation("bind", "timeout")
+    with pytest.raises(DriverTimeout) as caught:
+        harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+    assert caught.value.permanent is False
+    [binding] = harness.driver.bindings()
+    assert (binding.device_id, binding.host_id) == (gpu.external_id, host.external_id)
+    # Retrying the bind is safe: it returns the binding the lost reply was about.
+    assert harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id) == binding
+
+
+# -- shared state ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def shared_database_env(transactional_db: None) -> Iterator[dict[str, str]]:
+    """Environment for a child process that uses this test's database."""
+    from tests.support.worker import database_url
+
+    settings_dict = connection.settings_dict
+    if settings_dict["ENGINE"].endswith("sqlite3") and (
+        settings_dict["NAME"] == ":memory:" or "mode=memory" in str(settings_dict["NAME"])
+    ):
+        pytest.skip("an in-memory SQLite test database cannot be shared with another process")
+    yield {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "composer.settings.test",
+        "DATABASE_URL": database_url(settings_dict),
+    }
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_state_is_shared_by_every_process(shared_database_env: dict[str, str]) -> None:
+    manager = simulated_manager(name="shared", fabric="shared")
+    inventory_sync(manager=manager)
+    driver = get_driver(manager)
+    switch = driver.discover().switches[0]
+
+    # Another process fails the switch and makes the next bind fail ...
+    out = _manage(
+        shared_database_env, "sim_fault", "switch", switch.name, "fail", "--manager", "shared"
+    )
+    assert "failed" in out
+    _manage(shared_database_env, "sim_operation_fault", "bind", "transient", "--fabric", "shared")
+
+    # ... and this process's driver sees both.
+    assert _by_kind(driver.health(), "switch")[switch.external_id].health == "critical"
+    inventory = driver.discover()
+    with pytest.raises(DriverError):
+        driver.bind(
+            device_id=_first(inventory, "gpu").external_id, host_id=inventory.hosts[0].external_id
+        )
+    assert SimulatedElement.objects.get(external_id=switch.external_id).fault == "failed"
+
+    # A binding made here is what the other process's driver reports.
+    binding = driver.bind(
+        device_id=_first(inventory, "gpu").external_id, host_id=inventory.hosts[0].external_id
+    )
+    code = (
+        "from fabric.drivers.registry import get_driver; "
+        "from fabric.models import FabricManager; "
+        "manager = FabricManager.objects.get(name='shared'); "
+        "print([b.binding_id for b in get_driver(manager).bindings()])"
+    )
+    assert binding.binding_id in _manage(shared_database_env, "shell", "-c", code)
+
+
+# -- concurrency ----------------------------------------------------------------------------
+
+
+def _race(count: int, attempt: Any) -> list[Any]:
+    """Run `attempt(i)` in `count` threads at once (each with its own connection)."""
+    barrier = threading.Barrier(count)
+    outcomes: list[Any] = [None] * count
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=10)
+            outcomes[i] = attempt(i)
+        except Exception as exc:
+            outcomes[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return outcomes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_binds_of_one_device_bind_it_once(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    gpu = _first(inventory, "gpu").external_id
+    hosts = [h.external_id for h in inventory.hosts]
+
+    outcomes = _race(6, lambda i: harness.driver.bind(device_id=gpu, host_id=hosts[i % len(hosts)]))
+
+    bound = harness.driver.bindings()
+    assert len(bound) == 1
+    winners = [o for o in outcomes if isinstance(o, Binding)]
+    assert winners and all(w.host_id == bound[0].host_id for w in winners)
+    losers = [o for o in outcomes if not isinstance(o, Binding)]
+    assert all(isinstance(o, DriverError) and o.permanent for o in losers), losers
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_memory_slices_never_exceed_capacity(harness: Any) -> None:
+    inventory = harness.driver.discover()
+    memory = _first(inventory, "cxl_memory")
+    hosts = [h.external_id for h in inventory.hosts]
+    size = memory.memory_gib // 2 + 1  # two of these do not fit
+
+    def bind(i: int) -> Binding:
+        return harness.driver.bind(device_id=memory.external_id, host_id=hosts[i], size_gib=size)
+
+    outcomes = _race(len(hosts), bind)
+
+    assert sum(b.size_gib or 0 for b in harness.driver.bindings()) <= memory.memory_gib
+    assert sum(isinstance(o, Binding) for o in outcomes) == 1, outcomes
