@@ -5,10 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 from fabric.permissions import is_operator
 
 
 def console(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
-    return {"is_operator": is_operator(user)}
+
+    def memberships() -> list[Any]:
+        # Lazy: one query, and only on pages that draw the user menu.
+        if user is None or not user.is_authenticated:
+            return []
+        from composer.models import Membership
+
+        return list(Membership.objects.filter(user=user).select_related("tenant"))
+
+    return {"is_operator": is_operator(user), "user_memberships": SimpleLazyObject(memberships)}

@@ -1,6 +1,21 @@
-"""URL routes."""
+"""The fabric's pages, mounted at /fabric/: devices for everyone, the rest for operators."""
 
 from __future__ import annotations
 
+from django.urls import path
+
+from fabric import views
+
 app_name = "fabric"
-urlpatterns: list = []
+urlpatterns = [
+    path("devices/", views.device_list, name="device_list"),
+    path("devices/<int:pk>/", views.device_detail, name="device_detail"),
+    path("hosts/", views.host_list, name="host_list"),
+    path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
+    path("enclosures/", views.enclosure_list, name="enclosure_list"),
+    path("enclosures/<int:pk>/", views.enclosure_detail, name="enclosure_detail"),
+    path("switches/", views.switch_list, name="switch_list"),
+    path("switches/<int:pk>/", views.switch_detail, name="switch_detail"),
+    path("managers/", views.manager_list, name="manager_list"),
+    path("managers/<int:pk>/", views.manager_detail, name="manager_detail"),
+]

@@ -1,0 +1,1 @@
+"""Forms of the console pages (HTTP parsing only; writes go through services)."""

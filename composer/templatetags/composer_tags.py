@@ -1,0 +1,236 @@
+"""Template tags of the console: status and health badges, sizes, percentages, durations."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import template
+from django.http import QueryDict
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from composer.choices import JobStatus
+from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
+from fabric.views.common import MASK, is_secret_key, mask_secrets
+
+register = template.Library()
+
+# One colour per value; the enumerations agree where they share a value ("failed",
+# "maintenance"), so a single table serves device, component, link and job states.
+_STATUS_STYLE: dict[str, tuple[str, str]] = {
+    # value: (Bootstrap colour, Bootstrap icon)
+    DeviceState.FREE: ("success", "circle"),
+    DeviceState.RESERVED: ("info", "hourglass-split"),
+    DeviceState.BOUND: ("primary", "link-45deg"),
+    DeviceState.FAILED: ("danger", "x-octagon"),
+    DeviceState.MAINTENANCE: ("warning", "tools"),
+    DeviceState.ABSENT: ("secondary", "question-circle"),
+    ComponentState.ACTIVE: ("success", "check-circle"),
+    LinkState.UP: ("success", "arrow-up-circle"),
+    LinkState.DEGRADED: ("warning", "exclamation-triangle"),
+    LinkState.DOWN: ("danger", "arrow-down-circle"),
+    JobStatus.QUEUED: ("secondary", "clock"),
+    JobStatus.RUNNING: ("primary", "arrow-repeat"),
+    JobStatus.SUCCEEDED: ("success", "check-circle"),
+    JobStatus.CANCELLED: ("dark", "slash-circle"),
+}
+_HEALTH_STYLE: dict[str, tuple[str, str]] = {
+    Health.OK: ("success", "check-circle-fill"),
+    Health.WARNING: ("warning", "exclamation-triangle-fill"),
+    Health.CRITICAL: ("danger", "x-octagon-fill"),
+    Health.UNKNOWN: ("secondary", "question-circle-fill"),
+}
+_LABELS: dict[str, str] = {
+    **dict(JobStatus.choices),
+    **dict(LinkState.choices),
+    **dict(ComponentState.choices),
+    **dict(DeviceState.choices),
+}
+
+
+def _badge(colour: str, icon: str, label: str) -> SafeString:
+    return format_html(
+        '<span class="badge badge-status text-bg-{}">'
+        '<i class="bi bi-{}" aria-hidden="true"></i> {}</span>',
+        colour,
+        icon,
+        label,
+    )
+
+
+@register.filter
+def status_badge(value: str) -> SafeString:
+    """A coloured badge for a device, component, link or job state."""
+    colour, icon = _STATUS_STYLE.get(str(value), ("secondary", "dot"))
+    return _badge(colour, icon, _LABELS.get(str(value), str(value) or "—"))
+
+
+@register.filter
+def health_badge(value: str) -> SafeString:
+    """A coloured badge for a health value (ok, warning, critical, unknown)."""
+    colour, icon = _HEALTH_STYLE.get(str(value), _HEALTH_STYLE[Health.UNKNOWN])
+    return _badge(colour, icon, dict(Health.choices).get(str(value), str(value) or "Unknown"))
+
+
+@register.filter
+def health_colour(value: str) -> str:
+    """The Bootstrap colour name of a health value, for borders and text."""
+    return _HEALTH_STYLE.get(str(value), _HEALTH_STYLE[Health.UNKNOWN])[0]
+
+
+def _number(value: float) -> str:
+    """At most two decimals, trailing zeros dropped, always a dot (never locale-formatted)."""
+    text = f"{value:,.2f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+@register.filter
+def gib(value: Any) -> str:
+    """Binary memory sizes from GiB: 80 -> "80 GiB", 1536 -> "1.5 TiB"."""
+    try:
+        amount = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    if abs(amount) >= 1024:
+        return f"{_number(amount / 1024)} TiB"
+    return f"{_number(amount)} GiB"
+
+
+@register.filter
+def gb(value: Any) -> str:
+    """Decimal storage sizes from GB: 960 -> "960 GB", 7680 -> "7.68 TB"."""
+    try:
+        amount = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    if abs(amount) >= 1000:
+        return f"{_number(amount / 1000)} TB"
+    return f"{_number(amount)} GB"
+
+
+@register.filter
+def tb(value: Any) -> str:
+    """A decimal size in GB shown in TB whatever its size: 960 -> "0.96 TB"."""
+    try:
+        return f"{_number(float(value) / 1000)} TB"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def gbps(value: Any) -> str:
+    """A bandwidth in GB/s."""
+    try:
+        return f"{_number(float(value))} GB/s"
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
+def device_size(device: Any) -> str:
+    """What a device offers, in its own unit: GPU and CXL memory in GiB, NVMe in GB/TB."""
+    if device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY):
+        return gib(device.memory_gib) if device.memory_gib else "—"
+    if device.kind == DeviceKind.NVME:
+        return gb(device.capacity_gb) if device.capacity_gb else "—"
+    if device.memory_gib:
+        return gib(device.memory_gib)
+    return "—"
+
+
+@register.filter
+def percent(value: Any, total: Any = 100) -> str:
+    """`value` as a share of `total`, one decimal: {{ used|percent:capacity }} -> "42.5%"."""
+    try:
+        part, whole = float(value), float(total)
+    except (TypeError, ValueError):
+        return "—"
+    if not whole:
+        return "0%"
+    return f"{_number(round(100 * part / whole, 1))}%"
+
+
+@register.filter
+def css_percent(value: Any) -> str:
+    """A width for a progress bar: a percentage clamped to 0-100 with a dot as separator."""
+    try:
+        amount = max(0.0, min(100.0, float(value)))
+    except (TypeError, ValueError):
+        amount = 0.0
+    return f"{amount:.2f}%"
+
+
+@register.filter
+def duration(value: Any) -> str:
+    """Seconds (or a timedelta) as "2 h 5 min", "3 min 4 s", "1.2 s"."""
+    if value is None or value == "":
+        return "—"
+    seconds = value.total_seconds() if isinstance(value, timedelta) else float(value)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    seconds = round(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
+    if minutes:
+        return f"{minutes} min {secs} s"
+    return f"{secs} s"
+
+
+@register.filter
+def change_value(value: Any) -> str:
+    """One side of a recorded change, short: blanks shown as an em dash."""
+    if value is None or value == "":
+        return "—"
+    text = str(value)
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+@register.filter
+def nav_section(request: Any) -> str:
+    """The navbar entry of the current page: "device" for fabric:device_detail, and so on."""
+    match = getattr(request, "resolver_match", None)
+    if match is None or not match.url_name:
+        return ""
+    return str(match.url_name).split("_")[0]
+
+
+@register.filter
+def elided_pages(page: Any) -> list[Any]:
+    """Page numbers around the current one, with `Paginator.ELLIPSIS` for the gaps."""
+    return list(page.paginator.get_elided_page_range(page.number, on_each_side=2, on_ends=1))
+
+
+@register.filter
+def change_rows(changes: Any) -> list[tuple[str, Any, Any]]:
+    """A ChangeRecord's `changes` ({field: [before, after]}) as rows, secrets masked."""
+    if not isinstance(changes, dict):
+        return [("", None, mask_secrets(changes))] if changes else []
+    rows = []
+    for key, pair in changes.items():
+        before, after = pair if isinstance(pair, list | tuple) and len(pair) == 2 else (None, pair)
+        if is_secret_key(str(key)):
+            before, after = (MASK if before else before), (MASK if after else after)
+        rows.append((str(key), mask_secrets(before), mask_secrets(after)))
+    return rows
+
+
+@register.simple_tag(takes_context=True)
+def page_query(context: template.Context, param: str, number: Any) -> str:
+    """The current query string with `param` set to `number` (other parameters kept)."""
+    request = context.get("request")
+    query = request.GET.copy() if request is not None else QueryDict(mutable=True)
+    query[param] = str(number)
+    return "?" + query.urlencode()
+
+
+@register.filter
+def job_duration(job: Any) -> str:
+    """How long a job ran, or has been running so far; "—" before it starts."""
+    if not job.started_at:
+        return "—"
+    end = job.finished_at or timezone.now()
+    return duration(max(0.0, (end - job.started_at).total_seconds()))

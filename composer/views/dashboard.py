@@ -1,0 +1,40 @@
+"""The dashboard: what is free, what is healthy, and for operators the fabric's condition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from composer.models import Job
+from fabric.models import FabricManager
+from fabric.permissions import is_operator
+from fabric.selectors import device_health_summary, fabric_summary, pool_capacities
+
+RECENT_JOBS = 6
+
+
+@login_required
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """Capacity, allocation and free space of every pool, device health, recent jobs; for
+    operators also components needing attention, links down and each manager's last sync."""
+    capacities = pool_capacities()
+    totals: dict[str, dict[str, int]] = {}
+    for cap in capacities:
+        unit = totals.setdefault(cap.unit, {"capacity": 0, "allocated": 0, "free": 0})
+        unit["capacity"] += cap.capacity
+        unit["allocated"] += cap.allocated
+        unit["free"] += cap.free
+    context: dict[str, Any] = {
+        "capacities": capacities,
+        "device_totals": totals.get("devices"),
+        "memory_totals": totals.get("GiB"),
+        "health": device_health_summary(),
+        "recent_jobs": Job.objects.for_user(request.user).select_related("tenant")[:RECENT_JOBS],
+    }
+    if is_operator(request.user):
+        context["fabric"] = fabric_summary()
+        context["managers"] = FabricManager.objects.order_by("name")
+    return render(request, "composer/dashboard.html", context)

@@ -1,0 +1,28 @@
+"""The fabric's console pages: devices for everyone; hosts, enclosures, switches and fabric
+managers for operators only."""
+
+from __future__ import annotations
+
+from fabric.views.components import (
+    enclosure_detail,
+    enclosure_list,
+    host_detail,
+    host_list,
+    switch_detail,
+    switch_list,
+)
+from fabric.views.devices import device_detail, device_list
+from fabric.views.managers import manager_detail, manager_list
+
+__all__ = [
+    "device_detail",
+    "device_list",
+    "enclosure_detail",
+    "enclosure_list",
+    "host_detail",
+    "host_list",
+    "manager_detail",
+    "manager_list",
+    "switch_detail",
+    "switch_list",
+]

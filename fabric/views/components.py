@@ -1,0 +1,206 @@
+"""Operator pages of hosts, enclosures and switches: lists, and each one with its ports, links,
+devices and change history. Tenant members get 404 (STYLE §8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from fabric.filters import (
+    DiscoveredFilterSet,
+    EnclosureFilterSet,
+    HostFilterSet,
+    SwitchFilterSet,
+)
+from fabric.models import Enclosure, Host, Port, Switch
+from fabric.selectors import change_history, port_links
+from fabric.views.common import (
+    DEFAULT_PAGE_SIZE,
+    HISTORY_PAGE_SIZE,
+    BadPage,
+    display_settings,
+    operator_required,
+    paginate,
+    paginate_or_raise,
+)
+
+MULTI_FILTERS = ("kind", "protocol", "tier", "health", "state")
+
+
+def _filter_bar(filterset: DiscoveredFilterSet) -> dict[str, Any]:
+    """The filter form's fields laid out for `fabric/_component_filters.html`."""
+    form = filterset.form
+    form.fields["q"].widget.attrs.update(
+        {
+            "class": "form-control form-control-sm",
+            "placeholder": "Name, model, vendor, serial",
+            "type": "search",
+            "autocomplete": "off",
+        }
+    )
+    form.fields["rack"].empty_label = "Any rack"
+    form.fields["rack"].widget.attrs.update({"class": "form-select form-select-sm"})
+    multi = []
+    for name in MULTI_FILTERS:
+        if name not in form.fields:
+            continue
+        bound = form[name]
+        selected = [str(v) for v in (bound.value() or [])]
+        choices = [(value, label, value in selected) for value, label in bound.field.choices]
+        summary = ", ".join(label for _, label, checked in choices if checked)
+        multi.append(
+            {
+                "name": name,
+                "label": bound.label,
+                "choices": choices,
+                "summary": summary or "Any",
+                "errors": bound.errors,
+            }
+        )
+    return {"multi_filters": multi}
+
+
+def _component_list(
+    request: HttpRequest,
+    *,
+    filterset_class: type[DiscoveredFilterSet],
+    queryset: QuerySet[Any],
+    template: str,
+    noun: str,
+) -> HttpResponse:
+    filterset = filterset_class(request.GET, queryset=queryset, request=request)
+    status = 200
+    errors: list[str] = []
+    page = None
+    if not filterset.is_valid():
+        status = 400
+        for name, messages in filterset.form.errors.items():
+            label = filterset.form.fields[name].label if name in filterset.form.fields else name
+            errors.extend(f"{label or name}: {message}" for message in messages)
+    else:
+        rows = filterset.qs
+        if not request.GET.get("ordering"):
+            rows = rows.order_by("name", "pk")
+        try:
+            page = paginate(rows, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
+        except BadPage as exc:
+            status = exc.status
+            errors.append(exc.message)
+    context = {
+        "filter": filterset,
+        "page": page,
+        "errors": errors,
+        "noun": noun,
+        "is_filtered": any(request.GET.get(name) for name in filterset.form.fields),
+        **_filter_bar(filterset),
+    }
+    return render(request, template, context, status=status)
+
+
+def _history(request: HttpRequest, target_type: str, target_id: int) -> Any:
+    return paginate_or_raise(
+        change_history(target_type=target_type, target_id=target_id),
+        page=request.GET.get("history_page"),
+        per_page=HISTORY_PAGE_SIZE,
+    )
+
+
+@operator_required
+def host_list(request: HttpRequest) -> HttpResponse:
+    """Every host with its rack, size, health, state and how many devices are bound to it."""
+    queryset = Host.objects.select_related("rack", "manager").annotate(
+        bound_count=Count("bound_devices", distinct=True)
+    )
+    return _component_list(
+        request,
+        filterset_class=HostFilterSet,
+        queryset=queryset,
+        template="fabric/host_list.html",
+        noun="hosts",
+    )
+
+
+@operator_required
+def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A host: what it is, where it is, its uplinks, the devices bound to it, its history."""
+    host = get_object_or_404(Host.objects.select_related("rack", "power_feed", "manager"), pk=pk)
+    context = {
+        "host": host,
+        "ports": port_links(ports=Port.objects.filter(host=host)),
+        "devices": host.bound_devices.select_related("pool", "enclosure").order_by("name", "pk"),
+        "attributes": display_settings(host.attributes),
+        "history": _history(request, "host", host.pk),
+    }
+    return render(request, "fabric/host_detail.html", context)
+
+
+@operator_required
+def enclosure_list(request: HttpRequest) -> HttpResponse:
+    """Every enclosure with its kind, rack, power feed, slots and devices."""
+    queryset = Enclosure.objects.select_related("rack", "power_feed", "manager").annotate(
+        device_count=Count("devices", distinct=True)
+    )
+    return _component_list(
+        request,
+        filterset_class=EnclosureFilterSet,
+        queryset=queryset,
+        template="fabric/enclosure_list.html",
+        noun="enclosures",
+    )
+
+
+@operator_required
+def enclosure_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """An enclosure (a failure domain): its uplinks, every device in it, its history."""
+    enclosure = get_object_or_404(
+        Enclosure.objects.select_related("rack", "power_feed", "manager"), pk=pk
+    )
+    devices = list(enclosure.devices.select_related("pool", "bound_host").order_by("slot", "name"))
+    context = {
+        "enclosure": enclosure,
+        "ports": port_links(ports=Port.objects.filter(enclosure=enclosure)),
+        "devices": devices,
+        "bound_count": sum(1 for d in devices if d.bound_host_id),
+        "attributes": display_settings(enclosure.attributes),
+        "history": _history(request, "enclosure", enclosure.pk),
+    }
+    return render(request, "fabric/enclosure_detail.html", context)
+
+
+@operator_required
+def switch_list(request: HttpRequest) -> HttpResponse:
+    """Every switch with its protocol, tier, rack and port count."""
+    queryset = Switch.objects.select_related("rack", "manager").annotate(
+        port_count=Count("ports", distinct=True)
+    )
+    return _component_list(
+        request,
+        filterset_class=SwitchFilterSet,
+        queryset=queryset,
+        template="fabric/switch_list.html",
+        noun="switches",
+    )
+
+
+@operator_required
+def switch_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A switch: its ports and what each is cabled to, and its history."""
+    switch = get_object_or_404(
+        Switch.objects.select_related("rack", "power_feed", "manager"), pk=pk
+    )
+    ports = port_links(ports=Port.objects.filter(switch=switch))
+    link_states: dict[str, int] = {}
+    for row in ports:
+        if row.link is not None:
+            link_states[row.link.state] = link_states.get(row.link.state, 0) + 1
+    context = {
+        "switch": switch,
+        "ports": ports,
+        "link_states": sorted(link_states.items()),
+        "attributes": display_settings(switch.attributes),
+        "history": _history(request, "switch", switch.pk),
+    }
+    return render(request, "fabric/switch_detail.html", context)

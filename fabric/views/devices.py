@@ -1,0 +1,237 @@
+"""The device table and the device page.
+
+The table is built for tens of thousands of rows: one COUNT and one page of rows, joined to
+pool, enclosure, rack and bound host in the same query, whatever the page size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils.cache import patch_vary_headers
+
+from fabric.choices import DeviceKind, DeviceState, Health
+from fabric.filters import DeviceFilterSet
+from fabric.models import Device, Port
+from fabric.permissions import is_operator
+from fabric.selectors import change_history, port_links
+from fabric.views.common import (
+    HISTORY_PAGE_SIZE,
+    PAGE_SIZES,
+    BadPage,
+    display_settings,
+    is_htmx_partial,
+    page_size,
+    paginate,
+    paginate_or_raise,
+)
+
+TABLE_TARGET = "device-table"
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the device table; `sort` is its `ordering` value, blank when unsortable."""
+
+    label: str
+    sort: str = ""
+    operator_only: bool = False
+    numeric: bool = False
+
+
+COLUMNS = (
+    Column("Name", "name"),
+    Column("Kind", "kind"),
+    Column("Model", "model"),
+    Column("Memory / capacity", "memory", numeric=True),
+    Column("Pool", "pool"),
+    Column("State", "state"),
+    Column("Health", "health"),
+    Column("Serial", operator_only=True),
+    Column("Enclosure", "enclosure", operator_only=True),
+    Column("Rack", operator_only=True),
+    Column("Bound host", operator_only=True),
+)
+
+
+@dataclass(frozen=True)
+class HeaderCell:
+    column: Column
+    direction: str  # "asc", "desc" or "" when the table is not sorted by this column
+    next_ordering: str
+
+
+def _headers(columns: list[Column], ordering: str) -> list[HeaderCell]:
+    # No ordering given: the table is in the model's default order, by name.
+    current = ordering.split(",")[0].strip() or "name"
+    cells = []
+    for column in columns:
+        direction = ""
+        if column.sort and current == column.sort:
+            direction = "asc"
+        elif column.sort and current == f"-{column.sort}":
+            direction = "desc"
+        next_ordering = f"-{column.sort}" if direction == "asc" else column.sort
+        cells.append(HeaderCell(column=column, direction=direction, next_ordering=next_ordering))
+    return cells
+
+
+def _style_form(filterset: DeviceFilterSet) -> None:
+    """Bootstrap classes and friendly empty labels on the shared FilterSet's form."""
+    fields = filterset.form.fields
+    labels = {"pool": "Any pool", "rack": "Any rack"}
+    for name, empty_label in labels.items():
+        if name in fields:
+            fields[name].empty_label = empty_label
+            fields[name].widget.attrs.update({"class": "form-select form-select-sm"})
+    if "enclosure" in fields:
+        fields["enclosure"].widget.attrs.update(
+            {"class": "form-control form-control-sm", "placeholder": "Enclosure name or id"}
+        )
+    if "model" in fields:
+        fields["model"].widget.attrs.update(
+            {
+                "class": "form-control form-control-sm",
+                "placeholder": "Model",
+                "list": "model-options",
+            }
+        )
+    if "q" in fields:
+        fields["q"].widget.attrs.update(
+            {
+                "class": "form-control form-control-sm",
+                "placeholder": "Name, model, vendor, serial"
+                if filterset.is_operator
+                else "Name, model, vendor",
+                "type": "search",
+                "autocomplete": "off",
+            }
+        )
+
+
+def _multi(filterset: DeviceFilterSet, name: str) -> dict[str, Any]:
+    """A multiple-choice filter as checkboxes: its choices, which are checked, its errors."""
+    bound = filterset.form[name]
+    selected = [str(v) for v in (bound.value() or [])]
+    choices = [(value, label, value in selected) for value, label in bound.field.choices]
+    summary = ", ".join(label for _, label, checked in choices if checked)
+    return {
+        "name": name,
+        "label": bound.label,
+        "choices": choices,
+        "summary": summary or "Any",
+        "errors": bound.errors,
+    }
+
+
+def _device_queryset(*, operator: bool) -> QuerySet[Device]:
+    # Tenant members' rows show pool only; operators' also enclosure, rack and bound host.
+    if operator:
+        return Device.objects.select_related("pool", "enclosure__rack", "bound_host")
+    return Device.objects.select_related("pool")
+
+
+@login_required
+def device_list(request: HttpRequest) -> HttpResponse:
+    """The device table: filters, sorting and pagination from the query string."""
+    operator = is_operator(request.user)
+    filterset = DeviceFilterSet(
+        request.GET, queryset=_device_queryset(operator=operator), request=request
+    )
+    _style_form(filterset)
+    status = 200
+    errors: list[str] = []
+    page = None
+    per_page = 50
+    try:
+        per_page = page_size(request.GET.get("per_page"))
+    except BadRequest as exc:
+        status = 400
+        errors.append(str(exc))
+    if not filterset.is_valid():
+        status = 400
+        for name, messages in filterset.form.errors.items():
+            label = filterset.form.fields[name].label if name in filterset.form.fields else name
+            errors.extend(f"{label or name}: {message}" for message in messages)
+    if status == 200:
+        queryset = filterset.qs
+        # A stable order: pagination must not repeat or skip rows that tie on the sort key.
+        queryset = queryset.order_by(*(queryset.query.order_by or Device._meta.ordering), "pk")
+        try:
+            page = paginate(queryset, page=request.GET.get("page"), per_page=per_page)
+        except BadPage as exc:
+            status = exc.status
+            errors.append(exc.message)
+
+    columns = [c for c in COLUMNS if operator or not c.operator_only]
+    context = {
+        "filter": filterset,
+        "page": page,
+        "errors": errors,
+        "headers": _headers(columns, request.GET.get("ordering", "")),
+        "column_count": len(columns),
+        "ordering": request.GET.get("ordering", ""),
+        "per_page": per_page,
+        "page_sizes": PAGE_SIZES,
+        "multi_filters": [_multi(filterset, name) for name in ("kind", "state", "health")],
+        "is_filtered": any(
+            request.GET.get(name) for name in filterset.form.fields if name != "ordering"
+        ),
+    }
+    if is_htmx_partial(request, TABLE_TARGET):
+        response = render(
+            request, "fabric/_device_table.html", {**context, "oob": True}, status=status
+        )
+    else:
+        context["models"] = (
+            Device.objects.exclude(model="")
+            .order_by("model")
+            .values_list("model", flat=True)
+            .distinct()
+        )
+        response = render(request, "fabric/device_list.html", context, status=status)
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response
+
+
+@login_required
+def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One device. Tenant members see what it is and whether it is free; operators also where
+    it sits, how it is cabled, and its history."""
+    operator = is_operator(request.user)
+    queryset = Device.objects.select_related("pool")
+    if operator:
+        queryset = queryset.select_related(
+            "manager", "enclosure__rack", "enclosure__power_feed", "bound_host"
+        )
+    device = get_object_or_404(queryset, pk=pk)
+    context: dict[str, Any] = {
+        "device": device,
+        "is_memory": device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY),
+        "is_storage": device.kind == DeviceKind.NVME,
+        "is_usable": device.is_usable,
+        "health_choices": Health,
+        "state_choices": DeviceState,
+    }
+    if operator:
+        uplinks = []
+        if device.enclosure_id:
+            uplinks = port_links(ports=Port.objects.filter(enclosure_id=device.enclosure_id))
+        context.update(
+            {
+                "uplinks": uplinks,
+                "attributes": display_settings(device.attributes),
+                "history": paginate_or_raise(
+                    change_history(target_type="device", target_id=device.pk),
+                    page=request.GET.get("history_page"),
+                    per_page=HISTORY_PAGE_SIZE,
+                ),
+            }
+        )
+    return render(request, "fabric/device_detail.html", context)
