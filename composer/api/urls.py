@@ -1,5 +1,45 @@
-"""URL routes."""
+"""The REST API at /api/v1/ (namespace `api`): both apps' routers, auth, and a JSON 404.
+
+One router per app (STYLE §10): fabric's resources come from `fabric.api.urls`, composer's
+from the router below. URL names follow STYLE §11 (`api:device_detail`).
+"""
 
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import include, path, re_path
+from rest_framework.routers import APIRootView
+
+from composer.api import views
+from fabric.api.routers import Router
+from fabric.api.urls import router as fabric_router
+
+app_name = "api"
+
+router = Router()
+router.register("jobs", views.JobViewSet, basename="job")
+
+
+def _root_dict() -> dict[str, str]:
+    """{prefix: list URL name} of every registered list, for the browsable API's root page."""
+    return {
+        prefix: f"{basename}_list"
+        for registry in (fabric_router.registry, router.registry)
+        for prefix, _viewset, basename in registry
+    }
+
+
+urlpatterns = [
+    path("", APIRootView.as_view(api_root_dict=_root_dict()), name="api_root"),
+    path("auth/token/", views.AuthTokenView.as_view(), name="auth_token"),
+    # <str:pk>: a non-numeric id reaches the view and answers a JSON 404, like the routers'.
+    path(
+        "fabric-managers/<str:pk>/sync/",
+        views.FabricManagerSyncView.as_view(),
+        name="fabric_manager_sync",
+    ),
+    path("", include(fabric_router.urls)),
+    path("", include(router.urls)),
+    # Last: any other path ending in a slash is a JSON 404. Paths without the slash still get
+    # CommonMiddleware's APPEND_SLASH redirect first.
+    re_path(r"^.*/$", views.NotFoundView.as_view()),
+]

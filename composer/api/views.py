@@ -1,0 +1,212 @@
+"""Composer's endpoints: jobs, the token exchange, inventory sync, and the API's edges.
+
+The sync action lives here rather than in fabric.api because it creates a composer `Job`,
+and fabric never imports composer (STYLE §1).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib.auth import authenticate
+from django.db.models import Prefetch, QuerySet
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import status
+from rest_framework.authtoken.models import Token
+from rest_framework.exceptions import NotFound
+from rest_framework.generics import GenericAPIView
+from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
+from rest_framework.views import APIView
+
+from composer.api.errors import ErrorSerializer, InvalidCredentials
+from composer.api.filters import JobFilterSet
+from composer.api.serializers import (
+    JobDetailSerializer,
+    JobSerializer,
+    TokenRequestSerializer,
+    TokenSerializer,
+)
+from composer.models import Job, JobLogLine
+from composer.services.jobs import inventory_sync_request
+from fabric.api.permissions import IsOperatorOr404
+from fabric.api.views import ReadOnlyViewSet
+from fabric.models import FabricManager
+
+logger = logging.getLogger(__name__)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List jobs",
+        description=(
+            "Jobs the caller may see, newest first: operators see every job; tenant members "
+            "their tenants' jobs (fabric work such as inventory sync has no tenant and is "
+            "operators' only)."
+        ),
+    ),
+    retrieve=extend_schema(
+        summary="One job with its log",
+        description="Progress, status, error and every captured log line, oldest first.",
+    ),
+)
+class JobViewSet(ReadOnlyViewSet):
+    """Jobs, scoped by `Job.objects.for_user` (the one path, STYLE §8)."""
+
+    filterset_class = JobFilterSet
+
+    def get_queryset(self) -> QuerySet[Job]:
+        queryset = (
+            Job.objects.for_user(self.request.user)
+            .select_related("tenant", "requested_by")
+            .order_by("-created_at", "-pk")
+        )
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related(
+                Prefetch("log_lines", queryset=JobLogLine.objects.order_by("at", "pk"))
+            )
+        return queryset
+
+    def get_serializer_class(self) -> type[BaseSerializer[Any]]:
+        return JobDetailSerializer if self.action == "retrieve" else JobSerializer
+
+
+@extend_schema(
+    summary="Start an inventory sync (operators)",
+    description=(
+        "Queues a job that reads the fabric manager's inventory and diffs it into the tables. "
+        "Answers 202 with the job; follow its `url` (also in the `Location` header) for "
+        "progress and log. While a sync of the same manager is queued or running, that job "
+        "is returned instead of a second one. A disabled manager answers 400 (field "
+        "`manager`). Tenant members get 404."
+    ),
+    request=None,
+    responses={
+        202: OpenApiResponse(JobSerializer, description="The queued job."),
+    },
+)
+class FabricManagerSyncView(GenericAPIView):
+    """POST /api/v1/fabric-managers/{id}/sync/ -> 202 and the queued job."""
+
+    queryset = FabricManager.objects.all()
+    serializer_class = JobSerializer
+    permission_classes = [IsOperatorOr404]
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        manager = self.get_object()
+        job = inventory_sync_request(manager=manager, requested_by=request.user)
+        logger.info(
+            "inventory sync requested manager_id=%s job_id=%s user_id=%s",
+            manager.pk,
+            job.pk,
+            request.user.pk,
+        )
+        data = JobSerializer(job, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
+
+
+class AuthTokenThrottle(SimpleRateThrottle):
+    """Token requests per client address: slows password guessing without bothering scripts."""
+
+    scope = "auth_token"
+    rate = "30/min"
+
+    def get_cache_key(self, request: Request, view: APIView) -> str:
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
+
+
+@extend_schema_view(
+    post=extend_schema(
+        summary="Obtain an API token",
+        description=(
+            "Exchanges a username and password for the user's API token (created on first "
+            "use; the same token after that). Send it as `Authorization: Token <token>`. "
+            "Wrong credentials answer 400 with code `invalid_credentials`; more than 30 "
+            "attempts a minute from one address answer 429."
+        ),
+        request=TokenRequestSerializer,
+        responses={
+            200: TokenSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="Missing or wrong credentials."),
+            429: OpenApiResponse(ErrorSerializer, description="Too many attempts."),
+        },
+        examples=[
+            OpenApiExample(
+                "Credentials", request_only=True, value={"username": "alice", "password": "..."}
+            ),
+            OpenApiExample(
+                "Token",
+                response_only=True,
+                status_codes=["200"],
+                value={"token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
+            ),
+        ],
+        auth=[],
+    ),
+    delete=extend_schema(
+        summary="Revoke your API token",
+        description=(
+            "Deletes the caller's token; requests that send it answer 401 from then on. "
+            "The next POST issues a new one."
+        ),
+        request=None,
+        responses={204: OpenApiResponse(description="Revoked (or there was none).")},
+    ),
+)
+class AuthTokenView(GenericAPIView):
+    """POST credentials for a token; DELETE to revoke the caller's token."""
+
+    serializer_class = TokenRequestSerializer
+
+    def get_permissions(self) -> list[BasePermission]:
+        if self.request.method == "POST":
+            return [AllowAny()]
+        return [IsAuthenticated()]
+
+    def get_throttles(self) -> list[BaseThrottle]:
+        return [AuthTokenThrottle()] if self.request.method == "POST" else []
+
+    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        user = authenticate(
+            request._request,
+            username=serializer.validated_data["username"],
+            password=serializer.validated_data["password"],
+        )
+        # authenticate() already refuses inactive users (ModelBackend.user_can_authenticate).
+        if user is None:
+            raise InvalidCredentials()
+        token, created = Token.objects.get_or_create(user=user)
+        if created:
+            logger.info("api token issued user_id=%s", user.pk)
+        return Response(TokenSerializer(token).data)
+
+    def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        deleted, _ = Token.objects.filter(user=request.user).delete()
+        if deleted:
+            logger.info("api token revoked user_id=%s", request.user.pk)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class NotFoundView(APIView):
+    """Anything under /api/v1/ that matches no route: a JSON 404, not the HTML error page."""
+
+    schema = None  # not an endpoint
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+
+    def not_found(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        raise NotFound("No such endpoint; see /api/docs/ for the API.")
+
+    # Every method, known or not, gets the same answer (not 405: there is nothing here).
+    get = post = put = patch = delete = head = options = http_method_not_allowed = not_found

@@ -1,0 +1,150 @@
+"""Token auth: obtain with a password, use as `Authorization: Token <key>`, revoke; sessions too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.support.api import assert_error
+
+pytestmark = pytest.mark.django_db
+
+TOKEN_URL = "/api/v1/auth/token/"
+
+
+def _obtain(api: APIClient, username: str, password: str) -> Any:
+    return api.post(TOKEN_URL, {"username": username, "password": password}, format="json")
+
+
+@pytest.mark.parametrize("persona", ["admin_user", "alice", "bob", "carol"])
+def test_every_persona_obtains_a_token_and_uses_it(
+    persona: str, password: str, request: pytest.FixtureRequest
+) -> None:
+    user = request.getfixturevalue(persona)
+    response = _obtain(APIClient(), user.username, password)
+    assert response.status_code == 200
+    key = response.json()["token"]
+    assert key == Token.objects.get(user=user).key
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
+    assert client.get("/api/v1/pools/").status_code == 200
+
+
+def test_asking_twice_returns_the_same_token(alice: Any, password: str, api: APIClient) -> None:
+    first = _obtain(api, "alice", password).json()["token"]
+    assert _obtain(api, "alice", password).json()["token"] == first
+
+
+def test_a_form_encoded_request_works_too(alice: Any, password: str, api: APIClient) -> None:
+    response = api.post(TOKEN_URL, {"username": "alice", "password": password})
+    assert response.status_code == 200
+
+
+def test_a_wrong_password_is_400_invalid_credentials(alice: Any, api: APIClient) -> None:
+    body = assert_error(_obtain(api, "alice", "nope"), 400, "invalid_credentials")
+    assert "username and password" in body["detail"]
+    assert not Token.objects.exists()
+
+
+def test_an_unknown_user_is_the_same_400(api: APIClient, db: None) -> None:
+    assert_error(_obtain(api, "mallory", "x"), 400, "invalid_credentials")
+
+
+def test_an_inactive_user_gets_no_token(alice: Any, password: str, api: APIClient) -> None:
+    alice.is_active = False
+    alice.save()
+    assert_error(_obtain(api, "alice", password), 400, "invalid_credentials")
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [({"username": "alice"}, "password"), ({"password": "x"}, "username"), ({}, "username")],
+)
+def test_missing_credentials_are_400_naming_the_field(
+    body: dict[str, str], field: str, alice: Any, api: APIClient
+) -> None:
+    assert_error(api.post(TOKEN_URL, body, format="json"), 400, "invalid", field=field)
+
+
+def test_a_malformed_json_body_is_400_parse_error(api: APIClient, db: None) -> None:
+    response = api.post(TOKEN_URL, data="{nope", content_type="application/json")
+    assert_error(response, 400, "parse_error")
+
+
+def test_an_unsupported_media_type_is_415(api: APIClient, db: None) -> None:
+    response = api.post(TOKEN_URL, data="<x/>", content_type="application/xml")
+    assert_error(response, 415, "unsupported_media_type")
+
+
+def test_deleting_revokes_the_callers_token(alice: Any, bob: Any, password: str) -> None:
+    alice_key = _obtain(APIClient(), "alice", password).json()["token"]
+    bob_key = _obtain(APIClient(), "bob", password).json()["token"]
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {alice_key}")
+    assert client.delete(TOKEN_URL).status_code == 204
+    assert_error(client.get("/api/v1/pools/"), 401, "authentication_failed")
+    # Only the caller's own token goes.
+    assert Token.objects.filter(key=bob_key).exists()
+    # A new POST issues a new, different token.
+    assert _obtain(APIClient(), "alice", password).json()["token"] != alice_key
+
+
+def test_deleting_needs_authentication(api: APIClient, db: None) -> None:
+    assert_error(api.delete(TOKEN_URL), 401, "not_authenticated")
+
+
+def test_deleting_without_a_token_is_harmless(api_as: Any, carol: Any) -> None:
+    assert api_as(carol).delete(TOKEN_URL).status_code == 204
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "Token",
+        "Token ",
+        "Token a b",
+        "Token 0000000000000000000000000000000000000000",
+        "Token ünïcødé",
+        "token keyword-in-lowercase-but-unknown-key",
+        "Token nul\x00byte",
+        "Token " + "a" * 5000,
+        "Bearer x",
+        "Basic YWxpY2U6eA==",
+        "",
+    ],
+)
+def test_malformed_or_unknown_tokens_are_401_json(header: str, alice: Any) -> None:
+    response = APIClient(HTTP_AUTHORIZATION=header).get("/api/v1/devices/")
+    assert response.status_code == 401
+    body = response.json()
+    assert body["code"] in {"authentication_failed", "not_authenticated"}
+    assert body["detail"]
+    assert response["WWW-Authenticate"] == "Token"
+
+
+def test_a_missing_token_is_401_not_authenticated(api: APIClient, db: None) -> None:
+    body = assert_error(api.get("/api/v1/jobs/"), 401, "not_authenticated")
+    assert "credentials" in body["detail"].lower()
+
+
+def test_a_session_authenticates_too(alice: Any) -> None:
+    client = Client()
+    client.force_login(alice)
+    assert client.get("/api/v1/pools/").status_code == 200
+
+
+def test_a_session_post_without_a_csrf_token_is_403(admin_user: Any) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    response = client.delete(TOKEN_URL)
+    assert_error(response, 403, "permission_denied")
+
+
+def test_password_guessing_is_throttled(alice: Any, api: APIClient) -> None:
+    for _ in range(30):
+        assert _obtain(api, "alice", "guess").status_code == 400
+    response = _obtain(api, "alice", "guess")
+    assert_error(response, 429, "throttled")
+    assert int(response["Retry-After"]) > 0
