@@ -17,3 +17,5 @@ urlpatterns = [
     path("fabric/", include("fabric.urls")),
     path("", include("composer.views.urls")),
 ]
+
+handler500 = "composer.views.errors.server_error"

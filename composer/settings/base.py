@@ -101,6 +101,16 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 
+# Shared by every web process (throttle counters, for one) when a Redis is named; a
+# process-local cache otherwise, so that commands run without Redis still work.
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        if env_str("REDIS_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
+
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",

@@ -25,3 +25,6 @@ LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+# Throttle counters and other cached values must not leak between test runs through a
+# shared Redis: each test process keeps its own.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
