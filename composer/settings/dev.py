@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from composer.settings.base import *  # noqa: F403
 from composer.settings.base import SECRET_KEY as _SECRET_KEY
+from composer.settings.base import VAR_DIR
 from composer.settings.env import env_bool
 
 DEBUG = env_bool("DEBUG", True)
@@ -14,3 +15,6 @@ SECRET_KEY = _SECRET_KEY or "dev-only-insecure-key-composer-console"
 # so no collectstatic step is needed.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
+
+# The SQLite file and the embedded Redis live here; a fresh clone has no var/ yet.
+VAR_DIR.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,7 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("COMPOSER_TEST_EAGER", True)
 CELERY_TASK_EAGER_PROPAGATES = True
 COMPOSER_SIMULATOR_LATENCY_SCALE = 0.0
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh clone has no var/ yet
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-composer.sqlite3")}
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
