@@ -23,14 +23,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import platform
 import random
 import statistics
 import sys
 import time
 import warnings
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +51,11 @@ from django.test.utils import (  # noqa: E402
 )
 from django.utils.text import slugify  # noqa: E402
 
+from bench.common import DOCS, machine, markers, percentile, write_section  # noqa: E402
 from fabric.choices import DeviceKind, DeviceState, EnclosureKind, Health  # noqa: E402
 from fabric.models import Device, Enclosure, FabricManager, Host, Pool, Rack  # noqa: E402
 
-DOCS = ROOT / "docs" / "benchmarks.md"
-START = "<!-- bench:inventory:start -->"
-END = "<!-- bench:inventory:end -->"
+START, END = markers("inventory")
 TARGET_MS = 100.0
 PAGE_SIZE = 50
 
@@ -239,41 +236,6 @@ def time_requests(client: Client, path: str, iterations: int) -> list[float]:
     return timings
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)]
-
-
-def machine() -> dict[str, str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    vendor = connection.vendor
-    if vendor == "sqlite":
-        import sqlite3
-
-        database = f"SQLite {sqlite3.sqlite_version}"
-    elif vendor == "postgresql":
-        major, rest = divmod(connection.pg_version, 10000)
-        database = f"PostgreSQL {major}.{rest % 100}"
-    else:
-        database = vendor
-    return {
-        "arch": platform.machine(),
-        "cpu": cpu,
-        "cores": str(os.cpu_count()),
-        "python": platform.python_version(),
-        "django": django.get_version(),
-        "database": database,
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-    }
-
-
 def render(results: list[Result], info: dict[str, str], devices: int, iterations: int) -> str:
     lines = [
         START,
@@ -312,19 +274,6 @@ def render(results: list[Result], info: dict[str, str], devices: int, iterations
         END,
     ]
     return "\n".join(lines)
-
-
-def write_section(section: str) -> None:
-    """Replace this benchmark's section of docs/benchmarks.md, leaving the rest alone."""
-    text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
-    if START in text and END in text:
-        before, rest = text.split(START, 1)
-        after = rest.split(END, 1)[1]
-        text = before + section + after
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    DOCS.parent.mkdir(parents=True, exist_ok=True)
-    DOCS.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -377,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         sys.stdout.write(section + "\n")
     else:
-        write_section(section)
+        write_section("inventory", section)
         sys.stderr.write(f"wrote {DOCS.relative_to(ROOT)}\n")
     return 0 if all(r.passes for r in results) else 1
 

@@ -21,8 +21,10 @@ from fabric.drivers.base import DriverError
 from fabric.models import (
     ChangeRecord,
     Device,
+    DeviceDomain,
     Enclosure,
     FabricManager,
+    FailureDomain,
     Host,
     Link,
     Pool,
@@ -386,6 +388,38 @@ class PoolAdmin(AuditedAdmin):
             ).save()
         super().delete_queryset(request, queryset)
         pools_assign(actor=request.user, source="admin")
+
+
+class DerivedAdmin(admin.ModelAdmin):
+    """Read-only: derived from the topology by `domains_refresh` at every inventory sync."""
+
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(FailureDomain)
+class FailureDomainAdmin(DerivedAdmin):
+    list_display = ("name", "kind", "key", "manager", "device_count", "host_count", "updated_at")
+    list_filter = ("kind", "manager")
+    search_fields = ("name", "key")
+    list_select_related = ("manager",)
+
+
+@admin.register(DeviceDomain)
+class DeviceDomainAdmin(DerivedAdmin):
+    list_display = ("device", "domain")
+    list_filter = ("domain__kind",)
+    search_fields = ("device__name", "domain__name", "domain__key")
+    list_select_related = ("device", "domain")
+    raw_id_fields = ("device", "domain")
 
 
 @admin.register(ChangeRecord)

@@ -89,3 +89,15 @@ class ChangeAction(models.TextChoices):
     RETURNED = "returned", "Returned"  # reported again after being absent
     FAULT = "fault", "Fault injected"  # simulated fabric only
     SYNCED = "synced", "Synchronised"  # a fabric manager's inventory was synchronised
+
+
+class FailureDomainKind(models.TextChoices):
+    """What a failure domain is; see fabric.topology.domains for what each one takes down."""
+
+    RACK = "rack", "Rack"  # everything in the rack
+    POWER_FEED = "power_feed", "Power feed"  # the hosts, switches and enclosures it supplies
+    ENCLOSURE = "enclosure", "Enclosure"  # a GPU chassis, JBOF or I/O chassis and its devices
+    MEMORY_BOX = "memory_box", "CXL memory box"  # a CXL memory box and its memory devices
+    SWITCH = "switch", "Switch"  # the switch and its links
+    LINK = "link", "Link"  # one cable
+    FABRIC_MANAGER = "fabric_manager", "Fabric manager"  # bindings freeze; the data path stays

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fabric.models.devices import FabricManager, Port, Switch
+from fabric.models.domains import DeviceDomain, FailureDomain
 from fabric.models.history import ChangeRecord
 from fabric.models.inventory import Device, Enclosure, Host, Pool, PowerFeed, Rack
 from fabric.models.links import Link
@@ -11,8 +12,10 @@ from fabric.models.simulator import SimulatedBinding, SimulatedElement, Simulate
 __all__ = [
     "ChangeRecord",
     "Device",
+    "DeviceDomain",
     "Enclosure",
     "FabricManager",
+    "FailureDomain",
     "Host",
     "Link",
     "Pool",

@@ -14,6 +14,7 @@ from fabric.choices import ChangeAction
 from fabric.drivers.base import DriverError
 from fabric.drivers.registry import get_driver
 from fabric.models import FabricManager
+from fabric.services.domains import domains_refresh
 from fabric.services.history import change_record
 from fabric.services.sync.diff import SyncContext
 from fabric.services.sync.kinds import apply_inventory
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 ProgressCallback = Callable[[int, int, str], None]
 
-# Sync steps reported through on_progress: discovery, eight kinds, the summary.
+# Sync steps reported through on_progress: discovery, eight kinds, failure domains, the summary.
 _STEPS = (
     "discover",
     "racks",
@@ -34,6 +35,7 @@ _STEPS = (
     "devices",
     "ports",
     "links",
+    "domains",
     "finish",
 )
 
@@ -51,7 +53,8 @@ def inventory_sync(
     changed row, plus a SYNCED record on the manager when anything changed), sets
     `manager.last_synced_at` / `last_sync_error`. Calls `on_progress(done, total, message)`
     after each step. Raises DriverError (recorded as the manager's last_sync_error) when
-    the manager cannot be read; nothing is written then. Each kind is written in its own
+    the manager cannot be read; nothing is written then. Last, the manager's failure domains
+    are derived again from the new topology (`domains_refresh`). Each kind is written in its own
     transaction, so progress and log lines are visible while a large sync runs; an error
     while writing leaves the kinds before it synchronised, and the next sync converges.
     """
@@ -98,6 +101,9 @@ def inventory_sync(
         logger.exception("inventory sync of %s failed while writing", manager.name)
         raise
 
+    _refresh_domains(manager, result)
+    step("domains", "failure domains refreshed")
+
     result.duration_s = time.monotonic() - started
     with transaction.atomic():
         before = manager.last_synced_at
@@ -120,3 +126,13 @@ def inventory_sync(
     logger.info("inventory sync of %s finished: %s", manager.name, result.summary())
     step("finish", result.summary())
     return result
+
+
+def _refresh_domains(manager: FabricManager, result: SyncResult) -> None:
+    """Re-derive the failure domains; a failure here is a warning, not a failed sync: the
+    inventory is written, and the next sync derives them again."""
+    try:
+        domains_refresh(manager=manager)
+    except Exception as exc:
+        logger.exception("failure domains of %s not refreshed", manager.name)
+        result.warnings.append(f"failure domains not refreshed: {type(exc).__name__}: {exc}")

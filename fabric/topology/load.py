@@ -1,0 +1,186 @@
+"""load_graph(): the fabric's current state, read from the console tables into a FabricGraph.
+
+The only database access of `fabric.topology`: eight queries whatever the size (managers,
+racks, power feeds, switches, hosts, enclosures, devices, links), each a `values_list()`,
+so no model instance is built (10,000 devices load in a few tens of milliseconds).
+Absent rows (state ABSENT, or `is_present` false) are left out, as are links with an absent
+port or an end that is not loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import QuerySet
+
+from fabric.choices import ComponentState, DeviceState
+from fabric.models import Device, Enclosure, FabricManager, Host, Link, PowerFeed, Rack, Switch
+from fabric.topology.graph import Edge, FabricGraph, Node, paused_gc
+
+__all__ = ["load_graph"]
+
+
+def _ref(kind: str, pk: int | None) -> str | None:
+    return f"{kind}:{pk}" if pk is not None else None
+
+
+def load_graph(
+    *, managers: Iterable[int] | None = None, racks: Iterable[int] | None = None
+) -> FabricGraph:
+    """Read the present fabric (of `managers`, or every manager) into a FabricGraph.
+
+    With `racks`, only those racks are kept: their hosts, switches, enclosures and
+    devices, the links among them, and the switches outside the racks that they are linked
+    to (with only those links). Always eight queries.
+    """
+    with paused_gc():
+        return _load(
+            None if managers is None else list(managers), None if racks is None else list(racks)
+        )
+
+
+def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGraph:
+
+    def scoped(qs: QuerySet[Any], rack_field: str | None = "rack_id") -> QuerySet[Any]:
+        if manager_ids is not None:
+            qs = qs.filter(manager_id__in=manager_ids)
+        if rack_ids is not None and rack_field is not None:
+            qs = qs.filter(**{f"{rack_field}__in": rack_ids})
+        return qs
+
+    manager_qs = FabricManager.objects.all()
+    if manager_ids is not None:
+        manager_qs = manager_qs.filter(pk__in=manager_ids)
+    manager_names = {f"manager:{pk}": name for pk, name in manager_qs.values_list("pk", "name")}
+    power_feeds = {
+        f"power_feed:{pk}": name
+        for pk, name in scoped(PowerFeed.objects.filter(is_present=True), None).values_list(
+            "pk", "name"
+        )
+    }
+
+    nodes: list[Node] = []
+    racks_qs = scoped(Rack.objects.filter(is_present=True), "pk")
+    for pk, name, health, manager in racks_qs.values_list("pk", "name", "health", "manager_id"):
+        nodes.append(
+            Node(f"rack:{pk}", "rack", pk, name, health, "active", manager=f"manager:{manager}")
+        )
+    rack_nodes = {node.id for node in nodes}
+
+    def placed(kind: str, pk: int, row: tuple[Any, ...], attrs: dict[str, Any]) -> Node:
+        """A host, switch or enclosure: (name, health, state, rack, feed, manager, ...)."""
+        name, health, state, rack, feed, manager = row[:6]
+        rack_id = _ref("rack", rack)
+        return Node(
+            f"{kind}:{pk}",
+            kind,
+            pk,
+            name,
+            health,
+            state,
+            rack=rack_id,
+            parent=rack_id if rack_id in rack_nodes else None,
+            power_feed=_ref("power_feed", feed),
+            manager=f"manager:{manager}",
+            attrs=attrs,
+        )
+
+    common = ("name", "health", "state", "rack_id", "power_feed_id", "manager_id")
+    # Switches are read whole when filtering by rack: those outside it linked into it stay.
+    switches = scoped(Switch.objects.exclude(state=ComponentState.ABSENT), None)
+    for pk, *row in switches.values_list("pk", *common, "protocol", "tier", "model"):
+        attrs = {"protocol": row[6], "tier": row[7], "model": row[8]}
+        nodes.append(placed("switch", pk, tuple(row), attrs))
+    hosts = scoped(Host.objects.exclude(state=ComponentState.ABSENT))
+    for pk, *row in hosts.values_list("pk", *common, "cores", "memory_gib"):
+        nodes.append(placed("host", pk, tuple(row), {"cores": row[6], "memory_gib": row[7]}))
+    enclosures: dict[int, Node] = {}
+    enclosure_qs = scoped(Enclosure.objects.exclude(state=ComponentState.ABSENT))
+    for pk, *row in enclosure_qs.values_list("pk", *common, "kind", "model"):
+        node = placed("enclosure", pk, tuple(row), {"enclosure_kind": row[6], "model": row[7]})
+        enclosures[pk] = node
+        nodes.append(node)
+
+    devices = scoped(Device.objects.exclude(state=DeviceState.ABSENT), "enclosure__rack_id")
+    for row in devices.values_list(
+        "pk", "name", "health", "state", "enclosure_id", "manager_id", "kind", "model",
+        "memory_gib", "capacity_gb", "pool_id", "pool__name", "bound_host_id",
+    ):  # fmt: skip
+        pk, name, health, state, enclosure_pk, manager, kind, model = row[:8]
+        memory, capacity, pool, pool_name, bound_host = row[8:]
+        enclosure = enclosures.get(enclosure_pk) if enclosure_pk is not None else None
+        if enclosure_pk is not None and enclosure is None:
+            continue  # its enclosure is absent (or outside the racks asked for)
+        attrs = {
+            "device_kind": kind,
+            "model": model,
+            "memory_gib": memory,
+            "capacity_gb": capacity,
+            "pool": pool,
+            "pool_name": pool_name or "",
+            "bound_host": _ref("host", bound_host),
+        }
+        nodes.append(
+            Node(
+                f"device:{pk}",
+                "device",
+                pk,
+                name,
+                health,
+                state,
+                rack=enclosure.rack if enclosure else None,
+                parent=enclosure.id if enclosure else None,
+                power_feed=enclosure.power_feed if enclosure else None,
+                manager=f"manager:{manager}",
+                attrs=attrs,
+            )
+        )
+
+    known = {node.id for node in nodes}
+    links = Link.objects.filter(is_present=True, a_port__is_present=True, b_port__is_present=True)
+    if manager_ids is not None:
+        links = links.filter(manager_id__in=manager_ids)
+    edges: list[Edge] = []
+    for row in links.values_list(
+        "pk", "latency_ns", "bandwidth_gbps", "state", "health",
+        "a_port__switch_id", "a_port__host_id", "a_port__enclosure_id",
+        "b_port__switch_id", "b_port__host_id", "b_port__enclosure_id",
+    ):  # fmt: skip
+        pk, latency, bandwidth, state, health, a_sw, a_host, a_enc, b_sw, b_host, b_enc = row
+        a = _owner(a_sw, a_host, a_enc)
+        b = _owner(b_sw, b_host, b_enc)
+        if a in known and b in known:
+            edges.append(Edge(f"link:{pk}", pk, a, b, latency, bandwidth, state, health))
+
+    if rack_ids is not None:
+        nodes, edges = _keep_racks(nodes, edges, {f"rack:{pk}" for pk in rack_ids})
+    return FabricGraph(nodes, edges, power_feeds=power_feeds, managers=manager_names)
+
+
+def _owner(switch: int | None, host: int | None, enclosure: int | None) -> str:
+    if switch is not None:
+        return f"switch:{switch}"
+    if host is not None:
+        return f"host:{host}"
+    return f"enclosure:{enclosure}"
+
+
+def _keep_racks(
+    nodes: list[Node], edges: list[Edge], racks: set[str]
+) -> tuple[list[Node], list[Edge]]:
+    """Keep the racks' own nodes (everything but switches was filtered in SQL), the links
+    touching them, and the outside switches at the far end of those links."""
+    inside = {n.id for n in nodes if n.kind != "switch" or n.rack in racks}
+    kept_edges = []
+    for edge in edges:
+        a_in, b_in = edge.a in inside, edge.b in inside
+        if (
+            (a_in and b_in)
+            or (a_in and edge.b.startswith("switch:"))
+            or (b_in and edge.a.startswith("switch:"))
+        ):
+            kept_edges.append(edge)
+    linked = {end for edge in kept_edges for end in (edge.a, edge.b)}
+    kept_nodes = [n for n in nodes if n.id in inside or n.id in linked]
+    return kept_nodes, kept_edges
