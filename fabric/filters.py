@@ -21,6 +21,7 @@ from fabric.choices import (
     DeviceKind,
     DeviceState,
     EnclosureKind,
+    FailureDomainKind,
     Health,
     LinkState,
     SwitchProtocol,
@@ -30,6 +31,7 @@ from fabric.models import (
     Device,
     Enclosure,
     FabricManager,
+    FailureDomain,
     Host,
     Link,
     Pool,
@@ -305,3 +307,31 @@ class FabricManagerFilterSet(django_filters.FilterSet):
     class Meta:
         model = FabricManager
         fields: list[str] = []
+
+
+class FailureDomainFilterSet(django_filters.FilterSet):
+    """Failure domains by kind and fabric manager; free text on name and key."""
+
+    kind = django_filters.MultipleChoiceFilter(choices=FailureDomainKind.choices, distinct=False)
+    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1)
+    q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
+    ordering = django_filters.OrderingFilter(
+        fields=(
+            ("name", "name"),
+            ("kind", "kind"),
+            ("device_count", "devices"),
+            ("host_count", "hosts"),
+        )
+    )
+
+    class Meta:
+        model = FailureDomain
+        fields: list[str] = []
+
+    def filter_text(
+        self, queryset: QuerySet[FailureDomain], name: str, value: str
+    ) -> QuerySet[FailureDomain]:
+        value = value.strip()
+        if not value:
+            return queryset
+        return queryset.filter(Q(name__icontains=value) | Q(key__iexact=value))

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 
 from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
-from fabric.models import ChangeRecord, Device, Enclosure, Host, Link, Pool, Port, Switch
+from fabric.models import (
+    ChangeRecord,
+    Device,
+    Enclosure,
+    FailureDomain,
+    Host,
+    Link,
+    Pool,
+    Port,
+    Switch,
+)
+from fabric.topology.domains import blast_radius, derive_domains
+from fabric.topology.graph import paths_between, reachable_devices, single_points_of_failure
+from fabric.topology.load import load_graph
+from fabric.topology.render import topology_json
+from fabric.topology.report import impact_report, paths_report, reachable_report
 
 ALLOCATED_STATES = frozenset({DeviceState.RESERVED, DeviceState.BOUND})
 UNAVAILABLE_STATES = frozenset({DeviceState.FAILED, DeviceState.MAINTENANCE})
@@ -279,3 +295,52 @@ def change_history(*, target_type: str, target_id: int) -> QuerySet[ChangeRecord
     return ChangeRecord.objects.filter(target_type=target_type, target_id=target_id).select_related(
         "actor"
     )
+
+
+# --- Topology and failure domains ------------------------------------------------------------
+# One load of the graph per call (a fixed number of queries), then pure functions.
+
+
+def topology_payload(
+    *,
+    managers: Sequence[int] | None = None,
+    racks: Sequence[int] | None = None,
+    collapse: bool | None = None,
+) -> dict[str, Any]:
+    """The topology JSON the page draws and the API serves (see fabric.topology.render)."""
+    return topology_json(load_graph(managers=managers, racks=racks), collapse=collapse)
+
+
+def failure_domain_impact(*, domains: Sequence[FailureDomain]) -> dict[str, Any]:
+    """The blast radius of `domains` failing together (a what-if: nothing is injected).
+
+    The graph is loaded for the domains' fabric managers; a domain whose element has left
+    the fabric since the last refresh contributes nothing.
+    """
+
+    graph = load_graph(managers=sorted({d.manager_id for d in domains}))
+    specs = {spec.key: spec for spec in derive_domains(graph)}
+    chosen = [specs[d.key] for d in domains if d.key in specs]
+    impact = blast_radius(graph, chosen)
+    rows = [{"id": d.pk, "key": d.key, "kind": d.kind, "name": d.name} for d in domains]
+    return impact_report(graph, impact, domains=rows)
+
+
+def host_paths(
+    *, host: Host, device: Device | None = None, max_latency_ns: int | None = None
+) -> dict[str, Any]:
+    """Paths from `host` to `device`, or every device `host` reaches (within a ceiling)."""
+
+    graph = load_graph(managers=[host.manager_id])
+    host_id = f"host:{host.pk}"
+    if host_id not in graph.nodes:
+        raise Host.DoesNotExist(f"host {host.pk} is not in the fabric graph")
+    if device is None:
+        reach = reachable_devices(graph, host_id, max_latency_ns=max_latency_ns)
+        return reachable_report(graph, host_id, reach, max_latency_ns=max_latency_ns)
+    device_id = f"device:{device.pk}"
+    if device_id not in graph.nodes:
+        raise Device.DoesNotExist(f"device {device.pk} is not in the fabric graph")
+    paths = paths_between(graph, host_id, device_id)
+    single_points = single_points_of_failure(graph, host_id, device_id)
+    return paths_report(graph, host_id, device_id, paths, single_points)

@@ -37,7 +37,7 @@ urlpatterns = [
         views.FabricManagerSyncView.as_view(),
         name="fabric_manager_sync",
     ),
-    path("", include(fabric_router.urls)),
+    path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash is a JSON 404. Paths without the slash still get
     # CommonMiddleware's APPEND_SLASH redirect first.

@@ -5,7 +5,9 @@ Pools are addressed by slug (`/api/v1/pools/h100/`), everything else by numeric 
 
 from __future__ import annotations
 
-from fabric.api import views
+from django.urls import path
+
+from fabric.api import topology, views
 from fabric.api.routers import Router
 
 router = Router()
@@ -18,5 +20,10 @@ router.register("links", views.LinkViewSet, basename="link")
 router.register("fabric-managers", views.FabricManagerViewSet, basename="fabric_manager")
 router.register("racks", views.RackViewSet, basename="rack")
 router.register("power-feeds", views.PowerFeedViewSet, basename="power_feed")
+router.register("failure-domains", topology.FailureDomainViewSet, basename="failure_domain")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("topology/", topology.TopologyView.as_view(), name="topology"),
+    path("paths/", topology.PathsView.as_view(), name="paths"),
+    *router.urls,
+]
