@@ -18,4 +18,7 @@ urlpatterns = [
     path("switches/<int:pk>/", views.switch_detail, name="switch_detail"),
     path("managers/", views.manager_list, name="manager_list"),
     path("managers/<int:pk>/", views.manager_detail, name="manager_detail"),
+    path("topology/", views.topology, name="topology"),
+    path("failure-domains/", views.failure_domain_list, name="failure_domain_list"),
+    path("failure-domains/what-if/", views.failure_domain_what_if, name="failure_domain_what_if"),
 ]

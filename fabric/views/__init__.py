@@ -1,5 +1,5 @@
 """The fabric's console pages: devices for everyone; hosts, enclosures, switches and fabric
-managers for operators only."""
+managers, the topology and failure domains for operators only."""
 
 from __future__ import annotations
 
@@ -13,16 +13,20 @@ from fabric.views.components import (
 )
 from fabric.views.devices import device_detail, device_list
 from fabric.views.managers import manager_detail, manager_list
+from fabric.views.topology import failure_domain_list, failure_domain_what_if, topology
 
 __all__ = [
     "device_detail",
     "device_list",
     "enclosure_detail",
     "enclosure_list",
+    "failure_domain_list",
+    "failure_domain_what_if",
     "host_detail",
     "host_list",
     "manager_detail",
     "manager_list",
     "switch_detail",
     "switch_list",
+    "topology",
 ]
