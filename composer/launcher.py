@@ -29,22 +29,31 @@ class Launcher:
         self.stopping = False
 
     def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        """Start a child in its own process group; refused once a stop was requested, so a
+        Ctrl-C during start-up never leaves a process started after it."""
+        if self.stopping:
+            raise Interrupted(name)
         process = subprocess.Popen(argv, cwd=ROOT, env=env, start_new_session=True)
         self.children.append((name, process))
         log.info("started %s (pid %s)", name, process.pid)
         return process
 
-    def stop(self, *_: object) -> None:
+    def request_stop(self, *_: object) -> None:
+        """The signal handler: only note the request; the main loop tears down."""
+        self.stopping = True
+
+    def teardown(self) -> None:
         """Stop the children newest first (web, beat, worker, then Redis, which they use).
 
         Each gets SIGTERM to its whole process group and a grace period, then SIGKILL; the
         group is killed at the end in any case, so Celery's pool processes go with it.
+        Safe to call more than once: each child is stopped once.
         """
-        if self.stopping:
-            return
         self.stopping = True
-        log.info("stopping %d processes", len(self.children))
-        for name, process in reversed(self.children):
+        if self.children:
+            log.info("stopping %d processes", len(self.children))
+        while self.children:
+            name, process = self.children.pop()
             _signal_group(process, signal.SIGTERM)
             try:
                 process.wait(timeout=15)
@@ -61,10 +70,13 @@ class Launcher:
                 code = process.poll()
                 if code is not None:
                     log.error("%s exited with code %s; stopping the console", name, code)
-                    self.stop()
                     return code or 1
             time.sleep(0.5)
         return 0
+
+
+class Interrupted(Exception):
+    """A stop was requested while the console was still starting."""
 
 
 def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
@@ -85,8 +97,8 @@ def main() -> int:
     var_dir.mkdir(parents=True, exist_ok=True)
     port = env.get("PORT", "8000")
     launcher = Launcher()
-    signal.signal(signal.SIGINT, launcher.stop)
-    signal.signal(signal.SIGTERM, launcher.stop)
+    signal.signal(signal.SIGINT, launcher.request_stop)
+    signal.signal(signal.SIGTERM, launcher.request_stop)
     try:
         if not env.get("REDIS_URL"):
             from composer.embedded import start_redis
@@ -97,6 +109,8 @@ def main() -> int:
             log.info("embedded Redis at %s (pid %s)", url, redis_process.pid)
         _manage(env, "migrate", "--noinput")
         _manage(env, "seed_demo")
+        if launcher.stopping:
+            raise Interrupted("start-up")
         celery = [sys.executable, "-m", "celery", "-A", "composer"]
         launcher.spawn(
             "worker", [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], env
@@ -135,11 +149,17 @@ def main() -> int:
         )
         sys.stderr.write(banner)
         return launcher.watch()
+    except Interrupted:
+        log.info("interrupted while starting")
+        return 0
     except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
+        if launcher.stopping:
+            log.info("interrupted while starting")
+            return 0
         log.error("could not start the console: %s", exc)
         return 1
     finally:
-        launcher.stop()
+        launcher.teardown()
 
 
 if __name__ == "__main__":

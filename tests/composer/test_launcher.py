@@ -26,9 +26,8 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-@pytest.mark.worker
-def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
-    port = free_port()
+def launcher_env(tmp_path: Path, port: int) -> dict[str, str]:
+    """The launcher's environment: its own SQLite file, var folder and embedded Redis."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -41,6 +40,13 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         COMPOSER_SIMULATOR_LATENCY_SCALE="0",
         COMPOSER_DEMO_PASSWORD="launcher-test",
     )
+    return env
+
+
+@pytest.mark.worker
+def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    env = launcher_env(tmp_path, port)
     log_path = tmp_path / "launcher.log"
     with log_path.open("wb") as log:
         launcher = subprocess.Popen(
@@ -81,3 +87,36 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
     for name, pid in pids.items():
         assert not group_alive(pid), f"{name} (pgid {pid}) still running after Ctrl-C"
     assert not group_alive(int(redis_pid.group(1)))
+
+
+@pytest.mark.worker
+def test_ctrl_c_while_starting_leaves_nothing_running(tmp_path: Path) -> None:
+    env = launcher_env(tmp_path, free_port())
+    log_path = tmp_path / "launcher.log"
+    with log_path.open("wb") as log:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "composer.launcher"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "embedded Redis at" not in log_path.read_text():
+            assert launcher.poll() is None and time.monotonic() < deadline, log_path.read_text()
+            time.sleep(0.05)
+        launcher.send_signal(signal.SIGINT)
+        code = launcher.wait(timeout=120)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    output = log_path.read_text()
+
+    assert code == 0, output
+    assert "Composer is running" not in output
+    redis_pid = re.search(r"embedded Redis at \S+ \(pid (\d+)\)", output)
+    assert redis_pid and not group_alive(int(redis_pid.group(1))), output
+    for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output):
+        assert not group_alive(int(pid)), f"{name} still running after Ctrl-C during start-up"
