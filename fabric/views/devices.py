@@ -226,6 +226,7 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
         context.update(
             {
                 "uplinks": uplinks,
+                "failure_domains": list(device.failure_domains.order_by("kind", "name")),
                 "attributes": display_settings(device.attributes),
                 "history": paginate_or_raise(
                     change_history(target_type="device", target_id=device.pk),

@@ -14,7 +14,7 @@ from django.urls import reverse
 from fabric.models import FailureDomain
 from fabric.services.domains import domains_refresh
 from tests.fabric.views.conftest import TENANTS
-from tests.factories.fabric import SmallFabric
+from tests.factories.fabric import SmallFabric, fabric_small
 
 pytestmark = pytest.mark.django_db
 
@@ -243,3 +243,21 @@ def test_without_ids_the_what_if_page_is_a_400(
 ) -> None:
     response = client_as(admin_user).get(reverse("fabric:failure_domain_what_if"))
     assert response.status_code == 400
+
+
+def test_the_device_page_lists_its_failure_domains_for_operators(
+    admin_user: Any, alice: Any, client: Client
+) -> None:
+    small = fabric_small()
+    domains_refresh(manager=small.manager)
+    gpu = small.gpus[0]
+    client.force_login(admin_user)
+
+    body = client.get(f"/fabric/devices/{gpu.pk}/").content.decode()
+
+    assert 'id="failure-domains"' in body
+    for domain in gpu.failure_domains.all():
+        assert f"?ids={domain.pk}" in body
+    assert gpu.failure_domains.filter(kind="enclosure").exists()
+    client.force_login(alice)
+    assert 'id="failure-domains"' not in client.get(f"/fabric/devices/{gpu.pk}/").content.decode()
