@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString
 
 from composer.choices import JobStatus
 from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
-from fabric.views.common import MASK, is_secret_key, mask_secrets
+from fabric.secrets import MASK, is_secret_key, mask_endpoint, mask_secrets
 
 register = template.Library()
 
@@ -214,8 +214,16 @@ def change_rows(changes: Any) -> list[tuple[str, Any, Any]]:
         before, after = pair if isinstance(pair, list | tuple) and len(pair) == 2 else (None, pair)
         if is_secret_key(str(key)):
             before, after = (MASK if before else before), (MASK if after else after)
+        elif key == "endpoint":
+            before, after = (masked_endpoint(v) for v in (before, after))
         rows.append((str(key), mask_secrets(before), mask_secrets(after)))
     return rows
+
+
+@register.filter
+def masked_endpoint(endpoint: Any) -> Any:
+    """A fabric manager's endpoint with any password or token in it masked."""
+    return mask_endpoint(endpoint) if isinstance(endpoint, str) and endpoint else endpoint
 
 
 @register.simple_tag(takes_context=True)

@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from fabric.paging import IdsFirst
 from fabric.permissions import is_operator
+from fabric.secrets import MASK, is_secret_key, mask_secrets
 
 ViewFunc = TypeVar("ViewFunc", bound=Callable[..., HttpResponse])
 
@@ -24,8 +25,6 @@ DEFAULT_PAGE_SIZE = 50
 HISTORY_PAGE_SIZE = 20
 
 # A settings or attributes key containing one of these words holds something secret.
-SECRET_WORDS = ("password", "secret", "token", "key")
-MASK = "••••••••"
 
 
 def operator_required(view: ViewFunc) -> ViewFunc:
@@ -103,23 +102,6 @@ def paginate_or_raise(
         if exc.status == 404:
             raise Http404(exc.message) from None
         raise BadRequest(exc.message) from None
-
-
-def is_secret_key(key: str) -> bool:
-    lowered = key.lower()
-    return any(word in lowered for word in SECRET_WORDS)
-
-
-def mask_secrets(value: Any) -> Any:
-    """A copy of a JSON value with every secret-looking key's value replaced by a mask."""
-    if isinstance(value, Mapping):
-        return {
-            k: (MASK if is_secret_key(str(k)) and v not in (None, "") else mask_secrets(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [mask_secrets(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True)

@@ -96,3 +96,34 @@ def test_an_unknown_manager_is_404(
 ) -> None:
     response = client_as(admin_user).get(reverse("fabric:manager_detail", args=[424242]))
     assert response.status_code == 404
+
+
+def test_every_secret_the_api_masks_is_masked_on_the_pages_and_in_history(
+    small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    from fabric.choices import ChangeAction
+    from fabric.models import ChangeRecord
+
+    manager = small.manager
+    endpoint = "https://admin:hunter2@fm.example/redfish?access_token=QTOK&site=a"
+    manager.endpoint = endpoint
+    manager.settings = {"fabric": "small", "passwd": "PASSWD1", "credentials": "CRED1"}
+    manager.save()
+    ChangeRecord.objects.create(
+        target_type="fabric_manager",
+        target_id=manager.pk,
+        target_label=manager.name,
+        action=ChangeAction.CHANGED,
+        changes={"endpoint": ["", endpoint], "settings": [{}, {"passwd": "PASSWD1"}]},
+    )
+    client = client_as(admin_user)
+
+    pages = [
+        client.get(reverse("fabric:manager_list")).content.decode(),
+        client.get(reverse("fabric:manager_detail", args=[manager.pk])).content.decode(),
+    ]
+
+    for body in pages:
+        for secret in ("hunter2", "QTOK", "PASSWD1", "CRED1"):
+            assert secret not in body
+    assert "fm.example/redfish" in pages[1]
