@@ -27,6 +27,7 @@ from fabric.choices import (
     SwitchProtocol,
     SwitchTier,
 )
+from fabric.forms import MAX_ID
 from fabric.models import (
     Device,
     Enclosure,
@@ -92,7 +93,7 @@ class DeviceFilterSet(django_filters.FilterSet):
     rack = django_filters.ModelChoiceFilter(
         queryset=Rack.objects.all(), field_name="enclosure__rack", label="Rack"
     )
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1)
+    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
     q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
     ordering = django_filters.OrderingFilter(
         fields=(
@@ -179,7 +180,7 @@ class DiscoveredFilterSet(django_filters.FilterSet):
     """Filters every discovered thing shares: health, the fabric manager, free text on name."""
 
     health = django_filters.MultipleChoiceFilter(choices=Health.choices, distinct=False)
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1)
+    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
     q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
 
     # Fields searched by `q`, besides the manager's external id (matched exactly).
@@ -313,7 +314,7 @@ class FailureDomainFilterSet(django_filters.FilterSet):
     """Failure domains by kind and fabric manager; free text on name and key."""
 
     kind = django_filters.MultipleChoiceFilter(choices=FailureDomainKind.choices, distinct=False)
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1)
+    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
     q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
     ordering = django_filters.OrderingFilter(
         fields=(

@@ -20,10 +20,9 @@ from rest_framework.views import APIView
 from fabric import filters
 from fabric.api.permissions import IsOperatorOr404
 from fabric.choices import ComponentState, DeviceState
+from fabric.forms import MAX_WHAT_IF_DOMAINS, BadIds, parse_domain_ids
 from fabric.models import Device, FabricManager, FailureDomain, Host, Rack
 from fabric.selectors import failure_domain_impact, host_paths, topology_payload
-
-MAX_WHAT_IF_DOMAINS = 50
 
 
 class TopologyQuery(serializers.Serializer):
@@ -94,18 +93,15 @@ class FailureDomainSerializer(serializers.ModelSerializer):
 class WhatIfQuery(serializers.Serializer):
     """`?ids=1,2,3`: the failure domains that fail together."""
 
-    ids = serializers.CharField(help_text="Comma-separated failure-domain ids (at most 50).")
+    ids = serializers.CharField(
+        help_text=f"Comma-separated failure-domain ids (at most {MAX_WHAT_IF_DOMAINS})."
+    )
 
     def validate_ids(self, value: str) -> list[FailureDomain]:
-        parts = [part.strip() for part in value.split(",") if part.strip()]
-        if not parts:
-            raise serializers.ValidationError("Name at least one failure-domain id.")
-        if len(parts) > MAX_WHAT_IF_DOMAINS:
-            raise serializers.ValidationError(f"At most {MAX_WHAT_IF_DOMAINS} domains at once.")
-        bad = [part for part in parts if not (part.isascii() and part.isdigit())]
-        if bad:
-            raise serializers.ValidationError(f"Not ids: {', '.join(bad[:5])}.")
-        wanted = [int(part) for part in dict.fromkeys(parts)]
+        try:
+            wanted = parse_domain_ids([value])
+        except BadIds as exc:
+            raise serializers.ValidationError(str(exc)) from None
         domains = {d.pk: d for d in FailureDomain.objects.filter(pk__in=wanted)}
         missing = [str(pk) for pk in wanted if pk not in domains]
         if missing:

@@ -16,31 +16,12 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from fabric.filters import FailureDomainFilterSet
+from fabric.forms import BadIds, parse_domain_ids
 from fabric.models import FabricManager, FailureDomain, Rack
 from fabric.selectors import failure_domain_impact
 from fabric.views.common import BadPage, operator_required, paginate
 
-# As the API's what-if (fabric.api.topology.MAX_WHAT_IF_DOMAINS).
-MAX_WHAT_IF_DOMAINS = 50
 DOMAIN_PAGE_SIZE = 100
-
-
-class BadIds(ValueError):
-    """An `ids` value that is not a comma-separated list of failure-domain ids."""
-
-
-def parse_ids(values: list[str], *, limit: int = MAX_WHAT_IF_DOMAINS) -> list[int]:
-    """`["1,2", "3"]` -> `[1, 2, 3]` (duplicates dropped, order kept); raises BadIds."""
-    parts = [part.strip() for value in values for part in value.split(",") if part.strip()]
-    if not parts:
-        raise BadIds("Choose at least one failure domain.")
-    bad = [part for part in parts if not (part.isascii() and part.isdigit())]
-    if bad:
-        raise BadIds(f"Not failure-domain ids: {', '.join(bad[:5])}.")
-    ids = list(dict.fromkeys(int(part) for part in parts))
-    if len(ids) > limit:
-        raise BadIds(f"At most {limit} failure domains at once (got {len(ids)}).")
-    return ids
 
 
 def _domain_kinds() -> list[tuple[str, str]]:
@@ -93,7 +74,7 @@ def topology(request: HttpRequest) -> HttpResponse:
         selected["collapse"] = ""
     if request.GET.get("domains"):
         try:
-            parse_ids(request.GET.getlist("domains"))
+            parse_domain_ids(request.GET.getlist("domains"))
         except BadIds as exc:
             errors.append(f"domains: {exc}")
     context = {
@@ -146,7 +127,7 @@ def failure_domain_what_if(request: HttpRequest) -> HttpResponse:
     failure domain is a 404 naming it.
     """
     try:
-        ids = parse_ids(request.GET.getlist("ids"))
+        ids = parse_domain_ids(request.GET.getlist("ids"))
     except BadIds as exc:
         context = {"error": str(exc), "report": None}
         return render(request, "fabric/failure_domain_what_if.html", context, status=400)

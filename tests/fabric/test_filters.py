@@ -63,3 +63,27 @@ def test_a_bad_filter_value_is_a_400_naming_the_field_on_both(
     assert api.json()["field"] == field
     assert html.status_code == 400
     assert field in html.context["filter"].form.errors
+
+
+HUGE = "99999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        (f"/fabric/devices/?manager={HUGE}", 400),
+        (f"/fabric/hosts/?manager={HUGE}", 400),
+        (f"/fabric/failure-domains/?manager={HUGE}", 400),
+        (f"/api/v1/devices/?manager={HUGE}", 400),
+        (f"/api/v1/links/?manager={HUGE}", 400),
+        (f"/api/v1/failure-domains/?manager={HUGE}", 400),
+        (f"/api/v1/failure-domains/impact/?ids=1,{HUGE}", 400),
+        (f"/fabric/failure-domains/what-if/?ids=1,{HUGE}", 400),
+    ],
+)
+def test_an_id_too_large_for_the_database_is_bad_input_not_a_crash(
+    operator_client: Client, url: str, status: int
+) -> None:
+    fabric_small()
+
+    assert operator_client.get(url).status_code == status
