@@ -18,7 +18,8 @@ from composer.models import Job
 
 JOB_ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
     # A worker claims a queued job, or it is cancelled before it ran.
-    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED}),
+    # QUEUED -> FAILED: the task could not be sent to the broker at all.
+    JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
     # RUNNING -> QUEUED: a transient failure hands the job back for a retry with back-off.
     JobStatus.RUNNING: frozenset(
         {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.QUEUED}

@@ -13,10 +13,10 @@ from fabric.models.base import TimeStampedModel
 class Job(TimeStampedModel):
     """One run of a background task (inventory sync; compose and decompose later).
 
-    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; QUEUED -> CANCELLED; RUNNING ->
-    CANCELLED when the stale-job sweep finds it lost. Changes go through
-    `composer.states.job_transition` (compare-and-set), so a redelivered task cannot run a
-    job twice.
+    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; QUEUED -> FAILED when it could
+    not be enqueued; QUEUED or RUNNING -> CANCELLED when the stale-job sweep finds it lost.
+    Changes go through `composer.states.job_transition` (compare-and-set), so a redelivered
+    task cannot run a job twice.
     """
 
     kind = models.CharField(max_length=30, choices=JobKind.choices)

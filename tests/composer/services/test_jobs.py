@@ -91,3 +91,35 @@ def test_only_queued_jobs_can_be_cancelled(db: None) -> None:
     assert Job.objects.get(pk=job.pk).status == JobStatus.CANCELLED
     with pytest.raises(InvalidTransition):
         job_cancel(job=job)
+
+
+def test_a_job_the_broker_refuses_fails_with_the_reason_and_does_not_block_the_next(
+    sim_manager: FabricManager, django_capture_on_commit_callbacks: Any
+) -> None:
+    with (
+        mock.patch(
+            "composer.tasks.inventory_sync_task.delay", side_effect=ConnectionError("broker down")
+        ),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        refused = inventory_sync_request(manager=sim_manager)
+
+    refused.refresh_from_db()
+    assert refused.status == JobStatus.FAILED
+    assert "broker down" in refused.error
+    with (
+        mock.patch("composer.tasks.inventory_sync_task.delay") as delay,
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        retry = inventory_sync_request(manager=sim_manager)
+    assert retry.pk != refused.pk
+    delay.assert_called_once_with(retry.pk)
+
+
+def test_the_sweep_cancels_a_queued_job_no_worker_ever_picked_up(db: None) -> None:
+    lost = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
+    Job.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+
+    assert job_sweep_stale() == 1
+    lost.refresh_from_db()
+    assert lost.status == JobStatus.CANCELLED
