@@ -1,0 +1,219 @@
+"""The hard constraints: what may be placed, and which devices a given host may take.
+
+Pure Python over a `Snapshot`: request validation, candidate filters (kind, model,
+attribute minima, isolation), and the pickers that choose devices for one host under the
+failure-domain policy (spread across enclosures or switches, pack, or none), same switch,
+CXL memory as GiB slices and NVMe capacity. Ordering preferences come from the caller's
+`order` key (scoring.py): the pickers only decide what is *allowed*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from composer.placement.request import POLICIES, PlacementRequest
+from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, Snapshot
+
+__all__ = [
+    "blocked_domains",
+    "choose_capacity",
+    "choose_whole",
+    "item_candidates",
+    "validate",
+]
+
+MAX_COUNT = 1024  # more devices than any one host could ever be composed with
+EnclosureKey = Callable[[str], tuple[float, ...]]
+PerEnclosure = Mapping[str, Sequence[DeviceInfo]]
+
+
+def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
+    """Why the request cannot be understood (a sentence naming the field), or None."""
+    if request.policy not in POLICIES:
+        return f"policy must be one of {', '.join(POLICIES)}; got {request.policy!r}."
+    for index, item in enumerate(request.items):
+        if not isinstance(item.count, int) or not 1 <= item.count <= MAX_COUNT:
+            return f"items[{index}].count must be a whole number from 1 to {MAX_COUNT}."
+        if item.kind == PARTITIONABLE:
+            return f"items[{index}]: CXL memory is requested in GiB (memory_gib), not devices."
+        if item.kind not in snapshot.by_kind and not any(
+            k == item.kind for k, _ in snapshot.by_model
+        ):
+            pass  # an unknown or exhausted kind is a capacity question, not bad input
+        for name, value in item.minima.items():
+            if not isinstance(value, int | float) or value < 0:
+                return f"items[{index}].minima[{name!r}] must be a number >= 0."
+    for name in ("memory_gib", "storage_tb", "cores", "host_memory_gib"):
+        value = getattr(request, name)
+        if not isinstance(value, int | float) or value < 0:
+            return f"{name} must be a number >= 0; got {value!r}."
+    if request.max_latency_ns is not None and request.max_latency_ns <= 0:
+        return "max_latency_ns must be a positive number of nanoseconds."
+    if request.host is not None and request.host not in snapshot.hosts:
+        return f"host {request.host!r} is not a usable host."
+    wants = (request.items, request.memory_gib, request.storage_tb, request.cores)
+    if not any(wants) and not request.host_memory_gib:
+        return "the request asks for nothing."
+    return None
+
+
+def blocked_domains(request: PlacementRequest, snapshot: Snapshot) -> frozenset[str]:
+    """Switches and enclosures this request may not touch: for a critical request, those
+    any other tenant holds something in; for any request, those another tenant holds
+    critically."""
+    if not snapshot.holders and not snapshot.critical:
+        return frozenset()
+    tenant = request.tenant
+    blocked = {d for d, owner in snapshot.critical.items() if owner != tenant}
+    if request.critical:
+        blocked.update(d for d, tenants in snapshot.holders.items() if tenants - {tenant})
+    return frozenset(blocked)
+
+
+def item_candidates(
+    snapshot: Snapshot,
+    kind: str,
+    model: str | None,
+    minima: Mapping[str, float],
+    blocked: frozenset[str],
+    funnel: list[tuple[str, int, int]],
+    label: str,
+) -> dict[str, list[DeviceInfo]]:
+    """The usable devices of one kind (and model) that meet the minima and the isolation,
+    by enclosure; each filter appends its (name, before, after) to `funnel`. Worked out once
+    per snapshot and key (the result is shared: callers must not change it)."""
+    key = ("items", kind, model, tuple(sorted(minima.items())), blocked, label)
+    known = snapshot.memo.get(key)
+    if known is None:
+        steps: list[tuple[str, int, int]] = []
+        known = snapshot.memo[key] = (
+            _filter(snapshot, kind, model, minima, blocked, steps, label),
+            tuple(steps),
+        )
+    found, steps_done = known  # type: ignore[misc]
+    funnel.extend(steps_done)
+    return found  # type: ignore[no-any-return]
+
+
+def _filter(
+    snapshot: Snapshot,
+    kind: str,
+    model: str | None,
+    minima: Mapping[str, float],
+    blocked: frozenset[str],
+    funnel: list[tuple[str, int, int]],
+    label: str,
+) -> dict[str, list[DeviceInfo]]:
+    by_kind = snapshot.by_kind.get(kind, {})
+    total = sum(len(ids) for ids in by_kind.values())
+    index = by_kind if model is None else snapshot.by_model.get((kind, model), {})
+    devices = snapshot.devices
+    found = {e: [devices[i] for i in ids] for e, ids in index.items()}
+    count = sum(len(v) for v in found.values())
+    funnel.append((f"{label}: kind and model", total, count))
+    if minima:
+        found = {
+            e: kept for e, devs in found.items() if (kept := [d for d in devs if _meets(d, minima)])
+        }
+        before, count = count, sum(len(v) for v in found.values())
+        funnel.append((f"{label}: attribute minima", before, count))
+    if blocked:
+        enclosures = snapshot.enclosures
+        found = {
+            e: devs
+            for e, devs in found.items()
+            if e not in blocked and not blocked.intersection(enclosures[e].switches)
+        }
+        before, count = count, sum(len(v) for v in found.values())
+        funnel.append((f"{label}: isolation", before, count))
+    return found
+
+
+def _meets(device: DeviceInfo, minima: Mapping[str, float]) -> bool:
+    attributes = device.attributes
+    return all(attributes.get(name, 0) >= value for name, value in minima.items())
+
+
+def choose_whole(
+    count: int,
+    per_enclosure: PerEnclosure,
+    order: EnclosureKey,
+    policy: str,
+    switches_of: Callable[[str], tuple[str, ...]],
+) -> list[DeviceInfo] | None:
+    """`count` whole devices from `per_enclosure` under `policy`, or None when the policy
+    cannot be met. `order(enclosure)` ranks enclosures (preferred first)."""
+    keys = {e: order(e) for e in per_enclosure}
+    ranked = sorted(per_enclosure, key=keys.__getitem__)
+    if policy == "enclosure":
+        if len(ranked) < count:
+            return None
+        return [per_enclosure[e][0] for e in ranked[:count]]
+    if policy == "switch":
+        chosen: list[DeviceInfo] = []
+        used: set[str] = set()
+        for enclosure in ranked:
+            switches = switches_of(enclosure)
+            if used.intersection(switches):
+                continue
+            used.update(switches)
+            chosen.append(per_enclosure[enclosure][0])
+            if len(chosen) == count:
+                return chosen
+        return None
+    # "pack" and "none": one enclosure when one holds them all, the fullest (fewest free)
+    # that does; otherwise pack takes the biggest blocks (fewest enclosures) and none the
+    # smallest (fragments first, big blocks kept whole).
+    fitting = [e for e in ranked if len(per_enclosure[e]) >= count]
+    if fitting:
+        best = min(fitting, key=lambda e: (keys[e][0], len(per_enclosure[e]), keys[e]))
+        return list(per_enclosure[best][:count])
+    if policy == "pack":
+        ranked.sort(key=lambda e: (-len(per_enclosure[e]), keys[e]))
+    else:
+        ranked.sort(key=lambda e: (keys[e][0], len(per_enclosure[e]), keys[e]))
+    chosen = []
+    for enclosure in ranked:
+        for device in per_enclosure[enclosure]:
+            chosen.append(device)
+            if len(chosen) == count:
+                return chosen
+    return None
+
+
+def choose_capacity(
+    needed: float, devices: Sequence[DeviceInfo], order: Callable[[DeviceInfo], tuple[float, ...]]
+) -> list[tuple[DeviceInfo, int]] | None:
+    """Cover `needed` (GiB of CXL memory, or GB of NVMe) with as few devices as possible:
+    the smallest device that covers it alone (best fit), else the biggest first. Returns
+    (device, amount taken) pairs, or None when everything reachable is not enough."""
+    if not devices:
+        return None
+    size = _free_gib if devices[0].kind == PARTITIONABLE else _capacity
+    sliced = devices[0].kind == PARTITIONABLE
+    fits = [d for d in devices if size(d) >= needed]
+    if fits:
+        best = min(fits, key=lambda d: (order(d)[0], size(d), order(d)))
+        return [(best, int(needed) if sliced else size(best))]
+    taken: list[tuple[DeviceInfo, int]] = []
+    left = needed
+    for device in sorted(devices, key=lambda d: (-size(d), order(d))):
+        amount = min(size(device), int(left)) if sliced else size(device)
+        taken.append((device, amount))
+        left -= amount
+        if left <= 0:
+            return taken
+    return None
+
+
+def _free_gib(device: DeviceInfo) -> int:
+    return device.free_gib
+
+
+def _capacity(device: DeviceInfo) -> int:
+    return device.capacity_gb
+
+
+def storage_gb(storage_tb: float) -> float:
+    """NVMe capacity in GB (decimal, as drives are sold)."""
+    return storage_tb * 1000

@@ -1,0 +1,460 @@
+"""place(request, snapshot) -> Placement | Rejection: the placement decision. Pure Python.
+
+Order of work, cheapest cut first: validate; hosts with the cores and memory (and, for a
+critical request, outside other tenants' switches); devices of each item by kind, model,
+attribute minima and isolation; CXL memory and NVMe candidates; then *reach groups* (hosts
+that reach the same enclosures) that can see enough of everything, counted per group
+without looking at single hosts. Only hosts of those groups are planned, best ranked first
+(scoring.host_rank), each under the latency ceiling, the failure-domain policy, same switch
+and its uplink bandwidth; the best-scoring of the first few feasible plans wins. Every cut
+is recorded in the funnel; a rejection names the nearest feasible alternative.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Iterator, Sequence
+
+from composer.placement.constraints import (
+    blocked_domains,
+    choose_capacity,
+    choose_whole,
+    item_candidates,
+    storage_gb,
+    validate,
+)
+from composer.placement.nearest import label, nearest_host, nearest_policy, nearest_reach
+from composer.placement.request import (
+    DeviceItem,
+    DevicePick,
+    Placement,
+    PlacementRequest,
+    Rejection,
+)
+from composer.placement.scoring import (
+    CORE_FIT_WEIGHT,
+    enclosure_order,
+    group_balance,
+    host_rank,
+    plan_score,
+)
+from composer.placement.snapshot import PARTITIONABLE, STORAGE, DeviceInfo, HostInfo, Snapshot
+
+__all__ = ["place"]
+
+PLANS_COMPARED = 2  # feasible plans scored before the best is taken
+MAX_PLANNED = 32  # hosts planned one by one before giving up (the best ranked first)
+Funnel = list[tuple[str, int, int]]
+Candidates = dict[str, list[DeviceInfo]]
+
+_REASONS = {
+    "latency": "latency ceiling",
+    "domain": "failure-domain policy",
+    "switch": "same switch",
+    "uplink": "uplink bandwidth",
+}
+
+
+def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejection:
+    """A plan for `request` on `snapshot`, or the reason there is none. Deterministic:
+    the same request on the same snapshot gives the same answer."""
+    problem = validate(request, snapshot)
+    if problem is not None:
+        return Rejection("invalid", problem)
+    funnel: Funnel = []
+    blocked = blocked_domains(request, snapshot)
+
+    hosts = _Hosts(request, snapshot, blocked)
+    every = set(range(len(snapshot.groups)))
+    total = 1 if request.host else len(snapshot.hosts)
+    fitting = hosts.count(every, isolate=False)
+    funnel.append(("hosts: cores and memory", total, fitting))
+    if blocked:
+        isolated = hosts.count(every)
+        funnel.append(("hosts: isolation", fitting, isolated))
+        fitting = isolated
+    if not fitting:
+        return _reject(
+            "no_capacity",
+            "No host has the cores and memory asked for.",
+            funnel,
+            nearest_host(request, snapshot),
+        )
+
+    items = [
+        (
+            item,
+            item_candidates(
+                snapshot,
+                item.kind,
+                item.model,
+                item.minima,
+                blocked,
+                funnel,
+                label(item.kind, item.model),
+            ),
+        )
+        for item in request.items
+    ]
+    for item, found in items:
+        have = sum(len(v) for v in found.values())
+        if have < item.count:
+            return _reject(
+                "no_capacity",
+                f"{have} usable {label(item.kind, item.model)} match; {item.count} asked.",
+                funnel,
+                f"{have} of {item.count} fit anywhere; ask for {have} or wait.",
+            )
+    memory = _capacity_candidates(snapshot, PARTITIONABLE, request.memory_gib, blocked, funnel)
+    storage = _capacity_candidates(
+        snapshot, STORAGE, storage_gb(request.storage_tb), blocked, funnel
+    )
+    for what, found, needed, unit, size in (
+        ("CXL memory", memory, request.memory_gib, "GiB", _gib),
+        ("NVMe", storage, storage_gb(request.storage_tb), "GB", _gb),
+    ):
+        have = sum(size(d) for v in found.values() for d in v)
+        if needed and have < needed:
+            return _reject(
+                "no_capacity",
+                f"{have:,} {unit} of {what} free; {needed:,.0f} asked.",
+                funnel,
+                f"{have:,} {unit} of {what} fit anywhere; ask less or wait.",
+            )
+
+    # Reach groups that see enough of everything, counted per group.
+    wanted = [(found, item.count, _one) for item, found in items]
+    if request.memory_gib:
+        wanted.append((memory, request.memory_gib, _gib))
+    if request.storage_tb:
+        wanted.append((storage, storage_gb(request.storage_tb), _gb))
+    feasible = set(range(len(snapshot.groups)))
+    shortfall: dict[int, int] = {}
+    for index, (found, needed, size) in enumerate(wanted):
+        seen = [0.0] * len(snapshot.groups)
+        for enclosure, devices in found.items():
+            amount = sum(size(d) for d in devices)
+            for group in snapshot.enclosure_groups.get(enclosure, ()):
+                seen[group] += amount
+        for group in list(feasible):
+            if seen[group] < needed:
+                feasible.discard(group)
+                shortfall.setdefault(group, index)
+    reaching = hosts.count(feasible)
+    funnel.append(("hosts: reach enough devices", fitting, reaching))
+    if not reaching:
+        return _reject(
+            "no_capacity",
+            "No host reaches enough free devices through the fabric.",
+            funnel,
+            nearest_reach(request, snapshot, items),
+        )
+
+    # Same switch and spread, decided per reach group (latency aside) before any host.
+    if items and (request.same_switch or request.policy in ("enclosure", "switch")):
+        reason = "switch" if request.same_switch else "domain"
+        feasible = {g for g in feasible if _group_policy_ok(request, snapshot, items, g)}
+        kept = hosts.count(feasible)
+        funnel.append((f"hosts: {_REASONS[reason]}", reaching, kept))
+        reaching = kept
+        if not kept:
+            return _reject(
+                "domain_conflict",
+                f"No host reaches devices that meet the {_REASONS[reason]}.",
+                funnel,
+                nearest_policy(request, snapshot, items, reason),
+            )
+
+    gpus = sum(item.count for item, _ in items if item.kind == "gpu")
+    plans: list[tuple[Placement, int]] = []
+    failures: dict[str, int] = {}
+    tried = 0
+    for rank, (host, penalty) in enumerate(hosts.ranked(feasible, gpus)):
+        if tried == MAX_PLANNED and not plans:
+            break
+        tried += 1
+        outcome = _plan(request, snapshot, host, items, memory, storage, penalty)
+        if isinstance(outcome, str):
+            failures[outcome] = failures.get(outcome, 0) + 1
+            continue
+        plans.append((outcome, rank))
+        if len(plans) == PLANS_COMPARED:
+            break
+    survivors = reaching
+    if tried < reaching and not plans:
+        funnel.append(("hosts: not tried (the best ranked are planned)", survivors, tried))
+        survivors = tried
+    for reason in ("latency", "domain", "switch", "uplink"):
+        if reason in failures:
+            funnel.append((f"hosts: {_REASONS[reason]}", survivors, survivors - failures[reason]))
+            survivors -= failures[reason]
+    if plans:
+        best = max(plans, key=lambda pair: (pair[0].score, -pair[1]))[0]
+        return Placement(
+            best.host,
+            best.host_name,
+            best.devices,
+            best.memory,
+            best.score,
+            best.explanation,
+            tuple(funnel),
+        )
+    worst = max(failures, key=lambda r: (failures[r], r))
+    code = {"latency": "latency", "uplink": "no_capacity"}.get(worst, "domain_conflict")
+    return _reject(
+        code,
+        f"Every host that reaches enough devices fails the {_REASONS[worst]}.",
+        funnel,
+        nearest_policy(request, snapshot, items, worst),
+    )
+
+
+def _plan(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    host: HostInfo,
+    items: Sequence[tuple[DeviceItem, Candidates]],
+    memory: Candidates,
+    storage: Candidates,
+    host_penalty: float,
+) -> Placement | str:
+    """The plan on one host, or which constraint fails there."""
+    reach = snapshot.reach.get(host.id, {})
+    ceiling = request.max_latency_ns
+
+    def near(found: Candidates) -> Candidates:
+        return {
+            e: v
+            for e, v in found.items()
+            if (path := reach.get(e)) is not None
+            and (ceiling is None or path.latency_ns <= ceiling)
+        }
+
+    near_items = [(item, near(found)) for item, found in items]
+    for item, found in near_items:
+        if sum(len(v) for v in found.values()) < item.count:
+            return "latency"
+    enclosures = snapshot.enclosures
+
+    def switches_of(enclosure: str) -> tuple[str, ...]:
+        return enclosures[enclosure].switches
+
+    chosen: list[DeviceInfo] = []
+    if near_items and request.same_switch:
+        switch = _best_switch(snapshot, host, near_items)
+        if switch is None:
+            return "switch"
+        near_items = [
+            (item, {e: v for e, v in found.items() if switch in enclosures[e].switches})
+            for item, found in near_items
+        ]
+    for item, found in near_items:
+        order = enclosure_order(snapshot, host, {e: len(v) for e, v in found.items()})
+        picked = choose_whole(item.count, found, order, request.policy, switches_of)
+        if picked is None:
+            return "domain"
+        chosen += picked
+
+    slices: list[tuple[DeviceInfo, int]] = []
+    for needed, found in ((request.memory_gib, memory), (storage_gb(request.storage_tb), storage)):
+        if not needed:
+            continue
+        pool = [d for v in near(found).values() for d in v]
+        key = _device_order(snapshot, host)
+        taken = choose_capacity(needed, pool, key)
+        if taken is None:
+            return "latency"
+        if pool[0].kind == PARTITIONABLE:
+            slices += taken
+        else:
+            chosen += [d for d, _ in taken]
+
+    def pick(device: DeviceInfo, gib: int | None = None) -> DevicePick:
+        path = reach[device.enclosure]
+        return DevicePick(
+            device.id,
+            device.name,
+            device.kind,
+            device.enclosure,
+            path.latency_ns,
+            path.bottleneck_gbps,
+            gib,
+        )
+
+    picks = tuple(pick(d) for d in chosen)
+    memory_picks = tuple(pick(d, gib) for d, gib in slices)
+    demand = sum(p.bottleneck_gbps for p in (*picks, *memory_picks))
+    budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
+    if demand > budget + 1e-9:
+        return "uplink"
+    score, sentences = plan_score(request, snapshot, host, (*picks, *memory_picks), host_penalty)
+    if memory_picks:
+        sentences.insert(
+            0,
+            f"{request.memory_gib} GiB of CXL memory as "
+            f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
+            + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
+            + ".",
+        )
+    sentences.insert(
+        0,
+        f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
+        f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
+        "oversubscription, less what is bound).",
+    )
+    return Placement(host.id, host.name, picks, memory_picks, score, tuple(sentences))
+
+
+class _Hosts:
+    """The hosts a request may be built on, counted per reach group without a scan where
+    possible (each group's hosts are indexed by free cores), and walked best ranked first."""
+
+    def __init__(self, request: PlacementRequest, snapshot: Snapshot, blocked: frozenset[str]):
+        self.request, self.snapshot, self.blocked = request, snapshot, blocked
+        self.simple = request.host is None and not request.host_memory_gib
+
+    def ok(self, host: HostInfo, *, isolate: bool = True) -> bool:
+        request = self.request
+        return (
+            host.cores_free >= request.cores
+            and host.memory_gib_free >= request.host_memory_gib
+            and not (isolate and self.blocked and self.blocked.intersection(host.switches))
+        )
+
+    def _members(self, group: int) -> Sequence[str]:
+        snapshot = self.snapshot
+        start = bisect_left(snapshot.group_cores_sorted[group], self.request.cores)
+        return snapshot.group_by_cores[group][start:]
+
+    def count(self, groups: set[int], *, isolate: bool = True) -> int:
+        """How many usable hosts the reach groups `groups` hold."""
+        snapshot = self.snapshot
+        if self.request.host is not None:
+            host = snapshot.hosts[self.request.host]
+            return int(snapshot.host_group[host.id] in groups and self.ok(host, isolate=isolate))
+        if self.simple and not (isolate and self.blocked):
+            return sum(len(self._members(g)) for g in groups)
+        hosts = snapshot.hosts
+        return sum(
+            1 for g in groups for h in self._members(g) if self.ok(hosts[h], isolate=isolate)
+        )
+
+    def ranked(self, groups: set[int], gpus: int) -> Iterator[tuple[HostInfo, float]]:
+        """Usable hosts of `groups`, best ranked first (scoring.host_rank), with their
+        penalty: a merge of each group's hosts in free-core order."""
+        request, snapshot = self.request, self.snapshot
+        hosts = snapshot.hosts
+        if request.host is not None:
+            host = hosts[request.host]
+            if snapshot.host_group[host.id] in groups and self.ok(host):
+                yield host, host_rank(request, snapshot, host, gpus)[0]
+            return
+        scale = CORE_FIT_WEIGHT / max(snapshot.max_cores, 1)
+        lanes = []
+        for group in sorted(groups):
+            offset = group_balance(request, snapshot, group, gpus) - scale * request.cores
+            lanes.append(
+                [
+                    (offset + scale * hosts[h].cores_free, hosts[h].name, h)
+                    for h in self._members(group)
+                ]
+            )
+        for penalty, _, host_id in heapq.merge(*lanes):
+            host = hosts[host_id]
+            if self.ok(host):
+                yield host, penalty
+
+
+def _group_policy_ok(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    items: Sequence[tuple[DeviceItem, Candidates]],
+    group: int,
+) -> bool:
+    """Whether reach group `group` sees, latency aside, one switch behind which every item
+    fits (same switch) or enough distinct enclosures or switches for each item (spread)."""
+    members = snapshot.groups[group]
+    enclosures = snapshot.enclosures
+    if request.same_switch:
+        totals: dict[str, list[int]] = {}
+        for index, (_, found) in enumerate(items):
+            for enclosure, devices in found.items():
+                if enclosure in members:
+                    for switch in enclosures[enclosure].switches:
+                        totals.setdefault(switch, [0] * len(items))[index] += len(devices)
+        if not any(
+            all(c >= item.count for c, (item, _) in zip(counts, items, strict=True))
+            for counts in totals.values()
+        ):
+            return False
+    for item, found in items:
+        seen = [e for e in found if e in members]
+        if request.policy == "enclosure" and len(seen) < item.count:
+            return False
+        switches = {s for e in seen for s in enclosures[e].switches}
+        if request.policy == "switch" and len(switches) < item.count:
+            return False
+    return True
+
+
+def _best_switch(
+    snapshot: Snapshot, host: HostInfo, near_items: Sequence[tuple[DeviceItem, Candidates]]
+) -> str | None:
+    """The switch behind which every item fits: the host's own first, then the one with
+    the fewest matching free devices (best fit: large free blocks stay whole)."""
+    enclosures = snapshot.enclosures
+    totals: dict[str, list[int]] = {}
+    for index, (_, found) in enumerate(near_items):
+        for enclosure, devices in found.items():
+            for switch in enclosures[enclosure].switches:
+                totals.setdefault(switch, [0] * len(near_items))[index] += len(devices)
+    own = set(host.switches)
+    fitting = [
+        s
+        for s, counts in totals.items()
+        if all(c >= item.count for c, (item, _) in zip(counts, near_items, strict=True))
+    ]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda s: (s not in own, sum(totals[s]), s))
+
+
+def _device_order(snapshot: Snapshot, host: HostInfo) -> object:
+    reach = snapshot.reach.get(host.id, {})
+    own = set(host.switches)
+    enclosures = snapshot.enclosures
+
+    def key(device: DeviceInfo) -> tuple[float, ...]:
+        info = enclosures[device.enclosure]
+        return (
+            0 if own.intersection(info.switches) else 1,
+            reach[device.enclosure].latency_ns,
+            0,
+        )
+
+    return key
+
+
+def _capacity_candidates(
+    snapshot: Snapshot, kind: str, needed: float, blocked: frozenset[str], funnel: Funnel
+) -> Candidates:
+    if not needed:
+        return {}
+    return item_candidates(snapshot, kind, None, {}, blocked, funnel, label(kind, None))
+
+
+def _one(device: DeviceInfo) -> int:
+    return 1
+
+
+def _gib(device: DeviceInfo) -> int:
+    return device.free_gib
+
+
+def _gb(device: DeviceInfo) -> int:
+    return device.capacity_gb
+
+
+def _reject(code: str, message: str, funnel: Funnel, nearest: str) -> Rejection:
+    return Rejection(code, message, tuple(funnel), nearest)

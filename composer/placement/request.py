@@ -1,0 +1,108 @@
+"""What a placement is asked for, and what it answers: request, plan, rejection. Pure Python."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "POLICIES",
+    "REJECTION_CODES",
+    "DeviceItem",
+    "DevicePick",
+    "MemorySlice",
+    "Placement",
+    "PlacementRequest",
+    "Rejection",
+]
+
+POLICIES = ("none", "enclosure", "switch", "pack")
+REJECTION_CODES = ("no_capacity", "domain_conflict", "latency", "quota", "invalid")
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceItem:
+    """`count` whole devices of one kind (and model, when set), each with at least the
+    attribute `minima` (e.g. {"memory_gib": 80})."""
+
+    kind: str
+    count: int
+    model: str | None = None
+    minima: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRequest:
+    """One composition's needs.
+
+    `memory_gib`: CXL memory, sliced over one or several partitionable devices.
+    `storage_tb`: NVMe capacity (whole drives, as few as cover it).
+    `cores`, `host_memory_gib`: what the host must have free. `host`: a host id, or any.
+    `max_latency_ns`: the ceiling from the host to every device.
+    `policy`: "enclosure" or "switch" (spread: no two devices of an item share one),
+    "pack" (as few enclosures as possible), or "none".
+    `same_switch`: every device of `items` behind one switch (memory and storage are
+    dual-homed to spines and exempt). `critical`: share no switch or enclosure with another
+    tenant.
+    """
+
+    items: tuple[DeviceItem, ...] = ()
+    memory_gib: int = 0
+    storage_tb: float = 0.0
+    cores: int = 0
+    host_memory_gib: int = 0
+    host: str | None = None
+    max_latency_ns: int | None = None
+    policy: str = "none"
+    same_switch: bool = False
+    critical: bool = False
+    tenant: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePick:
+    """A whole device (or, with `gib`, a slice of a CXL memory device) and its path."""
+
+    device: str
+    name: str
+    kind: str
+    enclosure: str
+    latency_ns: int
+    bottleneck_gbps: float
+    gib: int | None = None
+
+
+MemorySlice = DevicePick  # a pick with `gib` set
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """A plan: the host, the devices and memory slices (each with its path summary), the
+    score (higher is better) and the sentences that explain it."""
+
+    host: str
+    host_name: str
+    devices: tuple[DevicePick, ...]
+    memory: tuple[DevicePick, ...]
+    score: float
+    explanation: tuple[str, ...]
+    funnel: tuple[tuple[str, int, int], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Why no plan exists: a stable `code`, a message, the funnel (constraint, candidates
+    before, after — in order) and the nearest feasible alternative as a sentence."""
+
+    code: str
+    message: str
+    funnel: tuple[tuple[str, int, int], ...] = ()
+    nearest: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return False

@@ -1,0 +1,270 @@
+"""The inventory snapshot the placement engine decides on: frozen, indexed, pure Python.
+
+A `Snapshot` describes what is free (hosts' cores and memory, usable devices, free GiB of
+CXL memory), where it is (enclosure, switches, rack, power feed, failure domains), and how
+each host reaches each enclosure (best latency and bottleneck bandwidth), precomputed from
+`fabric.topology` so that `place()` does no graph search. `Snapshot.build(...)` derives the
+indexes once: free devices per (kind, model) per enclosure and per switch, hosts per switch,
+and "reach groups" (hosts that reach the same set of enclosures), so that a decision touches
+only candidates.
+
+Nothing here imports Django: `composer.placement.load.build_snapshot()` is the one function
+that reads the database and calls `Snapshot.build`. Tests build snapshots by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+__all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
+
+PARTITIONABLE = "cxl_memory"  # fabric.choices.DeviceKind.CXL_MEMORY: sliced in GiB
+STORAGE = "nvme"  # fabric.choices.DeviceKind.NVME: counted by capacity
+DEFAULT_OVERSUBSCRIPTION = 16.0
+K = TypeVar("K")
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    """A host that compositions may be built on, with what it has free.
+
+    `uplink_gbps` is the sum of its usable uplinks' bandwidth (GB/s, one direction);
+    `uplink_used_gbps` what devices already bound to it are charged (see docs/placement.md).
+    `switches` are the switches its uplinks land on (its "own" switches).
+    """
+
+    id: str
+    name: str
+    cores_free: int
+    memory_gib_free: int
+    cores_total: int = 0
+    uplink_gbps: float = 0.0
+    uplink_used_gbps: float = 0.0
+    switches: tuple[str, ...] = ()
+    rack: str | None = None
+    power_feed: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnclosureInfo:
+    """An enclosure: its name, the switches it hangs off, and how many devices it holds in
+    all (free or not), so that scoring can tell a partly used enclosure from an untouched one."""
+
+    id: str
+    name: str
+    switches: tuple[str, ...] = ()
+    rack: str | None = None
+    power_feed: str | None = None
+    device_total: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    """A usable device (free, health not critical). `free_gib` is what a partitionable
+    (CXL memory) device still has unsliced; `attributes` holds numbers that requests may set
+    minima on (memory_gib, capacity_gb and the device's own numeric attributes)."""
+
+    id: str
+    name: str
+    kind: str
+    model: str
+    enclosure: str
+    attributes: Mapping[str, float] = field(default_factory=dict)
+    free_gib: int = 0
+    capacity_gb: int = 0
+    domains: tuple[str, ...] = ()  # failure-domain keys: enclosure, switches, rack, feed
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """The best path from a host to an enclosure: latency (ns) and bottleneck (GB/s)."""
+
+    latency_ns: int
+    bottleneck_gbps: float
+    hops: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything placement needs, frozen. Build it with `Snapshot.build`, which derives the
+    indexes; never construct the index fields by hand.
+
+    `holders`: switch or enclosure id -> tenants that hold something there (for critical
+    isolation); `critical`: switch or enclosure id -> the tenant that holds it critically
+    (no other tenant may enter). Both empty until compositions exist.
+    """
+
+    hosts: Mapping[str, HostInfo]
+    enclosures: Mapping[str, EnclosureInfo]
+    devices: Mapping[str, DeviceInfo]
+    reach: Mapping[str, Mapping[str, Reach]]  # host -> enclosure -> best path
+    switch_names: Mapping[str, str]
+    holders: Mapping[str, frozenset[str]]
+    critical: Mapping[str, str]
+    oversubscription: float
+    # --- indexes (derived by build) ---
+    host_order: tuple[str, ...]
+    by_kind: Mapping[str, Mapping[str, tuple[str, ...]]]  # kind -> enclosure -> devices
+    by_model: Mapping[tuple[str, str], Mapping[str, tuple[str, ...]]]
+    enclosures_by_switch: Mapping[str, tuple[str, ...]]
+    hosts_by_switch: Mapping[str, tuple[str, ...]]
+    groups: tuple[frozenset[str], ...]  # reach groups: the enclosures some hosts reach
+    group_hosts: tuple[tuple[str, ...], ...]
+    host_group: Mapping[str, int]
+    enclosure_groups: Mapping[str, tuple[int, ...]]
+    cores_per_gpu: float  # the fabric's free cores per free GPU: the balance to keep
+    free_in_enclosure: Mapping[str, int]  # usable devices per enclosure
+    group_cores: tuple[int, ...]  # free cores of each reach group's hosts
+    group_gpus: tuple[int, ...]  # free GPUs each reach group reaches
+    group_by_cores: tuple[tuple[str, ...], ...]  # each group's hosts, fewest free cores first
+    group_cores_sorted: tuple[tuple[int, ...], ...]  # their free cores, for bisection
+    max_cores: int  # the most cores any host has: the scale of a core-fit penalty
+    # Candidate lists already filtered for a (kind, model, minima, blocked) key: the snapshot
+    # never changes, so a filter is worked out once per snapshot (engine.place).
+    memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        hosts: Iterable[HostInfo],
+        enclosures: Iterable[EnclosureInfo],
+        devices: Iterable[DeviceInfo],
+        reach: Mapping[str, Mapping[str, Reach]],
+        switch_names: Mapping[str, str] | None = None,
+        holders: Mapping[str, frozenset[str]] | None = None,
+        critical: Mapping[str, str] | None = None,
+        oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
+    ) -> Snapshot:
+        """A snapshot with its indexes. Devices are kept in id order within an enclosure,
+        hosts in name order, so that every decision is deterministic. Partitionable devices
+        with no free GiB are left out."""
+        host_map = {h.id: h for h in sorted(hosts, key=lambda h: (h.name, h.id))}
+        enclosure_map = {e.id: e for e in enclosures}
+        device_map = {
+            d.id: d
+            for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id))
+            if d.kind != PARTITIONABLE or d.free_gib > 0
+        }
+        by_kind: dict[str, dict[str, list[str]]] = {}
+        by_model: dict[tuple[str, str], dict[str, list[str]]] = {}
+        for device in device_map.values():
+            by_kind.setdefault(device.kind, {}).setdefault(device.enclosure, []).append(device.id)
+            by_model.setdefault((device.kind, device.model), {}).setdefault(
+                device.enclosure, []
+            ).append(device.id)
+        enclosures_by_switch: dict[str, list[str]] = {}
+        for enclosure in enclosure_map.values():
+            for switch in enclosure.switches:
+                enclosures_by_switch.setdefault(switch, []).append(enclosure.id)
+        hosts_by_switch: dict[str, list[str]] = {}
+        for host in host_map.values():
+            for switch in host.switches:
+                hosts_by_switch.setdefault(switch, []).append(host.id)
+        group_index: dict[frozenset[str], int] = {}
+        group_hosts: list[list[str]] = []
+        host_group: dict[str, int] = {}
+        for host_id in host_map:
+            key = frozenset(reach.get(host_id, {}))
+            index = group_index.setdefault(key, len(group_index))
+            if index == len(group_hosts):
+                group_hosts.append([])
+            group_hosts[index].append(host_id)
+            host_group[host_id] = index
+        groups = tuple(group_index)
+        enclosure_groups: dict[str, list[int]] = {}
+        for index, members in enumerate(groups):
+            for enclosure_id in members:
+                enclosure_groups.setdefault(enclosure_id, []).append(index)
+        gpus = sum(len(v) for v in by_kind.get("gpu", {}).values())
+        free_in_enclosure: dict[str, int] = {}
+        for device in device_map.values():
+            free_in_enclosure[device.enclosure] = free_in_enclosure.get(device.enclosure, 0) + 1
+        gpu_index = by_kind.get("gpu", {})
+        group_gpus = tuple(sum(len(gpu_index.get(e, ())) for e in members) for members in groups)
+        group_cores = tuple(sum(host_map[h].cores_free for h in hs) for hs in group_hosts)
+        group_by_cores = tuple(
+            tuple(sorted(hs, key=lambda h: (host_map[h].cores_free, host_map[h].name, h)))
+            for hs in group_hosts
+        )
+        cores = sum(h.cores_free for h in host_map.values())
+        return cls(
+            hosts=host_map,
+            enclosures=enclosure_map,
+            devices=device_map,
+            reach={h: dict(r) for h, r in reach.items()},
+            switch_names=dict(switch_names or {}),
+            holders=dict(holders or {}),
+            critical=dict(critical or {}),
+            oversubscription=oversubscription,
+            host_order=tuple(host_map),
+            by_kind=_freeze(by_kind),
+            by_model=_freeze(by_model),
+            enclosures_by_switch={k: tuple(v) for k, v in enclosures_by_switch.items()},
+            hosts_by_switch={k: tuple(v) for k, v in hosts_by_switch.items()},
+            groups=groups,
+            group_hosts=tuple(tuple(v) for v in group_hosts),
+            host_group=host_group,
+            enclosure_groups={k: tuple(v) for k, v in enclosure_groups.items()},
+            cores_per_gpu=cores / gpus if gpus else 0.0,
+            free_in_enclosure=free_in_enclosure,
+            group_cores=group_cores,
+            group_gpus=group_gpus,
+            group_by_cores=group_by_cores,
+            group_cores_sorted=tuple(
+                tuple(host_map[h].cores_free for h in hs) for hs in group_by_cores
+            ),
+            max_cores=max((max(h.cores_total, h.cores_free) for h in host_map.values()), default=0),
+        )
+
+    def taking(
+        self,
+        *,
+        devices: Iterable[str] = (),
+        memory_gib: Mapping[str, int] | None = None,
+        cores: Mapping[str, int] | None = None,
+        host_memory_gib: Mapping[str, int] | None = None,
+    ) -> Snapshot:
+        """The same inventory with some devices, GiB of memory, cores and host memory taken.
+
+        This is the hook for allocations: `build_snapshot` will subtract what compositions
+        hold through it once they exist, and benchmarks fill a fabric with it.
+        """
+        gone = set(devices)
+        memory_gib = memory_gib or {}
+        kept = []
+        for device in self.devices.values():
+            if device.id in gone:
+                continue
+            if device.id in memory_gib:
+                device = replace(device, free_gib=max(0, device.free_gib - memory_gib[device.id]))
+            kept.append(device)
+        cores, host_memory_gib = cores or {}, host_memory_gib or {}
+        hosts = [
+            replace(
+                h,
+                cores_free=max(0, h.cores_free - cores.get(h.id, 0)),
+                memory_gib_free=max(0, h.memory_gib_free - host_memory_gib.get(h.id, 0)),
+            )
+            for h in self.hosts.values()
+        ]
+        return Snapshot.build(
+            hosts=hosts,
+            enclosures=self.enclosures.values(),
+            devices=kept,
+            reach=self.reach,
+            switch_names=self.switch_names,
+            holders=self.holders,
+            critical=self.critical,
+            oversubscription=self.oversubscription,
+        )
+
+    def switch_name(self, switch_id: str) -> str:
+        """A switch's name for explanations (its id when unnamed)."""
+        return self.switch_names.get(switch_id, switch_id)
+
+
+def _freeze(index: Mapping[K, dict[str, list[str]]]) -> dict[K, dict[str, tuple[str, ...]]]:
+    return {key: {e: tuple(ids) for e, ids in per.items()} for key, per in index.items()}

@@ -1,0 +1,189 @@
+"""The placement engine on hand-built snapshots: no database."""
+
+from __future__ import annotations
+
+import pytest
+
+from composer.placement.engine import place
+from composer.placement.request import DeviceItem, Placement, PlacementRequest, Rejection
+from tests.composer.placement.helpers import world
+
+
+def gpus(count: int, **kwargs: object) -> tuple[DeviceItem, ...]:
+    return (DeviceItem("gpu", count, **kwargs),)  # type: ignore[arg-type]
+
+
+def placed(request: PlacementRequest, **world_options: object) -> Placement:
+    result = place(request, world(**world_options))  # type: ignore[arg-type]
+    assert isinstance(result, Placement), result
+    return result
+
+
+def rejected(request: PlacementRequest, **world_options: object) -> Rejection:
+    result = place(request, world(**world_options))  # type: ignore[arg-type]
+    assert isinstance(result, Rejection), result
+    return result
+
+
+ACCEPTED = [
+    ("kind and count", PlacementRequest(items=gpus(2))),
+    ("model", PlacementRequest(items=gpus(2, model="H100"))),
+    ("attribute minima", PlacementRequest(items=gpus(2, minima={"memory_gib": 80}))),
+    ("memory on one device", PlacementRequest(memory_gib=256)),
+    ("storage", PlacementRequest(storage_tb=4)),
+    ("cores and host memory", PlacementRequest(items=gpus(1), cores=64, host_memory_gib=512)),
+    ("a named host", PlacementRequest(items=gpus(1), host="host:b")),
+    ("latency ceiling", PlacementRequest(items=gpus(4), max_latency_ns=600)),
+    ("spread across enclosures", PlacementRequest(items=gpus(3), policy="enclosure")),
+    ("spread across switches", PlacementRequest(items=gpus(2), policy="switch")),
+    ("pack", PlacementRequest(items=gpus(4), policy="pack")),
+    ("same switch", PlacementRequest(items=gpus(6), same_switch=True)),
+    ("critical", PlacementRequest(items=gpus(2), critical=True, tenant="acme")),
+]
+
+REJECTED = [
+    ("too many devices", PlacementRequest(items=gpus(11)), "no_capacity"),
+    ("unknown model", PlacementRequest(items=gpus(1, model="B200")), "no_capacity"),
+    ("attribute minima", PlacementRequest(items=gpus(1, minima={"memory_gib": 141})),
+     "no_capacity"),
+    ("memory", PlacementRequest(memory_gib=2048), "no_capacity"),
+    ("storage", PlacementRequest(storage_tb=20), "no_capacity"),
+    ("cores", PlacementRequest(items=gpus(1), cores=65), "no_capacity"),
+    ("latency ceiling", PlacementRequest(items=gpus(7), max_latency_ns=600), "latency"),
+    ("spread across enclosures", PlacementRequest(items=gpus(4), policy="enclosure"),
+     "domain_conflict"),
+    ("spread across switches", PlacementRequest(items=gpus(3), policy="switch"),
+     "domain_conflict"),
+    ("same switch", PlacementRequest(items=gpus(8), same_switch=True), "domain_conflict"),
+    ("negative count", PlacementRequest(items=gpus(-1)), "invalid"),
+    ("unknown policy", PlacementRequest(items=gpus(1), policy="random"), "invalid"),
+    ("unknown host", PlacementRequest(items=gpus(1), host="host:404"), "invalid"),
+    ("nothing asked", PlacementRequest(), "invalid"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "request_"), ACCEPTED, ids=[c for c, _ in ACCEPTED])
+def test_each_constraint_accepts_what_fits(case: str, request_: PlacementRequest) -> None:
+    plan = placed(request_)
+    assert plan.explanation
+    assert len(plan.devices) == sum(i.count for i in request_.items) + (
+        1 if request_.storage_tb else 0
+    )
+
+
+@pytest.mark.parametrize(("case", "request_", "code"), REJECTED, ids=[c for c, *_ in REJECTED])
+def test_each_constraint_rejects_what_does_not_fit(
+    case: str, request_: PlacementRequest, code: str
+) -> None:
+    rejection = rejected(request_)
+    assert rejection.code == code
+    assert rejection.message
+    if code != "invalid":
+        assert rejection.nearest
+
+
+def test_the_funnel_counts_what_each_constraint_removed() -> None:
+    rejection = rejected(PlacementRequest(items=gpus(1, minima={"memory_gib": 81}), cores=64))
+    assert rejection.funnel == (
+        ("hosts: cores and memory", 2, 2),
+        ("GPUs: kind and model", 10, 10),
+        ("GPUs: attribute minima", 10, 0),
+    )
+
+
+def test_the_funnel_counts_hosts_cut_by_the_latency_ceiling() -> None:
+    rejection = rejected(PlacementRequest(items=gpus(7), max_latency_ns=600))
+    assert rejection.funnel[-2:] == (
+        ("hosts: reach enough devices", 2, 2),
+        ("hosts: latency ceiling", 2, 0),
+    )
+
+
+def test_the_nearest_alternative_names_the_best_switch() -> None:
+    rejection = rejected(PlacementRequest(items=gpus(8), same_switch=True))
+    assert rejection.nearest == "6 of 8 GPUs fit behind switch sw-1; relax 'same switch' or wait."
+
+
+def test_memory_spans_two_devices_as_slices() -> None:
+    plan = placed(PlacementRequest(memory_gib=768))
+    assert [(m.name, m.gib) for m in plan.memory] == [("mem-0", 512), ("mem-1", 256)]
+    assert plan.devices == ()
+
+
+def test_memory_fits_in_the_smallest_device_that_holds_it() -> None:
+    plan = placed(PlacementRequest(memory_gib=200), memory=(512, 256))
+    assert [(m.name, m.gib) for m in plan.memory] == [("mem-1", 200)]
+
+
+def test_the_latency_ceiling_excludes_far_enclosures() -> None:
+    plan = placed(PlacementRequest(items=gpus(4), host="host:b", max_latency_ns=600))
+    assert {d.enclosure for d in plan.devices} == {"enclosure:b1"}
+    assert all(d.latency_ns <= 600 for d in plan.devices)
+    rejection = rejected(PlacementRequest(items=gpus(5), host="host:b", max_latency_ns=600))
+    assert rejection.code == "latency"
+
+
+def test_spread_uses_distinct_enclosures_and_pack_uses_one() -> None:
+    spread = placed(PlacementRequest(items=gpus(3), policy="enclosure"))
+    assert len({d.enclosure for d in spread.devices}) == 3
+    packed = placed(PlacementRequest(items=gpus(4), policy="pack"))
+    assert len({d.enclosure for d in packed.devices}) == 1
+
+
+def test_spread_across_switches_uses_distinct_switches() -> None:
+    plan = placed(PlacementRequest(items=gpus(2), policy="switch"))
+    assert {d.enclosure for d in plan.devices} in ({"enclosure:a1", "enclosure:b1"},
+                                                   {"enclosure:a2", "enclosure:b1"})  # fmt: skip
+
+
+def test_critical_isolation_avoids_switches_other_tenants_hold() -> None:
+    plan = placed(
+        PlacementRequest(items=gpus(2), critical=True, tenant="acme"),
+        holders={"switch:1": frozenset({"globex"})},
+    )
+    assert plan.host == "host:b"
+    assert {d.enclosure for d in plan.devices} == {"enclosure:b1"}
+    assert rejected(
+        PlacementRequest(items=gpus(2), critical=True, tenant="acme"),
+        holders={"switch:1": frozenset({"globex"}), "switch:2": frozenset({"globex"})},
+    ).funnel[-1] == ("hosts: isolation", 2, 0)
+
+
+def test_a_critical_hold_keeps_other_tenants_out() -> None:
+    plan = placed(PlacementRequest(items=gpus(2), tenant="acme"), critical={"switch:1": "globex"})
+    assert plan.host == "host:b"
+    own = placed(PlacementRequest(items=gpus(2), tenant="globex"), critical={"switch:1": "globex"})
+    assert own.host == "host:a"
+
+
+def test_devices_behind_the_hosts_own_switch_are_preferred() -> None:
+    plan = placed(PlacementRequest(items=gpus(2), host="host:b"))
+    assert {d.enclosure for d in plan.devices} == {"enclosure:b1"}
+    assert "2 of 2 devices sit behind the host's own switch (sw-2)" in " ".join(plan.explanation)
+
+
+def test_a_partly_used_enclosure_is_taken_before_an_untouched_one() -> None:
+    plan = placed(PlacementRequest(items=gpus(2), host="host:a"))
+    assert {d.enclosure for d in plan.devices} == {"enclosure:a2"}
+
+
+def test_a_small_request_goes_to_the_host_with_fewer_free_cores() -> None:
+    plan = placed(PlacementRequest(memory_gib=64, cores=8), host_cores={"ha": 120, "hb": 16})
+    assert plan.host == "host:b"
+
+
+def test_the_uplink_budget_rejects_an_oversubscribed_host() -> None:
+    rejection = rejected(PlacementRequest(items=gpus(4), host="host:a"), oversubscription=3.0)
+    assert rejection.funnel[-1] == ("hosts: uplink bandwidth", 1, 0)
+    assert placed(PlacementRequest(items=gpus(3), host="host:a"), oversubscription=3.0)
+
+
+def test_the_same_input_gives_the_same_plan() -> None:
+    request = PlacementRequest(items=gpus(3), memory_gib=600, storage_tb=1, cores=4)
+    assert place(request, world()) == place(request, world())
+
+
+def test_taking_devices_from_a_snapshot_leaves_them_out() -> None:
+    snapshot = world().taking(devices=["device:b1-0"], memory_gib={"device:mem-0": 500})
+    assert "device:b1-0" not in snapshot.devices
+    assert snapshot.devices["device:mem-0"].free_gib == 12
