@@ -193,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         "decision too (the funnel and the nearest alternative are computed), so it is timed "
         "like a plan. "
         + (
-            ""
+            "Decisions on one snapshot share what does not depend on the request beyond its "
+            "candidate sets (per reach group and per host, memoised on the snapshot: "
+            "docs/placement.md), so a decision plans only its own hosts. "
             if rate_ok
             else "The rate target is missed: most of a decision is spent planning the two "
             "best-ranked hosts (ordering a few hundred candidate enclosures for each); "

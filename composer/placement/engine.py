@@ -14,39 +14,36 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 
 from composer.placement.constraints import (
     blocked_domains,
-    choose_capacity,
-    choose_whole,
     item_candidates,
     storage_gb,
     validate,
 )
 from composer.placement.nearest import label, nearest_host, nearest_policy, nearest_reach
+from composer.placement.plan import plan_on_host
 from composer.placement.request import (
     DeviceItem,
-    DevicePick,
     Placement,
     PlacementRequest,
     Rejection,
 )
 from composer.placement.scoring import (
     CORE_FIT_WEIGHT,
-    enclosure_order,
     group_balance,
     host_rank,
-    plan_score,
 )
-from composer.placement.snapshot import PARTITIONABLE, STORAGE, DeviceInfo, HostInfo, Snapshot
+from composer.placement.shared import Candidates, amounts, memoised
+from composer.placement.snapshot import PARTITIONABLE, STORAGE, HostInfo, Snapshot
 
 __all__ = ["place"]
 
 PLANS_COMPARED = 2  # feasible plans scored before the best is taken
 MAX_PLANNED = 32  # hosts planned one by one before giving up (the best ranked first)
 Funnel = list[tuple[str, int, int]]
-Candidates = dict[str, list[DeviceInfo]]
 
 _REASONS = {
     "latency": "latency ceiling",
@@ -98,7 +95,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
         for item in request.items
     ]
     for item, found in items:
-        have = sum(len(v) for v in found.values())
+        have = amounts(snapshot, found, "count")[0]
         if have < item.count:
             return _reject(
                 "no_capacity",
@@ -110,11 +107,11 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     storage = _capacity_candidates(
         snapshot, STORAGE, storage_gb(request.storage_tb), blocked, funnel
     )
-    for what, found, needed, unit, size in (
-        ("CXL memory", memory, request.memory_gib, "GiB", _gib),
-        ("NVMe", storage, storage_gb(request.storage_tb), "GB", _gb),
+    for what, found, needed, unit, measure in (
+        ("CXL memory", memory, request.memory_gib, "GiB", "gib"),
+        ("NVMe", storage, storage_gb(request.storage_tb), "GB", "gb"),
     ):
-        have = sum(size(d) for v in found.values() for d in v)
+        have = amounts(snapshot, found, measure)[0]
         if needed and have < needed:
             return _reject(
                 "no_capacity",
@@ -123,24 +120,17 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 f"{have:,} {unit} of {what} fit anywhere; ask less or wait.",
             )
 
-    # Reach groups that see enough of everything, counted per group.
-    wanted = [(found, item.count, _one) for item, found in items]
+    # Reach groups that see enough of everything, counted per group (once per snapshot and
+    # candidate set: shared.amounts).
+    wanted = [(found, item.count, "count") for item, found in items]
     if request.memory_gib:
-        wanted.append((memory, request.memory_gib, _gib))
+        wanted.append((memory, request.memory_gib, "gib"))
     if request.storage_tb:
-        wanted.append((storage, storage_gb(request.storage_tb), _gb))
+        wanted.append((storage, storage_gb(request.storage_tb), "gb"))
     feasible = set(range(len(snapshot.groups)))
-    shortfall: dict[int, int] = {}
-    for index, (found, needed, size) in enumerate(wanted):
-        seen = [0.0] * len(snapshot.groups)
-        for enclosure, devices in found.items():
-            amount = sum(size(d) for d in devices)
-            for group in snapshot.enclosure_groups.get(enclosure, ()):
-                seen[group] += amount
-        for group in list(feasible):
-            if seen[group] < needed:
-                feasible.discard(group)
-                shortfall.setdefault(group, index)
+    for found, needed, unit in wanted:
+        seen = amounts(snapshot, found, unit)[1]
+        feasible = {g for g in feasible if seen[g] >= needed}
     reaching = hosts.count(feasible)
     funnel.append(("hosts: reach enough devices", fitting, reaching))
     if not reaching:
@@ -174,7 +164,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
         if tried == MAX_PLANNED and not plans:
             break
         tried += 1
-        outcome = _plan(request, snapshot, host, items, memory, storage, penalty)
+        outcome = plan_on_host(request, snapshot, host, items, memory, storage, penalty)
         if isinstance(outcome, str):
             failures[outcome] = failures.get(outcome, 0) + 1
             continue
@@ -210,102 +200,6 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     )
 
 
-def _plan(
-    request: PlacementRequest,
-    snapshot: Snapshot,
-    host: HostInfo,
-    items: Sequence[tuple[DeviceItem, Candidates]],
-    memory: Candidates,
-    storage: Candidates,
-    host_penalty: float,
-) -> Placement | str:
-    """The plan on one host, or which constraint fails there."""
-    reach = snapshot.reach.get(host.id, {})
-    ceiling = request.max_latency_ns
-
-    def near(found: Candidates) -> Candidates:
-        return {
-            e: v
-            for e, v in found.items()
-            if (path := reach.get(e)) is not None
-            and (ceiling is None or path.latency_ns <= ceiling)
-        }
-
-    near_items = [(item, near(found)) for item, found in items]
-    for item, found in near_items:
-        if sum(len(v) for v in found.values()) < item.count:
-            return "latency"
-    enclosures = snapshot.enclosures
-
-    def switches_of(enclosure: str) -> tuple[str, ...]:
-        return enclosures[enclosure].switches
-
-    chosen: list[DeviceInfo] = []
-    if near_items and request.same_switch:
-        switch = _best_switch(snapshot, host, near_items)
-        if switch is None:
-            return "switch"
-        near_items = [
-            (item, {e: v for e, v in found.items() if switch in enclosures[e].switches})
-            for item, found in near_items
-        ]
-    for item, found in near_items:
-        order = enclosure_order(snapshot, host, {e: len(v) for e, v in found.items()})
-        picked = choose_whole(item.count, found, order, request.policy, switches_of)
-        if picked is None:
-            return "domain"
-        chosen += picked
-
-    slices: list[tuple[DeviceInfo, int]] = []
-    for needed, found in ((request.memory_gib, memory), (storage_gb(request.storage_tb), storage)):
-        if not needed:
-            continue
-        pool = [d for v in near(found).values() for d in v]
-        key = _device_order(snapshot, host)
-        taken = choose_capacity(needed, pool, key)
-        if taken is None:
-            return "latency"
-        if pool[0].kind == PARTITIONABLE:
-            slices += taken
-        else:
-            chosen += [d for d, _ in taken]
-
-    def pick(device: DeviceInfo, gib: int | None = None) -> DevicePick:
-        path = reach[device.enclosure]
-        return DevicePick(
-            device.id,
-            device.name,
-            device.kind,
-            device.enclosure,
-            path.latency_ns,
-            path.bottleneck_gbps,
-            gib,
-        )
-
-    picks = tuple(pick(d) for d in chosen)
-    memory_picks = tuple(pick(d, gib) for d, gib in slices)
-    demand = sum(p.bottleneck_gbps for p in (*picks, *memory_picks))
-    budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
-    if demand > budget + 1e-9:
-        return "uplink"
-    score, sentences = plan_score(request, snapshot, host, (*picks, *memory_picks), host_penalty)
-    if memory_picks:
-        sentences.insert(
-            0,
-            f"{request.memory_gib} GiB of CXL memory as "
-            f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
-            + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
-            + ".",
-        )
-    sentences.insert(
-        0,
-        f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
-        f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
-        "oversubscription, less what is bound).",
-    )
-    return Placement(host.id, host.name, picks, memory_picks, score, tuple(sentences))
-
-
 class _Hosts:
     """The hosts a request may be built on, counted per reach group without a scan where
     possible (each group's hosts are indexed by free cores), and walked best ranked first."""
@@ -322,10 +216,12 @@ class _Hosts:
             and not (isolate and self.blocked and self.blocked.intersection(host.switches))
         )
 
-    def _members(self, group: int) -> Sequence[str]:
-        snapshot = self.snapshot
-        start = bisect_left(snapshot.group_cores_sorted[group], self.request.cores)
-        return snapshot.group_by_cores[group][start:]
+    def _start(self, group: int) -> int:
+        """Where the group's hosts with enough free cores start in `group_by_cores`."""
+        return bisect_left(self.snapshot.group_cores_sorted[group], self.request.cores)
+
+    def _members(self, group: int) -> Iterator[str]:
+        return islice(self.snapshot.group_by_cores[group], self._start(group), None)
 
     def count(self, groups: set[int], *, isolate: bool = True) -> int:
         """How many usable hosts the reach groups `groups` hold."""
@@ -334,7 +230,8 @@ class _Hosts:
             host = snapshot.hosts[self.request.host]
             return int(snapshot.host_group[host.id] in groups and self.ok(host, isolate=isolate))
         if self.simple and not (isolate and self.blocked):
-            return sum(len(self._members(g)) for g in groups)
+            by_cores = snapshot.group_by_cores
+            return sum(len(by_cores[g]) - self._start(g) for g in groups)
         hosts = snapshot.hosts
         return sum(
             1 for g in groups for h in self._members(g) if self.ok(hosts[h], isolate=isolate)
@@ -351,19 +248,30 @@ class _Hosts:
                 yield host, host_rank(request, snapshot, host, gpus)[0]
             return
         scale = CORE_FIT_WEIGHT / max(snapshot.max_cores, 1)
-        lanes = []
-        for group in sorted(groups):
-            offset = group_balance(request, snapshot, group, gpus) - scale * request.cores
-            lanes.append(
-                [
-                    (offset + scale * hosts[h].cores_free, hosts[h].name, h)
-                    for h in self._members(group)
-                ]
+        lanes = [
+            _lane(
+                group_balance(request, snapshot, group, gpus) - scale * request.cores,
+                scale,
+                self._members(group),
+                snapshot,
             )
+            for group in sorted(groups)
+        ]
         for penalty, _, host_id in heapq.merge(*lanes):
             host = hosts[host_id]
             if self.ok(host):
                 yield host, penalty
+
+
+def _lane(
+    offset: float, scale: float, members: Iterable[str], snapshot: Snapshot
+) -> Iterator[tuple[float, str, str]]:
+    """One reach group's hosts as (penalty, name, id), lazily: the merge only ever reads
+    the first few of each group, so building every host's tuple was wasted work."""
+    hosts = snapshot.hosts
+    for host_id in members:
+        host = hosts[host_id]
+        yield offset + scale * host.cores_free, host.name, host_id
 
 
 def _group_policy_ok(
@@ -373,7 +281,24 @@ def _group_policy_ok(
     group: int,
 ) -> bool:
     """Whether reach group `group` sees, latency aside, one switch behind which every item
-    fits (same switch) or enough distinct enclosures or switches for each item (spread)."""
+    fits (same switch) or enough distinct enclosures or switches for each item (spread).
+    It depends only on the (memoised) candidate sets and the request's shape, so it is
+    worked out once per snapshot."""
+    return memoised(
+        snapshot,
+        "group policy",
+        tuple(found for _, found in items),
+        (tuple(item.count for item, _ in items), request.same_switch, request.policy, group),
+        lambda: _group_policy(request, snapshot, items, group),
+    )
+
+
+def _group_policy(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    items: Sequence[tuple[DeviceItem, Candidates]],
+    group: int,
+) -> bool:
     members = snapshot.groups[group]
     enclosures = snapshot.enclosures
     if request.same_switch:
@@ -398,62 +323,12 @@ def _group_policy_ok(
     return True
 
 
-def _best_switch(
-    snapshot: Snapshot, host: HostInfo, near_items: Sequence[tuple[DeviceItem, Candidates]]
-) -> str | None:
-    """The switch behind which every item fits: the host's own first, then the one with
-    the fewest matching free devices (best fit: large free blocks stay whole)."""
-    enclosures = snapshot.enclosures
-    totals: dict[str, list[int]] = {}
-    for index, (_, found) in enumerate(near_items):
-        for enclosure, devices in found.items():
-            for switch in enclosures[enclosure].switches:
-                totals.setdefault(switch, [0] * len(near_items))[index] += len(devices)
-    own = set(host.switches)
-    fitting = [
-        s
-        for s, counts in totals.items()
-        if all(c >= item.count for c, (item, _) in zip(counts, near_items, strict=True))
-    ]
-    if not fitting:
-        return None
-    return min(fitting, key=lambda s: (s not in own, sum(totals[s]), s))
-
-
-def _device_order(snapshot: Snapshot, host: HostInfo) -> object:
-    reach = snapshot.reach.get(host.id, {})
-    own = set(host.switches)
-    enclosures = snapshot.enclosures
-
-    def key(device: DeviceInfo) -> tuple[float, ...]:
-        info = enclosures[device.enclosure]
-        return (
-            0 if own.intersection(info.switches) else 1,
-            reach[device.enclosure].latency_ns,
-            0,
-        )
-
-    return key
-
-
 def _capacity_candidates(
     snapshot: Snapshot, kind: str, needed: float, blocked: frozenset[str], funnel: Funnel
 ) -> Candidates:
     if not needed:
         return {}
     return item_candidates(snapshot, kind, None, {}, blocked, funnel, label(kind, None))
-
-
-def _one(device: DeviceInfo) -> int:
-    return 1
-
-
-def _gib(device: DeviceInfo) -> int:
-    return device.free_gib
-
-
-def _gb(device: DeviceInfo) -> int:
-    return device.capacity_gb
 
 
 def _reject(code: str, message: str, funnel: Funnel, nearest: str) -> Rejection:

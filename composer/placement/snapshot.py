@@ -121,8 +121,10 @@ class Snapshot:
     group_by_cores: tuple[tuple[str, ...], ...]  # each group's hosts, fewest free cores first
     group_cores_sorted: tuple[tuple[int, ...], ...]  # their free cores, for bisection
     max_cores: int  # the most cores any host has: the scale of a core-fit penalty
-    # Candidate lists already filtered for a (kind, model, minima, blocked) key: the snapshot
-    # never changes, so a filter is worked out once per snapshot (engine.place).
+    # What decisions on this snapshot share, worked out on first use: candidate lists
+    # filtered for a (kind, model, minima, blocked) key (constraints.item_candidates) and
+    # what is derived from them, per reach group or per host (shared.py). The snapshot never
+    # changes; `taking` builds a new one, whose memo starts empty.
     memo: dict[object, object] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod

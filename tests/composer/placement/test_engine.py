@@ -187,3 +187,29 @@ def test_taking_devices_from_a_snapshot_leaves_them_out() -> None:
     snapshot = world().taking(devices=["device:b1-0"], memory_gib={"device:mem-0": 500})
     assert "device:b1-0" not in snapshot.devices
     assert snapshot.devices["device:mem-0"].free_gib == 12
+
+
+def test_a_warm_snapshot_decides_as_a_cold_one() -> None:
+    requests = [
+        PlacementRequest(items=gpus(2), memory_gib=600, cores=4),
+        PlacementRequest(items=gpus(6), same_switch=True, storage_tb=1),
+        PlacementRequest(items=gpus(3), policy="enclosure", max_latency_ns=600),
+        PlacementRequest(items=gpus(4), policy="enclosure"),
+    ]
+    warm = world()
+    first = [place(r, warm) for r in requests]
+    assert warm.memo  # what decisions share is kept on the snapshot
+    assert [place(r, warm) for r in requests] == first
+    assert [place(r, world()) for r in requests] == first
+
+
+def test_taking_from_a_used_snapshot_forgets_what_it_memoised() -> None:
+    request = PlacementRequest(items=gpus(2), memory_gib=200, host="host:a")
+    snapshot = world()
+    before = place(request, snapshot)
+    assert isinstance(before, Placement), before
+    assert place(request, snapshot) == before
+    taken = [p.device for p in (*before.devices, *before.memory)]
+    after = place(request, snapshot.taking(devices=taken))
+    assert isinstance(after, Placement), after
+    assert not {p.device for p in (*after.devices, *after.memory)} & set(taken)

@@ -1,0 +1,166 @@
+"""The plan on one host: which devices and memory slices it would take, or which constraint
+fails there. Pure Python; `engine.place` calls `plan_on_host` for the best-ranked hosts.
+
+A host reaches exactly the enclosures of its reach group, so the part of each candidate set
+it may use is the group's part (`shared.group_part`, memoised per snapshot) cut by the
+latency ceiling; the host's own enclosure ranks (own switch, latency) are memoised too
+(`shared.host_ranks`). Only the request-dependent work (the ceiling, same switch, the
+pickers, the uplink budget and the score) is done per decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from composer.placement.constraints import choose_capacity, choose_whole, storage_gb
+from composer.placement.request import DeviceItem, DevicePick, Placement, PlacementRequest
+from composer.placement.scoring import plan_score
+from composer.placement.shared import Candidates, group_part, host_ranks
+from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
+
+__all__ = ["plan_on_host"]
+
+
+def plan_on_host(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    host: HostInfo,
+    items: Sequence[tuple[DeviceItem, Candidates]],
+    memory: Candidates,
+    storage: Candidates,
+    host_penalty: float,
+) -> Placement | str:
+    """The plan on `host`, or which constraint fails there ("latency", "switch", "domain",
+    "uplink"). `items`, `memory` and `storage` must be memoised candidate sets."""
+    reach = snapshot.reach.get(host.id, {})
+    near = _near(snapshot, host, request.max_latency_ns)
+    near_items = []
+    for item, found in items:
+        part, count = near(found)
+        if count < item.count:
+            return "latency"
+        near_items.append((item, part))
+    enclosures = snapshot.enclosures
+
+    def switches_of(enclosure: str) -> tuple[str, ...]:
+        return enclosures[enclosure].switches
+
+    chosen: list[DeviceInfo] = []
+    if near_items and request.same_switch:
+        switch = _best_switch(snapshot, host, near_items)
+        if switch is None:
+            return "switch"
+        near_items = [
+            (item, {e: v for e, v in found.items() if switch in enclosures[e].switches})
+            for item, found in near_items
+        ]
+    ranks = host_ranks(snapshot, host.id)
+    for item, found in near_items:
+        # scoring.enclosure_order's key (own switch, untouched, latency), from the host's
+        # memoised ranks: the same tuples, so the same order and the same picks.
+        keys = {}
+        for e, v in found.items():
+            own, latency = ranks[e]
+            keys[e] = (own, 1 if len(v) >= enclosures[e].device_total > 0 else 0, latency)
+        picked = choose_whole(item.count, found, keys.__getitem__, request.policy, switches_of)
+        if picked is None:
+            return "domain"
+        chosen += picked
+
+    slices: list[tuple[DeviceInfo, int]] = []
+    for needed, found in ((request.memory_gib, memory), (storage_gb(request.storage_tb), storage)):
+        if not needed:
+            continue
+        pool = [d for v in near(found)[0].values() for d in v]
+        taken = choose_capacity(needed, pool, _device_order(ranks))
+        if taken is None:
+            return "latency"
+        if pool[0].kind == PARTITIONABLE:
+            slices += taken
+        else:
+            chosen += [d for d, _ in taken]
+
+    def pick(device: DeviceInfo, gib: int | None = None) -> DevicePick:
+        path = reach[device.enclosure]
+        return DevicePick(
+            device.id,
+            device.name,
+            device.kind,
+            device.enclosure,
+            path.latency_ns,
+            path.bottleneck_gbps,
+            gib,
+        )
+
+    picks = tuple(pick(d) for d in chosen)
+    memory_picks = tuple(pick(d, gib) for d, gib in slices)
+    demand = sum(p.bottleneck_gbps for p in (*picks, *memory_picks))
+    budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
+    if demand > budget + 1e-9:
+        return "uplink"
+    score, sentences = plan_score(request, snapshot, host, (*picks, *memory_picks), host_penalty)
+    if memory_picks:
+        sentences.insert(
+            0,
+            f"{request.memory_gib} GiB of CXL memory as "
+            f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
+            + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
+            + ".",
+        )
+    sentences.insert(
+        0,
+        f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
+        f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
+        "oversubscription, less what is bound).",
+    )
+    return Placement(host.id, host.name, picks, memory_picks, score, tuple(sentences))
+
+
+def _near(
+    snapshot: Snapshot, host: HostInfo, ceiling: int | None
+) -> Callable[[Candidates], tuple[Candidates, int]]:
+    """The part of a candidate set `host` reaches within `ceiling` (in the set's order), and
+    how many devices it holds."""
+    group = snapshot.host_group[host.id]
+    reach = snapshot.reach.get(host.id, {})
+
+    def near(found: Candidates) -> tuple[Candidates, int]:
+        part, count = group_part(snapshot, found, group)
+        if ceiling is None:
+            return part, count
+        part = {e: v for e, v in part.items() if reach[e].latency_ns <= ceiling}
+        return part, sum(len(v) for v in part.values())
+
+    return near
+
+
+def _best_switch(
+    snapshot: Snapshot, host: HostInfo, near_items: Sequence[tuple[DeviceItem, Candidates]]
+) -> str | None:
+    """The switch behind which every item fits: the host's own first, then the one with
+    the fewest matching free devices (best fit: large free blocks stay whole)."""
+    enclosures = snapshot.enclosures
+    totals: dict[str, list[int]] = {}
+    for index, (_, found) in enumerate(near_items):
+        for enclosure, devices in found.items():
+            for switch in enclosures[enclosure].switches:
+                totals.setdefault(switch, [0] * len(near_items))[index] += len(devices)
+    own = set(host.switches)
+    fitting = [
+        s
+        for s, counts in totals.items()
+        if all(c >= item.count for c, (item, _) in zip(counts, near_items, strict=True))
+    ]
+    if not fitting:
+        return None
+    return min(fitting, key=lambda s: (s not in own, sum(totals[s]), s))
+
+
+def _device_order(ranks: dict[str, tuple[int, int]]) -> Callable[[DeviceInfo], tuple[int, ...]]:
+    """Capacity devices for a host: own switch first, then nearest (ties: the picker's)."""
+
+    def key(device: DeviceInfo) -> tuple[int, ...]:
+        own, latency = ranks[device.enclosure]
+        return (own, latency, 0)
+
+    return key
