@@ -1,4 +1,6 @@
-"""Django admin for the logical world: tenants and their members, jobs and their logs."""
+"""Django admin for the logical world: tenants and their members, templates and quotas
+(managed here by operators), compositions with their allocations and audit trail
+(read-only: they change only through services), jobs and their logs."""
 
 from __future__ import annotations
 
@@ -10,7 +12,17 @@ from django.http import HttpRequest
 
 from composer.choices import JobStatus
 from composer.errors import ComposerError
-from composer.models import Job, JobLogLine, Membership, Tenant
+from composer.models import (
+    Allocation,
+    Composition,
+    Job,
+    JobLogLine,
+    Membership,
+    Quota,
+    StateChange,
+    Template,
+    Tenant,
+)
 from composer.services.jobs import job_cancel
 
 
@@ -123,3 +135,83 @@ class JobLogLineAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+@admin.register(Template)
+class TemplateAdmin(admin.ModelAdmin):
+    """Operators manage the request shapes; `Template.clean` validates and normalises the spec."""
+
+    list_display = ("name", "slug", "is_active", "updated_at")
+    list_filter = ("is_active",)
+    search_fields = ("name", "slug", "description")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Quota)
+class QuotaAdmin(admin.ModelAdmin):
+    list_display = ("tenant", "kind", "model", "max_count", "max_memory_gib", "max_storage_tb")
+    list_filter = ("kind", "tenant")
+    list_select_related = ("tenant",)
+
+
+class _ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class AllocationInline(_ReadOnlyInline):
+    model = Allocation
+    fields = ("device", "gib", "state", "binding_id", "bound_at", "released_at")
+    readonly_fields = fields
+
+
+class StateChangeInline(_ReadOnlyInline):
+    model = StateChange
+    fields = ("at", "from_state", "to_state", "reason", "actor", "source", "remote_addr")
+    readonly_fields = fields
+    ordering = ("at", "id")
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    """Written only by services and jobs (state machines, rule 1): the admin reads."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Composition)
+class CompositionAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "name", "tenant", "state", "host", "requested_by", "created_at")
+    list_filter = ("state", "tenant")
+    search_fields = ("name", "failure_reason")
+    list_select_related = ("tenant", "host", "requested_by")
+    inlines = [AllocationInline, StateChangeInline]
+    show_full_result_count = False
+
+
+@admin.register(Allocation)
+class AllocationAdmin(_ReadOnlyAdmin):
+    list_display = ("id", "composition", "device", "gib", "state", "binding_id", "released_at")
+    list_filter = ("state",)
+    list_select_related = ("composition", "device")
+    show_full_result_count = False
+
+
+@admin.register(StateChange)
+class StateChangeAdmin(_ReadOnlyAdmin):
+    list_display = ("at", "composition", "from_state", "to_state", "actor", "remote_addr")
+    list_filter = ("to_state",)
+    list_select_related = ("composition", "actor")
+    show_full_result_count = False

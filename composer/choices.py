@@ -13,6 +13,39 @@ class Role(models.TextChoices):
 
 class JobKind(models.TextChoices):
     INVENTORY_SYNC = "inventory_sync", "Inventory sync"  # diff a manager's report into the tables
+    COMPOSE = "compose", "Compose"  # bind a composition's reserved devices, verify, ready
+    DECOMPOSE = "decompose", "Decompose"  # unbind a composition's devices and release them
+
+
+class CompositionState(models.TextChoices):
+    """Lifecycle of a composition; `composer.states.COMPOSITION_ALLOWED` says what may follow."""
+
+    REQUESTED = "requested", "Requested"  # the request is recorded, nothing is held yet
+    PLACING = "placing", "Placing"  # placed; its devices are claimed (reserved) in the database
+    BINDING = "binding", "Binding"  # the compose job binds the devices through the driver
+    READY = "ready", "Ready"  # every device is bound to the host and verified
+    DECOMPOSING = "decomposing", "Decomposing"  # the decompose job unbinds and releases
+    RELEASED = "released", "Released"  # nothing bound, nothing held: the end of a good life
+    FAILED = "failed", "Failed"  # compose failed; what it bound was undone (see failure_reason)
+    REJECTED = "rejected", "Rejected"  # no placement exists; the reason and funnel are kept
+
+
+# Compositions that hold (or may still hold) resources; quotas and isolation count them.
+ACTIVE_COMPOSITION_STATES = frozenset(
+    {
+        CompositionState.REQUESTED,
+        CompositionState.PLACING,
+        CompositionState.BINDING,
+        CompositionState.READY,
+        CompositionState.DECOMPOSING,
+    }
+)
+
+
+class AllocationState(models.TextChoices):
+    RESERVED = "reserved", "Reserved"  # claimed in the database, not bound on the fabric yet
+    BOUND = "bound", "Bound"  # the driver bound it; `binding_id` is recorded
+    RELEASED = "released", "Released"  # unbound (or never bound) and given back
 
 
 class JobStatus(models.TextChoices):

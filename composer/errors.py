@@ -27,3 +27,31 @@ class StaleState(ComposerError):
 
     code = "stale_state"
     status_code = 409
+
+
+class SpecError(ComposerError):
+    """A composition request (or template spec) is malformed; `field` names the bad part."""
+
+    code = "invalid_spec"
+    status_code = 400
+
+
+class QuotaExceeded(ComposerError):
+    """The request would take the tenant over one of its quotas; the message says by how much."""
+
+    code = "quota_exceeded"
+    status_code = 409
+
+
+class ClaimConflict(StaleState):
+    """A device chosen by placement was taken (or its memory filled) before it was claimed."""
+
+    code = "claim_conflict"
+    status_code = 409
+
+
+class PlacementRejected(ComposerError):
+    """No placement exists for the request (the composition is kept, REJECTED, with the funnel)."""
+
+    code = "placement_rejected"
+    status_code = 409

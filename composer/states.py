@@ -1,5 +1,9 @@
 """Transition tables and the one way a lifecycle state changes (compare-and-set).
 
+A composition's state moves only through `composition_transition`, which does the same
+compare-and-set and writes a StateChange (who, before/after, why, from where) in the same
+transaction, so the audit trail never misses a change (rule 5).
+
 A job's status moves only through `job_transition`: it checks the table, then updates
 the row only if it still has the status this process last saw. When another worker got
 there first (a redelivered task, the stale-job sweep), nothing is written and StaleState
@@ -10,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
-from composer.choices import JobStatus
+from composer.choices import CompositionState, JobStatus
 from composer.errors import InvalidTransition, StaleState
-from composer.models import Job
+from composer.models import Composition, Job, StateChange
 
 JOB_ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
     # A worker claims a queued job, or it is cancelled before it ran.
@@ -58,3 +63,69 @@ def job_transition(job: Job, to: JobStatus | str, **fields: Any) -> Job:
     if expressions:
         job.refresh_from_db(fields=expressions)
     return job
+
+
+_C = CompositionState
+COMPOSITION_ALLOWED: dict[CompositionState, frozenset[CompositionState]] = {
+    # REQUESTED -> FAILED: the request could not even be placed (e.g. the claim kept losing).
+    _C.REQUESTED: frozenset({_C.PLACING, _C.REJECTED, _C.FAILED}),
+    # PLACING -> REJECTED: no plan; PLACING -> FAILED: the job could not start or roll back.
+    _C.PLACING: frozenset({_C.BINDING, _C.REJECTED, _C.FAILED}),
+    # BINDING -> FAILED only after the compose job undid what it bound.
+    _C.BINDING: frozenset({_C.READY, _C.FAILED}),
+    _C.READY: frozenset({_C.DECOMPOSING}),
+    _C.DECOMPOSING: frozenset({_C.RELEASED}),
+    _C.RELEASED: frozenset(),
+    # FAILED -> DECOMPOSING: a rollback that could not unbind everything left allocations
+    # recorded; decomposing cleans them up.
+    _C.FAILED: frozenset({_C.DECOMPOSING}),
+    _C.REJECTED: frozenset(),
+}
+
+
+def composition_transition(
+    composition: Composition,
+    to: CompositionState | str,
+    *,
+    reason: str,
+    actor: Any = None,
+    remote_addr: str | None = None,
+    source: str = "",
+    **fields: Any,
+) -> Composition:
+    """Move `composition` to state `to`, setting `fields` in the same UPDATE, and audit it.
+
+    Compare-and-set on the state the caller holds: raises StaleState when another worker
+    changed it first (the instance is refreshed), InvalidTransition when the table forbids
+    the move. Writes a StateChange row (actor, before -> after, reason, remote address) in
+    the same transaction as the update.
+    """
+    current = CompositionState(composition.state)
+    target = CompositionState(to)
+    if target not in COMPOSITION_ALLOWED[current]:
+        raise InvalidTransition(
+            f"Composition {composition.name} is {current.label.lower()}; it cannot become "
+            f"{target.label.lower()}.",
+            field="state",
+        )
+    values = {"state": target, "updated_at": timezone.now(), **fields}
+    with transaction.atomic():
+        updated = Composition.objects.filter(pk=composition.pk, state=current).update(**values)
+        if not updated:
+            composition.refresh_from_db()
+            raise StaleState(
+                f"Composition {composition.pk} is {composition.state}, not {current}; "
+                "another worker changed it first."
+            )
+        StateChange.objects.create(
+            composition=composition,
+            from_state=current,
+            to_state=target,
+            reason=reason,
+            actor=actor if getattr(actor, "pk", None) else None,
+            source=source[:100],
+            remote_addr=remote_addr or None,
+        )
+    for name, value in values.items():
+        setattr(composition, name, value)
+    return composition

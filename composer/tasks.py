@@ -14,6 +14,7 @@ from celery import shared_task
 
 from composer.models import Job
 from composer.runner import JobRetry
+from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
 from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
 from fabric.models import FabricManager
 
@@ -61,3 +62,52 @@ def inventory_sync_all_task() -> int:
 def jobs_sweep_stale_task() -> int:
     """Beat: cancel RUNNING jobs whose worker stopped sending heartbeats."""
     return job_sweep_stale()
+
+
+COMPOSE_MAX_RETRIES = 5
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=300,
+    time_limit=360,
+    autoretry_for=(JobRetry,),
+    max_retries=COMPOSE_MAX_RETRIES,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+)
+def composition_compose_task(self: Any, job_id: int) -> None:
+    """Run compose job `job_id`: bind, verify, ready; roll back on a permanent failure.
+
+    Transient driver errors retry with back-off; on the last attempt they fail the job
+    (and roll the composition back) instead, so the job always ends with a status.
+    """
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        logger.warning("compose job %s does not exist; nothing to do", job_id)
+        return
+    composition_compose_run(job, retryable=self.request.retries < self.max_retries)
+
+
+@shared_task(
+    bind=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    soft_time_limit=300,
+    time_limit=360,
+    autoretry_for=(JobRetry,),
+    max_retries=COMPOSE_MAX_RETRIES,
+    retry_backoff=2,
+    retry_backoff_max=60,
+    retry_jitter=True,
+)
+def composition_decompose_task(self: Any, job_id: int) -> None:
+    """Run decompose job `job_id`: unbind, release, RELEASED. Transient errors retry."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        logger.warning("decompose job %s does not exist; nothing to do", job_id)
+        return
+    composition_decompose_run(job, retryable=self.request.retries < self.max_retries)

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
+from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.jobs import Job, JobLogLine
+from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
 
-__all__ = ["Job", "JobLogLine", "Membership", "Tenant"]
+__all__ = [
+    "Allocation",
+    "Composition",
+    "Job",
+    "JobLogLine",
+    "Membership",
+    "Quota",
+    "StateChange",
+    "Template",
+    "Tenant",
+]

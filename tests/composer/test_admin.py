@@ -12,7 +12,18 @@ from django.test import Client
 from django.urls import reverse
 
 from composer.choices import JobKind, JobStatus, Role
-from composer.models import Job, JobLogLine, Membership, Tenant
+from composer.models import (
+    Allocation,
+    Composition,
+    Job,
+    JobLogLine,
+    Membership,
+    Quota,
+    StateChange,
+    Template,
+    Tenant,
+)
+from tests.factories.fabric import DeviceFactory
 
 COMPOSER_MODELS = list(apps.get_app_config("composer").get_models())
 
@@ -24,6 +35,11 @@ def operator_client(db: None) -> Client:
     Membership.objects.create(user=user, tenant=tenant, role=Role.ADMIN)
     job = Job.objects.create(kind=JobKind.INVENTORY_SYNC, target_label="demo")
     JobLogLine.objects.create(job=job, at=job.created_at, level="INFO", message="hello")
+    Template.objects.create(name="t", slug="t", spec={"items": [{"kind": "gpu", "count": 1}]})
+    Quota.objects.create(tenant=tenant, kind="gpu", max_count=8)
+    composition = Composition.objects.create(tenant=tenant, name="c1", spec={})
+    Allocation.objects.create(composition=composition, device=DeviceFactory())
+    StateChange.objects.create(composition=composition, to_state="requested", reason="test")
     client = Client()
     client.force_login(user)
     return client

@@ -1,0 +1,181 @@
+"""Compositions (logical servers), the devices they hold, and their audit trail."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from composer.choices import AllocationState, CompositionState
+from composer.querysets import TenantScopedQuerySet
+from fabric.models.base import TimeStampedModel
+
+
+class _ThroughCompositionQuerySet(TenantScopedQuerySet):
+    """Rows that belong to a tenant through their composition."""
+
+    tenant_field = "composition__tenant"
+
+
+class Composition(TimeStampedModel):
+    """A logical server: one host plus the devices bound to it for a tenant.
+
+    Lifecycle (`composer.states.COMPOSITION_ALLOWED`, changed only by
+    `composition_transition`, each change audited as a StateChange):
+
+        REQUESTED -> PLACING -> BINDING -> READY -> DECOMPOSING -> RELEASED
+        REQUESTED | PLACING -> REJECTED          (no placement; reason and funnel kept)
+        REQUESTED | PLACING | BINDING -> FAILED  (after the rollback of what was bound)
+
+    `spec` is the normalised request (`composer.specs`); `placement` the plan (host,
+    devices, slices, score, explanation, funnel) or, when rejected, the rejection.
+    """
+
+    tenant = models.ForeignKey(
+        "composer.Tenant", on_delete=models.PROTECT, related_name="compositions"
+    )
+    name = models.CharField(max_length=100)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    template = models.ForeignKey(
+        "composer.Template",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="compositions",
+    )
+    spec = models.JSONField(default=dict)
+    state = models.CharField(
+        max_length=12, choices=CompositionState.choices, default=CompositionState.REQUESTED
+    )
+    host = models.ForeignKey(
+        "fabric.Host",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="compositions",
+        help_text="The host the composition is built on; empty until placed.",
+    )
+    placement = models.JSONField(default=dict, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    failure_reason = models.TextField(blank=True)
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TenantScopedQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="composer_composition_idempotency_key",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "state"], name="composer_comp_tenant_state"),
+            models.Index(fields=["state"], name="composer_comp_state"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.state})"
+
+
+class Allocation(models.Model):
+    """One device, or one GiB slice (`gib`) of a CXL memory device, held by one composition.
+
+    Lifecycle: RESERVED (claimed in the database) -> BOUND (the driver bound it;
+    `binding_id` recorded before the job moves on) -> RELEASED (`released_at` set).
+    Rule 1 lives here: a partial unique index lets a whole device have one unreleased
+    allocation at most; slices are checked against the device's capacity under its row lock
+    (`composer.services.allocations`).
+    """
+
+    composition = models.ForeignKey(
+        Composition, on_delete=models.PROTECT, related_name="allocations"
+    )
+    device = models.ForeignKey(
+        "fabric.Device", on_delete=models.PROTECT, related_name="allocations"
+    )
+    gib = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Size of a CXL memory slice; empty for a whole device."
+    )
+    state = models.CharField(
+        max_length=10, choices=AllocationState.choices, default=AllocationState.RESERVED
+    )
+    binding_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    bound_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+
+    objects = _ThroughCompositionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["composition_id", "id"]
+        constraints = [
+            # Rule 1, in the database: a whole device is held by one composition at a time.
+            models.UniqueConstraint(
+                fields=["device"],
+                condition=Q(gib__isnull=True, released_at__isnull=True),
+                name="composer_allocation_whole_device_once",
+            ),
+            # The driver holds one slice of a memory device per host: one per composition.
+            models.UniqueConstraint(
+                fields=["composition", "device"],
+                condition=Q(released_at__isnull=True),
+                name="composer_allocation_device_once_per_composition",
+            ),
+            models.CheckConstraint(
+                condition=Q(gib__isnull=True) | Q(gib__gt=0),
+                name="composer_allocation_gib_positive",
+            ),
+            # The unique index relies on released_at: keep it in step with the state.
+            models.CheckConstraint(
+                condition=(Q(state=AllocationState.RELEASED) & Q(released_at__isnull=False))
+                | (~Q(state=AllocationState.RELEASED) & Q(released_at__isnull=True)),
+                name="composer_allocation_released_at_matches_state",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["device", "released_at"], name="composer_alloc_device_active"),
+        ]
+
+    def __str__(self) -> str:
+        size = f" {self.gib} GiB" if self.gib else ""
+        return f"allocation {self.pk}: device {self.device_id}{size} ({self.state})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.released_at is None
+
+
+class StateChange(models.Model):
+    """One change of a composition's state: who, what (before -> after), why, when, from where.
+
+    Append-only; written by `composer.states.composition_transition` in the same
+    transaction as the change itself.
+    """
+
+    composition = models.ForeignKey(
+        Composition, on_delete=models.CASCADE, related_name="state_changes"
+    )
+    from_state = models.CharField(max_length=12, blank=True)
+    to_state = models.CharField(max_length=12, choices=CompositionState.choices)
+    reason = models.TextField(blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source = models.CharField(max_length=100, blank=True, help_text='e.g. "compose job 12".')
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    objects = _ThroughCompositionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["composition_id", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.from_state or '-'} -> {self.to_state}"

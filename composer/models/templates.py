@@ -1,0 +1,93 @@
+"""Templates (named request shapes, managed by operators) and tenants' quotas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+
+from composer.errors import SpecError
+from composer.specs import spec_normalise
+from fabric.choices import DeviceKind
+from fabric.models.base import TimeStampedModel
+
+
+class Template(TimeStampedModel):
+    """A named request shape ("training-8gpu", "inference-2gpu-bigmem").
+
+    `spec` is a composition spec (see `composer.specs`), stored normalised: device items
+    (kind, model, count, minima), memory_gib, storage_tb, cores, host_memory_gib,
+    max_latency_ns, policy, same_switch, critical. Operators manage templates; tenants pick
+    an active one or fill in a custom request. No lifecycle beyond `is_active`.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    spec = models.JSONField(default=dict)
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        """The spec must be a valid request shape; it is stored normalised."""
+        super().clean()
+        try:
+            self.spec = spec_normalise(self.spec)
+        except SpecError as exc:
+            raise ValidationError({"spec": f"{exc.field}: {exc.message}"}) from exc
+
+
+class Quota(TimeStampedModel):
+    """How much of one device kind (and optionally one model) a tenant may hold at once.
+
+    `max_count` limits whole devices; `max_memory_gib` is the limit for CXL memory (kind
+    cxl_memory) and `max_storage_tb` for NVMe capacity (kind nvme). A blank `model` covers
+    every model of the kind. A blank limit means no limit. Checked by
+    `composer.services.compositions` before placement, against what the tenant's active
+    compositions hold plus what is asked.
+    """
+
+    tenant = models.ForeignKey("composer.Tenant", on_delete=models.CASCADE, related_name="quotas")
+    kind = models.CharField(max_length=16, choices=DeviceKind.choices)
+    model = models.CharField(max_length=100, blank=True, help_text="Blank: every model.")
+    max_count = models.PositiveIntegerField(null=True, blank=True)
+    max_memory_gib = models.PositiveIntegerField(null=True, blank=True)
+    max_storage_tb = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["tenant__name", "kind", "model"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "kind", "model"], name="composer_quota_unique_kind_model"
+            ),
+            models.CheckConstraint(
+                condition=Q(max_storage_tb__isnull=True) | Q(max_storage_tb__gte=0),
+                name="composer_quota_storage_not_negative",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant}: {self.label}"
+
+    @property
+    def label(self) -> str:
+        """How messages name the quota: "GPU (H100 PCIe 80GB)", "CXL memory"."""
+        kind = DeviceKind(self.kind).label
+        return f"{kind} ({self.model})" if self.model else kind
+
+    def clean(self) -> None:
+        super().clean()
+        errors: dict[str, Any] = {}
+        if self.max_memory_gib is not None and self.kind != DeviceKind.CXL_MEMORY:
+            errors["max_memory_gib"] = "Only a CXL memory quota has a GiB limit."
+        if self.max_storage_tb is not None and self.kind != DeviceKind.NVME:
+            errors["max_storage_tb"] = "Only an NVMe quota has a TB limit."
+        if errors:
+            raise ValidationError(errors)

@@ -1,0 +1,332 @@
+"""The compose and decompose jobs: bind and unbind through the fabric driver, step by step.
+
+Compose: reserve (the request already claimed) -> bind each allocation -> verify -> READY.
+Each binding's id is committed on its Allocation before the next step, so a retried or
+redelivered job skips what is bound and never binds twice (and the driver's bind is
+idempotent besides). A bind that times out may have happened: the job asks the manager
+(`bindings()`) and records what it finds. Transient driver errors go back to the runner,
+which retries the task with back-off; a permanent error, the last retry, the time limit or
+any other failure rolls back: what was bound (recorded, or found on the manager) is
+unbound, the allocations are released and the composition ends FAILED with the reason
+(rule 2). Decompose unbinds (idempotent), releases and ends RELEASED.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from django.utils import timezone
+
+from composer.choices import CompositionState
+from composer.errors import ComposerError, InvalidTransition, StaleState
+from composer.models import Allocation, Composition, Job
+from composer.runner import ProgressFn, run_job
+from composer.services.allocations import allocation_mark_bound, allocations_release
+from composer.states import composition_transition
+from fabric.drivers.base import Binding, DriverError, DriverTimeout, FabricDriver
+from fabric.drivers.registry import get_driver
+from fabric.models import Host
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["composition_compose_run", "composition_decompose_run", "composition_rollback"]
+
+
+def _composition(job: Job) -> Composition:
+    composition = (
+        Composition.objects.select_related("host__manager", "tenant")
+        .filter(pk=job.target_id)
+        .first()
+    )
+    if composition is None:
+        raise ComposerError(f"Composition {job.target_label or job.target_id} no longer exists.")
+    return composition
+
+
+def _active(composition: Composition) -> list[Allocation]:
+    return list(
+        Allocation.objects.select_related("device")
+        .filter(composition=composition, released_at__isnull=True)
+        .order_by("id")
+    )
+
+
+def _matches(binding: Binding, allocation: Allocation, host: Host) -> bool:
+    return (
+        binding.device_id == allocation.device.external_id
+        and binding.host_id == host.external_id
+        and binding.size_gib == allocation.gib
+    )
+
+
+def _bind(driver: FabricDriver, allocation: Allocation, host: Host) -> Binding:
+    """Bind one allocation; after a timeout, look for the binding on the manager."""
+    try:
+        return driver.bind(
+            device_id=allocation.device.external_id,
+            host_id=host.external_id,
+            size_gib=allocation.gib,
+        )
+    except DriverTimeout:
+        logger.warning(
+            "binding %s timed out; asking the fabric manager whether it happened",
+            allocation.device.name,
+        )
+        for binding in driver.bindings():
+            if _matches(binding, allocation, host):
+                logger.info(
+                    "the binding of %s exists: %s", allocation.device.name, binding.binding_id
+                )
+                return binding
+        raise
+
+
+def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
+    """Run compose job `job` in this process (what the task does), via `run_job`.
+
+    Raises JobRetry (job back in QUEUED, allocations kept) for a transient driver error
+    while `retryable`; otherwise the job ends SUCCEEDED (composition READY) or FAILED
+    (composition FAILED after the rollback).
+    """
+
+    def work(progress: ProgressFn) -> dict[str, Any]:
+        composition = _composition(job)
+        source = f"compose job {job.pk}"
+        if composition.state == CompositionState.READY:
+            logger.info("composition %s is already ready; nothing to do", composition.pk)
+            return {"composition": composition.pk, "state": composition.state}
+        if composition.state not in (CompositionState.PLACING, CompositionState.BINDING):
+            raise ComposerError(
+                f"Composition {composition.name} is {composition.state}; nothing to compose."
+            )
+        try:
+            if composition.state == CompositionState.PLACING:
+                composition_transition(
+                    composition,
+                    CompositionState.BINDING,
+                    reason=f"Binding ({source})",
+                    actor=job.requested_by,
+                    source=source,
+                )
+            return _compose_steps(job, composition, progress, source, _set)
+        except DriverError as exc:
+            if exc.permanent or not retryable:
+                composition_rollback(
+                    composition=composition, driver=driver_ref[0], reason=exc.message, source=source
+                )
+            raise
+        except BaseException as exc:
+            composition_rollback(
+                composition=composition,
+                driver=driver_ref[0],
+                reason=_reason(exc),
+                source=source,
+            )
+            raise
+
+    driver_ref: list[FabricDriver | None] = [None]
+
+    def _set(driver: FabricDriver) -> None:
+        driver_ref[0] = driver
+
+    return run_job(job, work, retryable=retryable)
+
+
+def _reason(exc: BaseException) -> str:
+    if type(exc).__name__ == "SoftTimeLimitExceeded":
+        return "The compose job ran past its time limit."
+    if isinstance(exc, ComposerError):
+        return exc.message
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _compose_steps(
+    job: Job, composition: Composition, progress: ProgressFn, source: str, keep_driver: Any
+) -> dict[str, Any]:
+    host = composition.host
+    if host is None:
+        raise ComposerError(f"Composition {composition.name} has no host.")
+    allocations = _active(composition)
+    if not allocations:
+        raise ComposerError(f"Composition {composition.name} holds no devices to bind.")
+    total = len(allocations) + 3
+    progress(1, total, f"Reserved {len(allocations)} device(s) on {host.name}")
+    logger.info(
+        "composition %s: %s allocation(s) reserved for %s",
+        composition.pk,
+        len(allocations),
+        host.name,
+    )
+    driver = get_driver(host.manager)
+    keep_driver(driver)
+    for index, allocation in enumerate(allocations, start=2):
+        label = allocation.device.name + (f" ({allocation.gib} GiB)" if allocation.gib else "")
+        if allocation.binding_id:
+            logger.info("%s is already bound (%s); skipped", label, allocation.binding_id)
+        else:
+            binding = _bind(driver, allocation, host)
+            # Recorded (committed) before moving on: a redelivery resumes after it.
+            allocation_mark_bound(
+                allocation=allocation, binding_id=binding.binding_id, host=host, source=source
+            )
+            logger.info("bound %s to %s (%s)", label, host.name, binding.binding_id)
+        progress(index, total, f"Bound {label}")
+    reported = {b.binding_id: b for b in driver.bindings()}
+    missing = [
+        a.device.name
+        for a in allocations
+        if a.binding_id not in reported or not _matches(reported[a.binding_id], a, host)
+    ]
+    if missing:
+        raise DriverError(
+            f"Verification failed: the fabric manager does not report {', '.join(missing)} "
+            f"bound to {host.name}.",
+            permanent=True,
+        )
+    progress(total - 1, total, "Verified every binding on the fabric manager")
+    logger.info("verified %s binding(s) on %s", len(allocations), host.name)
+    composition_transition(
+        composition,
+        CompositionState.READY,
+        reason=f"Every device bound and verified ({source})",
+        actor=job.requested_by,
+        source=source,
+        ready_at=timezone.now(),
+    )
+    progress(total, total, "Ready")
+    return {
+        "composition": composition.pk,
+        "state": CompositionState.READY.value,
+        "host": host.name,
+        "bindings": [a.binding_id for a in allocations],
+    }
+
+
+def _undo(
+    driver: FabricDriver,
+    allocations: Iterable[Allocation],
+    host: Host | None,
+    reported: list[Binding] | None,
+) -> list[int]:
+    """Unbind what `allocations` bound (recorded ids, and bindings the manager reports for
+    them that a lost reply never recorded). Returns the allocations that could not be undone."""
+    failed: list[int] = []
+    for allocation in allocations:
+        ids = {allocation.binding_id} if allocation.binding_id else set()
+        if reported is not None and host is not None:
+            ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
+        for binding_id in sorted(ids):
+            try:
+                driver.unbind(binding_id=binding_id)
+                logger.info("unbound %s (%s)", allocation.device.name, binding_id)
+            except DriverError as exc:
+                logger.error("could not unbind %s: %s", allocation.device.name, exc.message)
+                failed.append(allocation.pk)
+    return failed
+
+
+def composition_rollback(
+    *,
+    composition: Composition,
+    driver: FabricDriver | None,
+    reason: str,
+    source: str,
+) -> Composition:
+    """Compensate a compose that cannot finish: unbind, release, composition FAILED.
+
+    Bindings that cannot be undone (the manager is unreachable) keep their allocation
+    recorded (rule 2: recorded or undone) and the reason says so; decomposing the FAILED
+    composition later cleans them up. Safe to call twice.
+    """
+    if composition.state not in (
+        CompositionState.REQUESTED,
+        CompositionState.PLACING,
+        CompositionState.BINDING,
+    ):
+        return composition
+    logger.warning("composition %s: rolling back (%s)", composition.pk, reason)
+    allocations = _active(composition)
+    failed: list[int] = []
+    host = composition.host
+    if host is not None and allocations:
+        try:
+            driver = driver or get_driver(host.manager)
+            try:
+                reported: list[Binding] | None = driver.bindings()
+            except DriverError:
+                reported = None
+            failed = _undo(driver, allocations, host, reported)
+        except DriverError as exc:  # no driver at all: undo only what was never bound
+            logger.error("rollback of composition %s: %s", composition.pk, exc.message)
+            failed = [a.pk for a in allocations if a.binding_id]
+    allocations_release(composition=composition, source=source, keep=failed)
+    text = reason
+    if failed:
+        text += (
+            f" {len(failed)} binding(s) could not be undone and stay recorded; "
+            "decompose the composition to clean them up."
+        )
+    try:
+        composition_transition(
+            composition,
+            CompositionState.FAILED,
+            reason=f"Rolled back: {text}",
+            source=source,
+            failure_reason=text,
+        )
+    except (StaleState, InvalidTransition):
+        logger.warning("composition %s changed during its rollback", composition.pk)
+    return composition
+
+
+def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
+    """Run decompose job `job`: unbind every bound allocation (idempotent), sweep bindings
+    of its devices the manager still reports on the host, release, RELEASED.
+
+    Transient driver errors retry (JobRetry); a permanent one fails the job and leaves the
+    composition DECOMPOSING with what is still bound recorded; decompose can be asked again.
+    """
+
+    def work(progress: ProgressFn) -> dict[str, Any]:
+        composition = _composition(job)
+        source = f"decompose job {job.pk}"
+        if composition.state == CompositionState.RELEASED:
+            logger.info("composition %s is already released", composition.pk)
+            return {"composition": composition.pk, "state": composition.state}
+        if composition.state != CompositionState.DECOMPOSING:
+            raise ComposerError(
+                f"Composition {composition.name} is {composition.state}; nothing to decompose."
+            )
+        allocations = _active(composition)
+        host = composition.host
+        total = len(allocations) + 2
+        if host is not None and allocations:
+            driver = get_driver(host.manager)
+            # Also what the manager reports for these devices on this host but no reply
+            # recorded; they are still held by this composition, so the bindings are ours.
+            reported = driver.bindings()
+            for index, allocation in enumerate(allocations, start=1):
+                ids = {allocation.binding_id} if allocation.binding_id else set()
+                ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
+                for binding_id in sorted(ids):
+                    driver.unbind(binding_id=binding_id)
+                    logger.info("unbound %s (%s)", allocation.device.name, binding_id)
+                allocations_release(composition=composition, source=source, only=[allocation.pk])
+                progress(index, total, f"Released {allocation.device.name}")
+        else:
+            allocations_release(composition=composition, source=source)
+        progress(total - 1, total, "Every device unbound and released")
+        composition_transition(
+            composition,
+            CompositionState.RELEASED,
+            reason=f"Every device unbound and released ({source})",
+            actor=job.requested_by,
+            source=source,
+            released_at=timezone.now(),
+        )
+        progress(total, total, "Released")
+        return {"composition": composition.pk, "state": CompositionState.RELEASED.value}
+
+    return run_job(job, work, retryable=retryable)

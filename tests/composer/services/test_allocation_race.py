@@ -1,0 +1,110 @@
+"""Rule 1 under real concurrency: eight OS processes race on PostgreSQL for the last free
+devices and GiB. Exactly what is free is granted, no device twice, no GiB over capacity.
+
+Skipped on SQLite (the `postgres` fixture says why); CI runs it on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.db.models import Sum
+
+from composer.choices import CompositionState
+from composer.models import Allocation, Composition
+from fabric.choices import DeviceState
+from fabric.drivers.registry import get_driver
+from fabric.models import Device, FabricManager
+from tests.factories.composer import TenantFactory
+from tests.support import race
+from tests.support.worker import database_url
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+PROCESSES = 8
+
+
+def run_race(target: Any, jobs: list[dict[str, Any]]) -> list[tuple[Any, Any, str]]:
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(jobs))
+    results = ctx.Queue()
+    url = database_url(connection.settings_dict)
+    processes = [ctx.Process(target=target, args=(url, barrier, results, job)) for job in jobs]
+    for process in processes:
+        process.start()
+    outcomes = [results.get(timeout=120) for _ in jobs]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    assert not [o for o in outcomes if o[2]], outcomes
+    return outcomes
+
+
+def test_eight_processes_requesting_a_gpu_each_get_exactly_the_four_free_ones(
+    postgres: None, synced: FabricManager
+) -> None:
+    tenants = [TenantFactory() for _ in range(PROCESSES)]
+    jobs = [
+        {"tenant": t.pk, "name": f"race-{i}", "spec": {"items": [{"kind": "gpu", "count": 1}]}}
+        for i, t in enumerate(tenants)
+    ]
+
+    outcomes = run_race(race.request_child, jobs)
+
+    granted = Counter(state == CompositionState.PLACING for _, state, _ in outcomes)
+    assert granted == {True: 4, False: 4}, outcomes
+    # Each winner's compose job ran (eagerly, after commit) in its own process.
+    states = Counter(Composition.objects.values_list("state", flat=True))
+    assert states == {CompositionState.READY: 4, CompositionState.REJECTED: 4}
+    held = list(
+        Allocation.objects.filter(released_at__isnull=True).values_list("device_id", flat=True)
+    )
+    gpus = set(Device.objects.filter(kind="gpu").values_list("pk", flat=True))
+    assert sorted(held) == sorted(gpus)  # every GPU granted, none twice
+    assert set(Device.objects.filter(kind="gpu").values_list("state", flat=True)) == {
+        DeviceState.BOUND
+    }
+    bindings = get_driver(synced).bindings()
+    assert len(bindings) == 4 == len({b.device_id for b in bindings})
+
+
+def test_eight_processes_claiming_the_same_two_gpus_grant_them_once(
+    postgres: None, synced: FabricManager, acme: Any
+) -> None:
+    gpus = list(Device.objects.filter(kind="gpu").order_by("pk").values_list("pk", flat=True))[:2]
+    compositions = [
+        Composition.objects.create(tenant=acme, name=f"c{i}", spec={}) for i in range(PROCESSES)
+    ]
+    jobs = [
+        {"composition": c.pk, "claims": [[gpus[1], None], [gpus[0], None]]} for c in compositions
+    ]
+
+    outcomes = run_race(race.claim_child, jobs)
+
+    assert sum(1 for _, granted, _ in outcomes if granted) == 1, outcomes
+    assert Allocation.objects.count() == 2
+    assert Allocation.objects.values("composition").distinct().count() == 1
+    assert set(Device.objects.filter(pk__in=gpus).values_list("state", flat=True)) == {
+        DeviceState.RESERVED
+    }
+
+
+def test_eight_processes_slicing_one_memory_device_never_exceed_its_capacity(
+    postgres: None, synced: FabricManager, acme: Any
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    assert memory.memory_gib == 1024
+    compositions = [
+        Composition.objects.create(tenant=acme, name=f"c{i}", spec={}) for i in range(PROCESSES)
+    ]
+    jobs = [{"composition": c.pk, "claims": [[memory.pk, 300]]} for c in compositions]
+
+    outcomes = run_race(race.claim_child, jobs)
+
+    assert sum(1 for _, granted, _ in outcomes if granted) == 3, outcomes  # 3 x 300 <= 1024
+    total = Allocation.objects.filter(device=memory).aggregate(total=Sum("gib"))["total"]
+    assert total == 900 <= memory.memory_gib

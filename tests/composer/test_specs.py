@@ -1,0 +1,65 @@
+"""The spec shape, without a database: normalisation and field errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from composer.errors import SpecError
+from composer.models import Template
+from composer.specs import spec_normalise, spec_to_request
+
+
+def test_a_spec_is_normalised_with_every_key() -> None:
+    spec = spec_normalise(
+        {
+            "items": [{"kind": "gpu", "count": "2", "minima": {"memory_gib": 80}}],
+            "memory_gib": "1024",
+        }
+    )
+    assert spec["items"] == [
+        {"kind": "gpu", "model": None, "count": 2, "minima": {"memory_gib": 80}}
+    ]
+    assert (spec["memory_gib"], spec["policy"], spec["host"], spec["critical"]) == (
+        1024,
+        "none",
+        None,
+        False,
+    )
+    request = spec_to_request(spec, host=None, tenant="1")
+    assert request.items[0].count == 2 and request.memory_gib == 1024
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ([], "spec"),
+        ({"items": "gpu"}, "items"),
+        ({"items": [{"kind": "gpu", "count": 0}]}, "items[0].count"),
+        ({"items": [{"kind": "gpu", "count": 1.5}]}, "items[0].count"),
+        ({"items": [{"kind": "gpu", "count": True}]}, "items[0].count"),
+        ({"items": [{"kind": "cxl_memory", "count": 1}]}, "items[0].kind"),
+        (
+            {"items": [{"kind": "gpu", "count": 1, "minima": {"memory_gib": -1}}]},
+            "items[0].minima.memory_gib",
+        ),
+        ({"memory_gib": float("nan")}, "memory_gib"),
+        ({"memory_gib": 1.5}, "memory_gib"),
+        ({"memory_gib": 10, "max_latency_ns": 0}, "max_latency_ns"),
+        ({"memory_gib": 10, "same_switch": "maybe"}, "same_switch"),
+        ({"memory_gib": 10, "host": ["h"]}, "host"),
+    ],
+)
+def test_bad_shapes_name_the_field(raw: Any, field: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        spec_normalise(raw)
+    assert caught.value.field == field
+
+
+def test_a_template_with_a_bad_spec_does_not_validate() -> None:
+    template = Template(name="t", slug="t", spec={"items": [{"kind": "gpu", "count": -3}]})
+    with pytest.raises(ValidationError) as caught:
+        template.clean()
+    assert "items[0].count" in str(caught.value)

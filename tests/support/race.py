@@ -1,0 +1,64 @@
+"""Child processes for the allocation race tests (spawned: no Django import at module level).
+
+Each child sets up Django on the test database named by the parent, waits at a barrier so
+that all of them start together, makes one claim or request, and reports what it got.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def _setup(database_url: str) -> None:
+    os.environ["DJANGO_SETTINGS_MODULE"] = "composer.settings.test"
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["COMPOSER_TEST_EAGER"] = "1"
+    import django
+
+    django.setup()
+
+
+def request_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`composition_request` for tenant `job["tenant"]`; reports (pk, state, error)."""
+    _setup(database_url)
+    from django.db import connection
+
+    from composer.models import Tenant
+    from composer.services.compositions import composition_request
+
+    tenant = Tenant.objects.get(pk=job["tenant"])
+    barrier.wait(timeout=60)
+    try:
+        composition = composition_request(
+            tenant=tenant, requested_by=None, spec=job["spec"], name=job["name"]
+        )
+        results.put((composition.pk, composition.state, ""))
+    except Exception as exc:  # reported to the parent, which fails the test
+        results.put((None, None, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()
+
+
+def claim_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`allocations_claim` of `job["claims"]` ([device_id, gib]) for composition
+    `job["composition"]`; reports (composition, granted, error)."""
+    _setup(database_url)
+    from django.db import connection
+
+    from composer.errors import ClaimConflict
+    from composer.models import Composition
+    from composer.services.allocations import Claim, allocations_claim
+
+    composition = Composition.objects.get(pk=job["composition"])
+    claims = [Claim(device, gib) for device, gib in job["claims"]]
+    barrier.wait(timeout=60)
+    try:
+        allocations_claim(composition=composition, claims=claims, host=None)
+        results.put((composition.pk, True, ""))
+    except ClaimConflict:
+        results.put((composition.pk, False, ""))
+    except Exception as exc:
+        results.put((composition.pk, False, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()
