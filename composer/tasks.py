@@ -16,6 +16,7 @@ from composer.models import Job
 from composer.runner import JobRetry
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
 from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
+from composer.services.reconcile import compositions_reconcile
 from fabric.models import FabricManager
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,11 @@ def inventory_sync_all_task() -> int:
 
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
 def jobs_sweep_stale_task() -> int:
-    """Beat: cancel RUNNING jobs whose worker stopped sending heartbeats."""
-    return job_sweep_stale()
+    """Beat: cancel jobs whose worker stopped sending heartbeats (or that no worker took),
+    then finish the compositions they left unfinished (rule 2)."""
+    swept = job_sweep_stale()
+    compositions_reconcile()
+    return swept
 
 
 COMPOSE_MAX_RETRIES = 5
