@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from composer.choices import JobStatus
+from composer.choices import CompositionState, JobStatus
 from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
 from fabric.secrets import MASK, is_secret_key, mask_endpoint, mask_secrets
 
@@ -242,3 +242,39 @@ def job_duration(job: Any) -> str:
         return "—"
     end = job.finished_at or timezone.now()
     return duration(max(0.0, (end - job.started_at).total_seconds()))
+
+
+_COMPOSITION_STYLE: dict[str, tuple[str, str]] = {
+    CompositionState.REQUESTED: ("secondary", "clock"),
+    CompositionState.PLACING: ("info", "signpost-split"),
+    CompositionState.BINDING: ("primary", "arrow-repeat"),
+    CompositionState.READY: ("success", "check-circle"),
+    CompositionState.DECOMPOSING: ("warning", "box-arrow-up"),
+    CompositionState.RELEASED: ("dark", "archive"),
+    CompositionState.FAILED: ("danger", "x-octagon"),
+    CompositionState.REJECTED: ("danger", "slash-circle"),
+}
+
+
+@register.filter
+def composition_badge(value: str) -> SafeString:
+    """A coloured badge for a composition state."""
+    colour, icon = _COMPOSITION_STYLE.get(str(value), ("secondary", "dot"))
+    label = dict(CompositionState.choices).get(str(value), str(value) or "—")
+    return format_html(
+        '<span class="badge badge-status text-bg-{}" data-state="{}">'
+        '<i class="bi bi-{}" aria-hidden="true"></i> {}</span>',
+        colour,
+        value,
+        icon,
+        label,
+    )
+
+
+@register.filter
+def subtract(value: Any, other: Any) -> Any:
+    """`value` minus `other` (funnel rows: how many candidates a constraint removed)."""
+    try:
+        return value - other
+    except TypeError:
+        return ""

@@ -32,8 +32,9 @@ _TARGET_URLS = {
     "host": "fabric:host_detail",
     "enclosure": "fabric:enclosure_detail",
     "switch": "fabric:switch_detail",
+    "composition": "composer:composition_detail",
 }
-_TENANT_VISIBLE_TARGETS = {"device"}
+_TENANT_VISIBLE_TARGETS = {"device", "composition"}
 
 
 def target_url(job: Job, *, operator: bool) -> str | None:

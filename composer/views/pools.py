@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
+from composer.selectors.compositions import pool_holders
 from fabric.choices import DeviceKind, DeviceState
 from fabric.models import Pool
 from fabric.selectors import pool_capacities, pool_capacity, pool_device_breakdown
@@ -63,5 +64,6 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "model_rows": model_rows,
         "state_totals": state_totals,
         "device_total": sum(state_totals),
+        "holders": pool_holders(pool=pool, user=request.user),
     }
     return render(request, "composer/pool_detail.html", context)

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 from django.urls import path
 
-from composer.views import dashboard, jobs, managers, pools
+from composer.views import compositions, dashboard, jobs, managers, pools
 
 app_name = "composer"
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("pools/", pools.pool_list, name="pool_list"),
     path("pools/<slug:slug>/", pools.pool_detail, name="pool_detail"),
+    path("compositions/", compositions.composition_list, name="composition_list"),
+    path("compositions/new/", compositions.composition_create, name="composition_create"),
+    path(
+        "compositions/preview/",
+        compositions.composition_preview_view,
+        name="composition_preview",
+    ),
+    path("compositions/<int:pk>/", compositions.composition_detail, name="composition_detail"),
+    path("compositions/<int:pk>/live/", compositions.composition_live, name="composition_live"),
+    path(
+        "compositions/<int:pk>/decompose/",
+        compositions.composition_decompose_view,
+        name="composition_decompose",
+    ),
     path("jobs/", jobs.job_list, name="job_list"),
     path("jobs/<int:pk>/", jobs.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),

@@ -18,6 +18,7 @@ from django.utils.cache import patch_vary_headers
 
 from fabric.choices import DeviceKind, DeviceState, Health
 from fabric.filters import DeviceFilterSet
+from fabric.holders import device_holders
 from fabric.models import Device, Port
 from fabric.permissions import is_operator
 from fabric.selectors import change_history, port_links
@@ -213,6 +214,8 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
     device = get_object_or_404(queryset, pk=pk)
     context: dict[str, Any] = {
         "device": device,
+        # Operators see every holder; a member only their own tenants' (STYLE §8).
+        "holders": device_holders(device=device, user=request.user),
         "is_memory": device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY),
         "is_storage": device.kind == DeviceKind.NVME,
         "is_usable": device.is_usable,

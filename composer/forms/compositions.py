@@ -1,0 +1,309 @@
+"""The forms of the composition pages: the list's filters and the request form.
+
+The request form checks only what a form can (choices, lengths); the spec itself is checked
+by `composer.specs` and `composer.services.compositions`, whose errors (`SpecError`,
+`QuotaExceeded`, each with `.field`) are put back on the matching form field by
+`CompositionRequestForm.add_composer_error`. One source of truth for what a valid request is.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from django import forms
+from django.db.models import QuerySet
+
+from composer.choices import CompositionState
+from composer.errors import ComposerError
+from composer.models import Template, Tenant
+from composer.specs import DEVICE_KINDS
+from fabric.choices import ComponentState, DeviceKind
+from fabric.models import Host
+
+# Device item rows the form offers; the spec allows more (the API takes up to 16).
+ITEM_ROWS = 3
+POLICY_CHOICES = [
+    ("none", "No preference"),
+    ("switch", "Spread across switches"),
+    ("enclosure", "Spread across enclosures"),
+    ("pack", "Pack into as few enclosures as possible"),
+]
+_KIND_LABELS = dict(DeviceKind.choices)
+KIND_CHOICES = [("", "—"), *((k, _KIND_LABELS.get(k, k)) for k in DEVICE_KINDS)]
+# Spec fields that are form fields of the same name.
+SCALAR_FIELDS = (
+    "memory_gib",
+    "storage_tb",
+    "cores",
+    "host_memory_gib",
+    "host",
+    "max_latency_ns",
+    "policy",
+    "same_switch",
+    "critical",
+    "name",
+    "template",
+)
+_ITEM_FIELD = re.compile(r"^items\[(\d+)\](?:\.(kind|model|count|minima)(?:\.(\w+))?)?$")
+
+
+class CompositionFilterForm(forms.Form):
+    """State, tenant (operators only), template and a search in the name."""
+
+    state = forms.ChoiceField(
+        choices=[("", "Any state"), *CompositionState.choices], required=False
+    )
+    tenant = forms.ModelChoiceField(
+        queryset=Tenant.objects.order_by("name"),
+        required=False,
+        empty_label="Any tenant",
+        to_field_name="slug",
+    )
+    template = forms.ModelChoiceField(
+        queryset=Template.objects.order_by("name"),
+        required=False,
+        empty_label="Any template",
+        to_field_name="slug",
+    )
+    q = forms.CharField(required=False, max_length=100, label="Search")
+
+    def __init__(self, *args: Any, operator: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if not operator:
+            del self.fields["tenant"]
+        for name in ("state", "tenant", "template"):
+            if name in self.fields:
+                self.fields[name].widget.attrs["class"] = "form-select form-select-sm"
+        self.fields["q"].widget.attrs.update(
+            {
+                "class": "form-control form-control-sm",
+                "placeholder": "Name",
+                "type": "search",
+                "autocomplete": "off",
+            }
+        )
+
+
+def _number_input(placeholder: str = "", *, step: str = "1") -> forms.NumberInput:
+    return forms.NumberInput(
+        attrs={"class": "form-control form-control-sm", "placeholder": placeholder, "step": step}
+    )
+
+
+class CompositionRequestForm(forms.Form):
+    """A composition request: a template as is, or a custom spec.
+
+    Numbers are taken as text and checked by `spec_normalise`, so the form and the API give
+    the same messages. `tenants` are those the user may request for (one: no choice shown);
+    `operator` adds the host choice (hosts are fabric objects, for operators only).
+    """
+
+    tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), empty_label=None)
+    name = forms.CharField(
+        max_length=100,
+        widget=forms.TextInput(
+            attrs={"class": "form-control", "placeholder": "e.g. inference-1", "autofocus": True}
+        ),
+    )
+    template = forms.ModelChoiceField(
+        queryset=Template.objects.filter(is_active=True).order_by("name"),
+        required=False,
+        empty_label="Custom request",
+        widget=forms.Select(attrs={"class": "form-select"}),
+    )
+    memory_gib = forms.CharField(
+        required=False, label="CXL memory (GiB)", widget=_number_input("0")
+    )
+    storage_tb = forms.CharField(
+        required=False, label="NVMe storage (TB)", widget=_number_input("0", step="any")
+    )
+    cores = forms.CharField(required=False, label="Host cores", widget=_number_input("0"))
+    host_memory_gib = forms.CharField(
+        required=False, label="Host memory (GiB)", widget=_number_input("0")
+    )
+    host = forms.ChoiceField(
+        required=False,
+        choices=[("", "Any host")],
+        widget=forms.Select(attrs={"class": "form-select form-select-sm"}),
+    )
+    max_latency_ns = forms.CharField(
+        required=False, label="Latency ceiling (ns)", widget=_number_input("no ceiling")
+    )
+    policy = forms.ChoiceField(
+        choices=POLICY_CHOICES,
+        initial="none",
+        required=False,
+        label="Failure-domain policy",
+        widget=forms.Select(attrs={"class": "form-select form-select-sm"}),
+    )
+    same_switch = forms.BooleanField(
+        required=False,
+        label="All devices behind one switch",
+        widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
+    )
+    critical = forms.BooleanField(
+        required=False,
+        label="Critical: share no switch or enclosure with another tenant",
+        widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
+    )
+    idempotency_key = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
+
+    def __init__(
+        self, *args: Any, tenants: QuerySet[Tenant], operator: bool = False, **kwargs: Any
+    ) -> None:
+        kwargs.setdefault("initial", {}).setdefault("idempotency_key", uuid.uuid4().hex)
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].queryset = tenants
+        self.fields["tenant"].widget.attrs["class"] = "form-select"
+        self.single_tenant = tenants.count() == 1
+        self._only_tenant = tenants.first() if self.single_tenant else None
+        if self.single_tenant:
+            self.fields["tenant"].initial = self._only_tenant
+            self.fields["tenant"].required = False
+            self.fields["tenant"].widget = forms.HiddenInput()
+        if operator:
+            hosts = Host.objects.exclude(state=ComponentState.ABSENT).order_by("name")
+            self.fields["host"].choices = [
+                ("", "Any host"),
+                *((str(pk), name) for pk, name in hosts.values_list("pk", "name")),
+            ]
+        else:
+            del self.fields["host"]
+        self.item_rows: list[dict[str, forms.BoundField]] = []
+        for i in range(ITEM_ROWS):
+            self.fields[f"item_{i}_kind"] = forms.ChoiceField(
+                required=False,
+                choices=KIND_CHOICES,
+                label="Kind",
+                widget=forms.Select(attrs={"class": "form-select form-select-sm"}),
+            )
+            self.fields[f"item_{i}_model"] = forms.CharField(
+                required=False,
+                max_length=100,
+                label="Model",
+                widget=forms.TextInput(
+                    attrs={
+                        "class": "form-control form-control-sm",
+                        "placeholder": "any model",
+                        "list": "device-models",
+                    }
+                ),
+            )
+            self.fields[f"item_{i}_count"] = forms.CharField(
+                required=False, label="Count", widget=_number_input("1")
+            )
+            self.fields[f"item_{i}_min_memory_gib"] = forms.CharField(
+                required=False, label="Min. memory (GiB)", widget=_number_input("any")
+            )
+        self.item_rows = [
+            {
+                part: self[f"item_{i}_{part}"]
+                for part in ("kind", "model", "count", "min_memory_gib")
+            }
+            for i in range(ITEM_ROWS)
+        ]
+        self._item_row_of: list[int] = []  # spec item index -> form row
+
+    def clean_tenant(self) -> Tenant | None:
+        """With one tenant to choose from, that tenant (the field is hidden)."""
+        tenant = self.cleaned_data.get("tenant")
+        if tenant is None and self._only_tenant is not None:
+            return self._only_tenant
+        if tenant is None:
+            raise forms.ValidationError("Choose the tenant to request for.")
+        return tenant
+
+    # --- the spec -------------------------------------------------------------------------
+
+    def spec(self) -> dict[str, Any]:
+        """The spec to send: {} with a template (its spec is used as is), else the fields.
+
+        Raw text goes through: `spec_normalise` says what is wrong with it.
+        """
+        data = self.cleaned_data
+        self._item_row_of = []
+        if data.get("template") is not None:
+            return {}
+        items = []
+        for i in range(ITEM_ROWS):
+            kind = data.get(f"item_{i}_kind") or ""
+            model = (data.get(f"item_{i}_model") or "").strip()
+            count = (data.get(f"item_{i}_count") or "").strip()
+            minimum = (data.get(f"item_{i}_min_memory_gib") or "").strip()
+            if not (kind or model or count or minimum):
+                continue
+            item: dict[str, Any] = {"kind": kind, "count": count or 1}
+            if model:
+                item["model"] = model
+            if minimum:
+                item["minima"] = {"memory_gib": minimum}
+            items.append(item)
+            self._item_row_of.append(i)
+        spec: dict[str, Any] = {"items": items}
+        for name in ("memory_gib", "storage_tb", "cores", "host_memory_gib", "max_latency_ns"):
+            spec[name] = (data.get(name) or "").strip() or None
+        spec["host"] = data.get("host") or None
+        spec["policy"] = data.get("policy") or "none"
+        spec["same_switch"] = bool(data.get("same_switch"))
+        spec["critical"] = bool(data.get("critical"))
+        return spec
+
+    def preview_spec(self) -> dict[str, Any]:
+        """What a preview places: the template's spec, or the custom fields."""
+        template = self.cleaned_data.get("template")
+        return {**(template.spec if template else {}), **self.spec()}
+
+    def field_for(self, spec_field: str | None) -> str | None:
+        """The form field that shows an error about `spec_field` ("items[1].count"), or
+        None for an error about the whole request."""
+        if not spec_field:
+            return None
+        if spec_field in SCALAR_FIELDS and spec_field in self.fields:
+            if self.cleaned_data.get("template") is not None and spec_field not in (
+                "name",
+                "template",
+            ):
+                return "template"  # the template's own spec is at fault
+            return spec_field
+        match = _ITEM_FIELD.match(spec_field)
+        if match:
+            if self.cleaned_data.get("template") is not None:
+                return "template"
+            index = int(match.group(1))
+            row = self._item_row_of[index] if index < len(self._item_row_of) else 0
+            part = match.group(2)
+            if part == "minima":
+                return f"item_{row}_min_memory_gib"
+            return f"item_{row}_{part or 'kind'}"
+        if spec_field == "items":
+            return "template" if self.cleaned_data.get("template") is not None else "item_0_kind"
+        return None
+
+    def add_composer_error(self, exc: ComposerError) -> None:
+        """Put a service error on the field it names (or on the form as a whole)."""
+        self.add_error(self.field_for(exc.field), exc.message)
+
+    @property
+    def amount_fields(self) -> list[forms.BoundField]:
+        names = ("memory_gib", "storage_tb", "cores", "host_memory_gib", "max_latency_ns")
+        return [self[name] for name in names]
+
+    @property
+    def flag_fields(self) -> list[forms.BoundField]:
+        return [self["same_switch"], self["critical"]]
+
+    def mark_invalid(self) -> None:
+        """Bootstrap's red border on every field with an error."""
+        for name in self.errors:
+            if name in self.fields:
+                widget = self.fields[name].widget
+                classes = widget.attrs.get("class", "")
+                if "is-invalid" not in classes:
+                    widget.attrs["class"] = f"{classes} is-invalid".strip()
+
+    def template_specs(self) -> dict[str, Any]:
+        """Active templates' specs by id, for the page script that fills the locked fields."""
+        queryset = self.fields["template"].queryset
+        return {str(t.pk): {"spec": t.spec, "description": t.description} for t in queryset}

@@ -1,0 +1,308 @@
+"""Composition pages: the list, the request form with its preview, one composition's page
+(polled while it changes) and its decompose action.
+
+Reads start from `Composition.objects.for_user` (STYLE §8): another tenant's composition is
+a 404; a read-only member gets 403 on every write (the request form, preview, decompose).
+Forms post with htmx and get back the form with its errors, or an `HX-Redirect`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_POST
+
+from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, Role
+from composer.errors import ComposerError
+from composer.forms.compositions import CompositionFilterForm, CompositionRequestForm
+from composer.models import Composition, Job, Membership, Tenant
+from composer.services.compositions import (
+    COMPOSITION_TARGET,
+    composition_decompose,
+    composition_preview,
+    composition_request,
+    placement_as_dict,
+)
+from fabric.models import Device
+from fabric.permissions import is_operator
+from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
+
+logger = logging.getLogger(__name__)
+
+TABLE_TARGET = "composition-table"
+LOG_LINES_SHOWN = 200
+# States a composition stays in until someone acts: the page stops polling there.
+SETTLED_STATES = frozenset(
+    {
+        CompositionState.READY,
+        CompositionState.RELEASED,
+        CompositionState.FAILED,
+        CompositionState.REJECTED,
+    }
+)
+
+
+# --- who may do what ---------------------------------------------------------------------
+
+
+def writable_tenants(user: Any) -> QuerySet[Tenant]:
+    """The tenants `user` may request compositions for: every active one for operators, else
+    those where the user is a member who is not read-only."""
+    tenants = Tenant.objects.filter(is_active=True).order_by("name")
+    if is_operator(user):
+        return tenants
+    if not user.is_authenticated:
+        return tenants.none()
+    return tenants.filter(
+        pk__in=Membership.objects.filter(user=user).exclude(role=Role.READONLY).values("tenant")
+    )
+
+
+def can_write(user: Any, composition: Composition) -> bool:
+    """Operators, and members of the composition's tenant who are not read-only."""
+    if is_operator(user):
+        return True
+    return (
+        Membership.objects.filter(user=user, tenant_id=composition.tenant_id)
+        .exclude(role=Role.READONLY)
+        .exists()
+    )
+
+
+def _remote_addr(request: HttpRequest) -> str | None:
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def _is_htmx(request: HttpRequest) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+def _redirect(request: HttpRequest, url: str) -> HttpResponse:
+    """An `HX-Redirect` for htmx, a plain 302 otherwise."""
+    if _is_htmx(request):
+        response = HttpResponse(status=200)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+# --- the list ------------------------------------------------------------------------------
+
+
+@login_required
+def composition_list(request: HttpRequest) -> HttpResponse:
+    """The compositions the viewer may see, newest first, filtered and paginated."""
+    operator = is_operator(request.user)
+    form = CompositionFilterForm(request.GET, operator=operator)
+    status = 200
+    errors: list[str] = []
+    page = None
+    if not form.is_valid():
+        status = 400
+        for name, messages in form.errors.items():
+            label = form.fields[name].label if name in form.fields else name
+            errors.extend(f"{label or name.capitalize()}: {m}" for m in messages)
+    else:
+        data = form.cleaned_data
+        compositions = Composition.objects.for_user(request.user).select_related(
+            "tenant", "host", "template", "requested_by"
+        )
+        if data["state"]:
+            compositions = compositions.filter(state=data["state"])
+        if data.get("tenant"):
+            compositions = compositions.filter(tenant=data["tenant"])
+        if data["template"]:
+            compositions = compositions.filter(template=data["template"])
+        if data["q"]:
+            compositions = compositions.filter(Q(name__icontains=data["q"].strip()))
+        try:
+            page = paginate(
+                compositions.order_by("-created_at", "-id"),
+                page=request.GET.get("page"),
+                per_page=DEFAULT_PAGE_SIZE,
+            )
+        except BadPage as exc:
+            status = exc.status
+            errors.append(exc.message)
+    context = {
+        "form": form,
+        "page": page,
+        "errors": errors,
+        "can_request": writable_tenants(request.user).exists(),
+        "show_tenant": operator or Membership.objects.filter(user=request.user).count() > 1,
+    }
+    partial = is_htmx_partial(request, TABLE_TARGET)
+    template = "composer/_composition_table.html" if partial else "composer/composition_list.html"
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response
+
+
+# --- the request form and its preview ------------------------------------------------------
+
+
+def _form_context(request: HttpRequest, form: CompositionRequestForm | None) -> dict[str, Any]:
+    if form is not None and form.is_bound:
+        form.mark_invalid()
+    return {
+        "form": form,
+        "device_models": (
+            Device.objects.exclude(model="")
+            .exclude(kind="cxl_memory")
+            .order_by("model")
+            .values_list("model", flat=True)
+            .distinct()
+        ),
+        "template_specs": form.template_specs() if form is not None else {},
+    }
+
+
+@login_required
+def composition_create(request: HttpRequest) -> HttpResponse:
+    """The request form. GET: the form (or, for read-only members, a notice). POST: create
+    via `composition_request` and go to the composition's page; bad input comes back as
+    field errors and creates nothing."""
+    tenants = writable_tenants(request.user)
+    operator = is_operator(request.user)
+    if request.method == "POST":
+        if not tenants.exists():
+            raise PermissionDenied("Read-only members cannot request compositions.")
+        form = CompositionRequestForm(request.POST, tenants=tenants, operator=operator)
+        if form.is_valid():
+            try:
+                composition = composition_request(
+                    tenant=form.cleaned_data["tenant"],
+                    requested_by=request.user,
+                    spec=form.spec(),
+                    name=form.cleaned_data["name"],
+                    template=form.cleaned_data["template"],
+                    idempotency_key=form.cleaned_data["idempotency_key"] or None,
+                    remote_addr=_remote_addr(request),
+                )
+            except ComposerError as exc:
+                form.add_composer_error(exc)
+            else:
+                logger.info("composition %s requested from the form", composition.pk)
+                return _redirect(
+                    request, reverse("composer:composition_detail", args=[composition.pk])
+                )
+        template = "composer/_composition_form.html" if _is_htmx(request) else None
+        return render(
+            request,
+            template or "composer/composition_form.html",
+            _form_context(request, form),
+            status=400,
+        )
+    form = CompositionRequestForm(tenants=tenants, operator=operator) if tenants.exists() else None
+    return render(request, "composer/composition_form.html", _form_context(request, form))
+
+
+@login_required
+@require_POST
+def composition_preview_view(request: HttpRequest) -> HttpResponse:
+    """The "Preview" button: the plan (or the rejection) the request would get now, as a
+    partial; nothing is written. Bad input re-draws the form with its field errors."""
+    tenants = writable_tenants(request.user)
+    if not tenants.exists():
+        raise PermissionDenied("Read-only members cannot request compositions.")
+    form = CompositionRequestForm(request.POST, tenants=tenants, operator=is_operator(request.user))
+    # The name is not needed to preview.
+    form.fields["name"].required = False
+    if form.is_valid():
+        try:
+            outcome = composition_preview(
+                tenant=form.cleaned_data["tenant"], spec=form.preview_spec()
+            )
+        except ComposerError as exc:
+            form.add_composer_error(exc)
+        else:
+            return render(
+                request,
+                "composer/_composition_preview.html",
+                {"plan": placement_as_dict(outcome), "is_preview": True},
+            )
+    response = render(
+        request, "composer/_composition_form.html", _form_context(request, form), status=400
+    )
+    response["HX-Retarget"] = "#composition-form"
+    response["HX-Reswap"] = "outerHTML"
+    return response
+
+
+# --- one composition -----------------------------------------------------------------------
+
+
+def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
+    composition = get_object_or_404(
+        Composition.objects.for_user(request.user).select_related(
+            "tenant", "host", "template", "requested_by"
+        ),
+        pk=pk,
+    )
+    allocations = list(
+        composition.allocations.select_related("device").order_by("released_at", "pk")
+    )
+    plan = composition.placement or {}
+    paths = {p["device"]: p for p in (plan.get("devices") or []) + (plan.get("memory") or [])}
+    rows = [{"allocation": a, "path": paths.get(f"device:{a.device_id}", {})} for a in allocations]
+    job = (
+        Job.objects.for_user(request.user)
+        .filter(target_type=COMPOSITION_TARGET, target_id=composition.pk)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    log_lines: list[Any] = []
+    if job is not None:
+        log_lines = list(reversed(job.log_lines.order_by("-at", "-id")[:LOG_LINES_SHOWN]))
+    job_finished = job is None or job.status in TERMINAL_JOB_STATUSES
+    return {
+        "composition": composition,
+        "rows": rows,
+        "plan": plan,
+        "history": list(composition.state_changes.select_related("actor").order_by("at", "id")),
+        "job": job,
+        "log_lines": log_lines,
+        "is_settled": composition.state in SETTLED_STATES and job_finished,
+        "can_write": can_write(request.user, composition),
+        "can_decompose": composition.state == CompositionState.READY,
+    }
+
+
+@login_required
+def composition_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One composition: state, host, devices and paths, the plan, history and current job;
+    the live part polls every 2 s until the composition settles."""
+    return render(request, "composer/composition_detail.html", _composition_context(request, pk))
+
+
+@login_required
+def composition_live(request: HttpRequest, pk: int) -> HttpResponse:
+    """The part of the composition page that changes (what htmx polls)."""
+    return render(request, "composer/_composition_live.html", _composition_context(request, pk))
+
+
+@login_required
+@require_POST
+def composition_decompose_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The confirmed "Decompose" button: queue the decompose job, back to the page."""
+    composition = get_object_or_404(Composition.objects.for_user(request.user), pk=pk)
+    if not can_write(request.user, composition):
+        raise PermissionDenied("Read-only members cannot decompose compositions.")
+    try:
+        job = composition_decompose(
+            composition=composition, actor=request.user, remote_addr=_remote_addr(request)
+        )
+    except ComposerError as exc:
+        messages.error(request, f"Could not decompose {composition.name}: {exc.message}")
+    else:
+        messages.success(request, f"Decomposing {composition.name} (job {job.pk}).")
+    return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))

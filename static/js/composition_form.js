@@ -1,0 +1,80 @@
+// The composition request form: picking a template fills the custom fields with its spec
+// and locks them; "Custom request" unlocks them. The server ignores the locked fields when
+// a template is chosen (the template's spec is used as is). Plain script (STYLE §9).
+"use strict";
+
+(() => {
+  const specsElement = document.getElementById("template-specs");
+  const templates = specsElement ? JSON.parse(specsElement.textContent) : {};
+  const AMOUNTS = ["memory_gib", "storage_tb", "cores", "host_memory_gib", "max_latency_ns"];
+
+  function setValue(form, name, value) {
+    const field = form.elements.namedItem(name);
+    if (!field) {
+      return;
+    }
+    if (field.type === "checkbox") {
+      field.checked = Boolean(value);
+    } else {
+      field.value = value === null || value === undefined || value === 0 ? "" : String(value);
+    }
+  }
+
+  function fill(form, spec) {
+    const rows = form.querySelectorAll("[data-item-row]").length;
+    for (let i = 0; i < rows; i += 1) {
+      const item = (spec.items || [])[i] || {};
+      setValue(form, `item_${i}_kind`, item.kind || "");
+      setValue(form, `item_${i}_model`, item.model || "");
+      setValue(form, `item_${i}_count`, item.count || "");
+      setValue(form, `item_${i}_min_memory_gib`, (item.minima || {}).memory_gib || "");
+    }
+    for (const name of AMOUNTS) {
+      setValue(form, name, spec[name]);
+    }
+    setValue(form, "host", spec.host || "");
+    setValue(form, "policy", spec.policy || "none");
+    setValue(form, "same_switch", spec.same_switch);
+    setValue(form, "critical", spec.critical);
+  }
+
+  function apply(form, fromChange) {
+    const select = form.elements.namedItem("template");
+    const fieldset = form.querySelector("#custom-fields");
+    const note = form.querySelector("#custom-fields-note");
+    const description = form.querySelector("#template-description");
+    if (!select || !fieldset) {
+      return;
+    }
+    const chosen = templates[select.value];
+    fieldset.disabled = Boolean(chosen);
+    fieldset.classList.toggle("opacity-75", Boolean(chosen));
+    if (note) {
+      note.textContent = chosen ? "from the template (pick Custom request to change them)" : "leave a row empty to skip it";
+    }
+    if (description) {
+      description.textContent = chosen ? chosen.description || "" : "";
+    }
+    if (chosen) {
+      fill(form, chosen.spec);
+    } else if (fromChange) {
+      fill(form, { items: [], policy: "none" });
+    }
+  }
+
+  function setUp(root) {
+    const form = root.querySelector ? root.querySelector("#composition-form") || (root.id === "composition-form" ? root : null) : null;
+    if (!form) {
+      return;
+    }
+    apply(form, false);
+    const select = form.elements.namedItem("template");
+    if (select) {
+      select.addEventListener("change", () => apply(form, true));
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", () => setUp(document));
+  // The form comes back as a partial when it has errors: set it up again.
+  document.addEventListener("htmx:afterSwap", (event) => setUp(event.detail.elt.parentNode || document));
+})();

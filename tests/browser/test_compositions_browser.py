@@ -1,0 +1,75 @@
+"""Compositions in a real browser (headless Chromium): alice previews the
+`inference-2gpu-bigmem` template, requests it and watches it become ready; carol cannot
+see it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from composer.models import Composition, Template
+from fabric.services.sync import inventory_sync
+from tests.fabric.simulated_world import simulated_manager
+
+pytestmark = pytest.mark.browser
+
+
+def _expect() -> Any:
+    from playwright.sync_api import expect
+
+    return expect
+
+
+def test_alice_previews_and_requests_a_template_and_carol_cannot_see_it(
+    login_page: Any, alice: Any, carol: Any
+) -> None:
+    expect = _expect()
+    inventory_sync(manager=simulated_manager())
+    template = Template(
+        name="inference-2gpu-bigmem",
+        slug="inference-2gpu-bigmem",
+        description="2 GPUs and 1 TiB of CXL memory",
+        # 600 ns, as in the issue: the tiny world satisfies it.
+        spec={"items": [{"kind": "gpu", "count": 2}], "memory_gib": 1024, "max_latency_ns": 600},
+    )
+    template.full_clean()
+    template.save()
+
+    page = login_page(alice)
+    page.click("nav >> text=Compositions")
+    page.click("#request-composition")
+    expect(page.locator("h1")).to_have_text("Request a composition")
+    page.fill("#id_name", "inference-1")
+    page.select_option("#id_template", label="inference-2gpu-bigmem")
+    # The template fills and locks the custom fields.
+    expect(page.locator("#id_memory_gib")).to_be_disabled()
+    expect(page.locator("#id_memory_gib")).to_have_value("1024")
+    expect(page.locator("#id_item_0_kind")).to_have_value("gpu")
+
+    page.click("#preview-button")
+    expect(page.locator("#placement-plan")).to_be_visible()
+    expect(page.locator("#placement-explanation li").first).to_be_visible()
+    expect(page.locator("#placement-devices")).to_contain_text(" ns")
+    assert not Composition.objects.exists()  # a preview writes nothing
+
+    page.click("#request-button")
+    page.wait_for_url(
+        lambda url: "/compositions/" in url and url.rstrip("/").split("/")[-1].isdigit()
+    )
+    composition = Composition.objects.get(name="inference-1")
+    expect(page.locator("h1")).to_have_text("inference-1")
+    # Ready at once (Celery is eager in tests) or after the first 2 s poll.
+    expect(page.locator("#composition-live")).to_have_attribute(
+        "data-state", "ready", timeout=10_000
+    )
+    expect(page.locator("#composition-devices tbody tr")).to_have_count(3)
+    expect(page.locator("#composition-history")).to_contain_text("alice")
+    expect(page.locator("#decompose-button")).to_be_visible()
+    detail_url = f"/compositions/{composition.pk}/"
+
+    other = login_page(carol)
+    assert other.goto(detail_url).status == 404
+    other.goto("/compositions/")
+    expect(other.locator("#composition-table")).to_be_visible()
+    expect(other.locator("#composition-table")).not_to_contain_text("inference-1")
