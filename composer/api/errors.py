@@ -181,3 +181,10 @@ def _api_exception_body(exc: exceptions.APIException) -> dict[str, Any]:
 
 def _non_field_key() -> str:
     return str(api_settings.NON_FIELD_ERRORS_KEY)
+
+
+class CompositionBusy(ComposerError):
+    """A decompose asked while the composition is still being placed or bound (409)."""
+
+    code = "composition_busy"
+    status_code = 409

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from composer.errors import SpecError
+from composer.querysets import TenantScopedQuerySet
 from composer.specs import spec_normalise
 from fabric.choices import DeviceKind
 from fabric.models.base import TimeStampedModel
@@ -60,6 +61,8 @@ class Quota(TimeStampedModel):
     max_count = models.PositiveIntegerField(null=True, blank=True)
     max_memory_gib = models.PositiveIntegerField(null=True, blank=True)
     max_storage_tb = models.FloatField(null=True, blank=True)
+
+    objects = TenantScopedQuerySet.as_manager()
 
     class Meta:
         ordering = ["tenant__name", "kind", "model"]

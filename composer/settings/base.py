@@ -175,6 +175,8 @@ SPECTACULAR_SETTINGS = {
         "HealthEnum": "fabric.choices.Health",
         "JobKindEnum": "composer.choices.JobKind",
         "JobStatusEnum": "composer.choices.JobStatus",
+        "CompositionStateEnum": "composer.choices.CompositionState",
+        "AllocationStateEnum": "composer.choices.AllocationState",
     },
     # The shared error shape and each operation's error responses (composer.api.schema).
     "POSTPROCESSING_HOOKS": [

@@ -199,3 +199,37 @@ def test_a_large_fabric_can_be_generated_by_device_count(db: None) -> None:
 def test_bad_sizes_are_refused_naming_the_option(db: None) -> None:
     with pytest.raises(CommandError, match="racks"):
         call_command("seed_demo", "--racks", "0", verbosity=0)
+
+
+@pytest.mark.usefixtures("seeded")
+def test_the_demo_has_the_issues_templates_and_each_fits_the_empty_demo_fabric() -> None:
+    from composer.models import Quota, Template
+    from composer.placement.request import Placement
+    from composer.services.compositions import composition_preview
+
+    templates = {t.slug: t for t in Template.objects.all()}
+    assert {"training-8gpu", "inference-2gpu-bigmem"} <= set(templates)
+    assert len(templates) >= 4 and all(t.is_active for t in templates.values())
+    training = templates["training-8gpu"].spec
+    assert training["items"] == [
+        {"kind": "gpu", "model": "H100 PCIe 80GB", "count": 8, "minima": {}}
+    ]
+    assert (training["same_switch"], training["cores"], training["storage_tb"]) == (True, 32, 4)
+    bigmem = templates["inference-2gpu-bigmem"].spec
+    assert bigmem["items"][0]["count"] == 2 and bigmem["memory_gib"] == 1024
+    assert bigmem["max_latency_ns"] == 600
+    acme = Tenant.objects.get(slug="acme")
+    for template in templates.values():
+        outcome = composition_preview(tenant=acme, spec=template.spec)
+        assert isinstance(outcome, Placement), (template.slug, outcome)
+    assert set(Quota.objects.values_list("tenant__slug", flat=True)) == {"acme", "globex"}
+
+
+def test_a_second_seed_changes_no_template_or_quota(db: None, settings: Any) -> None:
+    from composer.services.demo import demo_seed
+
+    settings.COMPOSER_DEMO_PASSWORD = "s3cret-demo"
+    first = demo_seed(sync=False)
+    second = demo_seed(sync=False)
+    assert first.templates_changed and first.quotas_changed
+    assert (second.templates_changed, second.quotas_changed) == ([], [])

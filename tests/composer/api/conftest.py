@@ -14,3 +14,7 @@ def _fresh_throttles() -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()
+
+
+# The synchronised tiny simulated world of the composition service tests.
+from tests.composer.services.conftest import driver, synced  # noqa: E402, F401

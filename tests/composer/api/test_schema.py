@@ -28,6 +28,14 @@ ENDPOINTS = [
     "/api/v1/power-feeds/",
     "/api/v1/jobs/",
     "/api/v1/jobs/{id}/",
+    "/api/v1/templates/",
+    "/api/v1/templates/{slug}/",
+    "/api/v1/quotas/",
+    "/api/v1/quotas/{id}/",
+    "/api/v1/compositions/",
+    "/api/v1/compositions/{id}/",
+    "/api/v1/compositions/preview/",
+    "/api/v1/compositions/{id}/decompose/",
 ]
 
 
