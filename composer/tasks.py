@@ -8,6 +8,7 @@ a no-op.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
@@ -22,31 +23,41 @@ from fabric.models import FabricManager
 logger = logging.getLogger(__name__)
 
 SYNC_MAX_RETRIES = 5
+COMPOSE_MAX_RETRIES = 5
+
+# Every job task: redelivered if its worker dies (acks_late + reject_on_worker_lost; the
+# runner's compare-and-set makes a duplicate harmless), retried with jittered back-off on
+# JobRetry (a transient driver error), stopped at its hard limit.
+JOB_TASK = {
+    "bind": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (JobRetry,),
+    "retry_jitter": True,
+}
+
+
+def _run_job(task: Any, job_id: int, run: Callable[..., Job], what: str) -> None:
+    """Load job `job_id` and `run` it. On the last allowed attempt a transient error fails
+    the job instead of retrying, so the job always ends with a status."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None:
+        logger.warning("%s job %s does not exist; nothing to do", what, job_id)
+        return
+    run(job, retryable=task.request.retries < task.max_retries)
 
 
 @shared_task(
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
+    **JOB_TASK,
     soft_time_limit=600,
     time_limit=660,
-    autoretry_for=(JobRetry,),
     max_retries=SYNC_MAX_RETRIES,
     retry_backoff=5,
     retry_backoff_max=300,
-    retry_jitter=True,
 )
 def inventory_sync_task(self: Any, job_id: int) -> None:
-    """Run inventory-sync job `job_id`; transient driver errors retry with back-off.
-
-    On the last allowed attempt a transient error fails the job instead of retrying, so
-    the job always ends with a status.
-    """
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        logger.warning("inventory sync job %s does not exist; nothing to do", job_id)
-        return
-    inventory_sync_run(job, retryable=self.request.retries < self.max_retries)
+    """Run inventory-sync job `job_id`; transient driver errors retry with back-off."""
+    _run_job(self, job_id, inventory_sync_run, "inventory sync")
 
 
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
@@ -68,50 +79,27 @@ def jobs_sweep_stale_task() -> int:
     return swept
 
 
-COMPOSE_MAX_RETRIES = 5
-
-
 @shared_task(
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
+    **JOB_TASK,
     soft_time_limit=300,
     time_limit=360,
-    autoretry_for=(JobRetry,),
     max_retries=COMPOSE_MAX_RETRIES,
     retry_backoff=2,
     retry_backoff_max=60,
-    retry_jitter=True,
 )
 def composition_compose_task(self: Any, job_id: int) -> None:
-    """Run compose job `job_id`: bind, verify, ready; roll back on a permanent failure.
-
-    Transient driver errors retry with back-off; on the last attempt they fail the job
-    (and roll the composition back) instead, so the job always ends with a status.
-    """
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        logger.warning("compose job %s does not exist; nothing to do", job_id)
-        return
-    composition_compose_run(job, retryable=self.request.retries < self.max_retries)
+    """Run compose job `job_id`: bind, verify, ready; roll back on a permanent failure."""
+    _run_job(self, job_id, composition_compose_run, "compose")
 
 
 @shared_task(
-    bind=True,
-    acks_late=True,
-    reject_on_worker_lost=True,
+    **JOB_TASK,
     soft_time_limit=300,
     time_limit=360,
-    autoretry_for=(JobRetry,),
     max_retries=COMPOSE_MAX_RETRIES,
     retry_backoff=2,
     retry_backoff_max=60,
-    retry_jitter=True,
 )
 def composition_decompose_task(self: Any, job_id: int) -> None:
     """Run decompose job `job_id`: unbind, release, RELEASED. Transient errors retry."""
-    job = Job.objects.filter(pk=job_id).first()
-    if job is None:
-        logger.warning("decompose job %s does not exist; nothing to do", job_id)
-        return
-    composition_decompose_run(job, retryable=self.request.retries < self.max_retries)
+    _run_job(self, job_id, composition_decompose_run, "decompose")
