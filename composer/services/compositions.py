@@ -17,7 +17,6 @@ from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, Q, Sum
 
 from composer.choices import (
     ACTIVE_COMPOSITION_STATES,
@@ -25,18 +24,21 @@ from composer.choices import (
     JobKind,
     JobStatus,
 )
-from composer.errors import ClaimConflict, InvalidTransition, QuotaExceeded, SpecError
-from composer.models import Allocation, Composition, Job, Quota, StateChange, Template, Tenant
+from composer.errors import ClaimConflict, InvalidTransition, SpecError
+from composer.models import Allocation, Composition, Job, StateChange, Template, Tenant
 from composer.placement.engine import place
 from composer.placement.load import build_snapshot
 from composer.placement.request import DevicePick, Placement, Rejection
 from composer.placement.snapshot import Snapshot
 from composer.services.allocations import Claim, allocations_claim
+from composer.services.composition_checks import (
+    composition_check_fabric,
+    composition_check_quotas,
+)
 from composer.services.jobs import _enqueue
 from composer.specs import spec_normalise, spec_to_request
 from composer.states import composition_transition
-from fabric.choices import ComponentState, DeviceKind, DeviceState
-from fabric.models import Device, Host
+from fabric.models import Host
 
 logger = logging.getLogger(__name__)
 
@@ -53,134 +55,6 @@ COMPOSITION_TARGET = "composition"
 # that lost a claim then re-places on a snapshot that includes the winner's claim, so
 # concurrent requests get every free device instead of colliding on the same first choice.
 PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
-KIND_LABELS = dict(DeviceKind.choices)
-
-
-# --- validation against the fabric ------------------------------------------------------
-
-
-def _resolve_host(value: Any) -> Host | None:
-    if value is None:
-        return None
-    hosts = Host.objects.exclude(state=ComponentState.ABSENT)
-    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-        host = hosts.filter(pk=int(value)).first()
-        if host is None:
-            raise SpecError(f"There is no host with id {value}.", field="host")
-        return host
-    matches = list(hosts.filter(name=value)[:2])
-    if not matches:
-        raise SpecError(f"There is no host named {value!r}.", field="host")
-    if len(matches) > 1:
-        raise SpecError(f"Several hosts are named {value!r}; give its id.", field="host")
-    return matches[0]
-
-
-def _check_against_fabric(spec: Mapping[str, Any]) -> Host | None:
-    """SpecError for what the fabric can never satisfy: unknown models, more devices, GiB,
-    TB or cores than exist at all, a host that does not exist. Returns the asked-for host."""
-    present = Device.objects.exclude(state=DeviceState.ABSENT)
-    totals = {
-        (row["kind"], row["model"]): row
-        for row in present.values("kind", "model").annotate(
-            n=Count("id"), gib=Sum("memory_gib"), gb=Sum("capacity_gb")
-        )
-    }
-    for index, item in enumerate(spec["items"]):
-        kind, model = item["kind"], item["model"]
-        label = KIND_LABELS.get(kind, kind)
-        of_kind = {m: row["n"] for (k, m), row in totals.items() if k == kind}
-        if model is not None and model not in of_kind:
-            known = ", ".join(sorted(m for m in of_kind if m)) or "none"
-            raise SpecError(
-                f"Unknown {label} model {model!r}; the fabric has: {known}.",
-                field=f"items[{index}].model",
-            )
-        have = of_kind.get(model, 0) if model is not None else sum(of_kind.values())
-        if item["count"] > have:
-            what = f"{label}s ({model})" if model else f"{label}s"
-            raise SpecError(
-                f"The fabric has {have} {what} in all; {item['count']} asked.",
-                field=f"items[{index}].count",
-            )
-    memory = sum(row["gib"] or 0 for (k, _), row in totals.items() if k == DeviceKind.CXL_MEMORY)
-    if spec["memory_gib"] > memory:
-        raise SpecError(
-            f"The fabric has {memory:,} GiB of CXL memory in all; {spec['memory_gib']:,} asked.",
-            field="memory_gib",
-        )
-    storage_tb = sum(row["gb"] or 0 for (k, _), row in totals.items() if k == DeviceKind.NVME)
-    storage_tb /= 1000
-    if spec["storage_tb"] > storage_tb:
-        raise SpecError(
-            f"The fabric has {storage_tb:,.1f} TB of NVMe in all; {spec['storage_tb']:,} asked.",
-            field="storage_tb",
-        )
-    host = _resolve_host(spec["host"])
-    if spec["cores"]:
-        hosts = [host] if host else Host.objects.exclude(state=ComponentState.ABSENT)
-        most = max((h.cores for h in hosts), default=0)
-        if spec["cores"] > most:
-            raise SpecError(
-                f"No host has {spec['cores']} cores; the largest has {most}.", field="cores"
-            )
-    return host
-
-
-# --- quotas -------------------------------------------------------------------------------
-
-
-def _quota_check(tenant: Tenant, spec: Mapping[str, Any]) -> None:
-    """QuotaExceeded naming the quota and the excess when the request does not fit."""
-    quotas = list(Quota.objects.filter(tenant=tenant))
-    if not quotas:
-        return
-    held = (
-        Allocation.objects.filter(
-            composition__tenant=tenant,
-            composition__state__in=ACTIVE_COMPOSITION_STATES,
-            released_at__isnull=True,
-        )
-        .values("device__kind", "device__model")
-        .annotate(
-            whole=Count("id", filter=Q(gib__isnull=True)),
-            sliced_gib=Sum("gib"),
-            whole_gb=Sum("device__capacity_gb", filter=Q(gib__isnull=True)),
-        )
-    )
-    in_use: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for row in held:
-        for key in ((row["device__kind"], row["device__model"]), (row["device__kind"], "")):
-            in_use[key]["n"] += row["whole"] or 0
-            in_use[key]["gib"] += row["sliced_gib"] or 0
-            in_use[key]["tb"] += (row["whole_gb"] or 0) / 1000
-    for quota in quotas:
-        used = in_use[(quota.kind, quota.model)]
-        checks: list[tuple[float | None, float, float, str, str]] = []
-        if quota.max_count is not None:
-            asked = 0
-            field = ""
-            for index, item in enumerate(spec["items"]):
-                if item["kind"] == quota.kind and (not quota.model or item["model"] == quota.model):
-                    asked += item["count"]
-                    field = field or f"items[{index}].count"
-            checks.append((quota.max_count, used["n"], asked, "", field))
-        if quota.max_memory_gib is not None and quota.kind == DeviceKind.CXL_MEMORY:
-            checks.append(
-                (quota.max_memory_gib, used["gib"], spec["memory_gib"], " GiB", "memory_gib")
-            )
-        if quota.max_storage_tb is not None and quota.kind == DeviceKind.NVME:
-            checks.append(
-                (quota.max_storage_tb, used["tb"], spec["storage_tb"], " TB", "storage_tb")
-            )
-        for limit, current, asked, unit, field in checks:
-            if asked and limit is not None and current + asked > limit:
-                raise QuotaExceeded(
-                    f"Over the {quota.label} quota of {tenant.name} by "
-                    f"{current + asked - limit:g}{unit}: {limit:g}{unit} allowed, "
-                    f"{current:g}{unit} in use, {asked:g}{unit} asked.",
-                    field=field,
-                )
 
 
 # --- placement ----------------------------------------------------------------------------
@@ -295,8 +169,8 @@ def composition_preview(*, tenant: Tenant, spec: Mapping[str, Any]) -> Placement
     Raises SpecError / QuotaExceeded (with `field`) for bad input or a request over quota.
     """
     clean = spec_normalise(spec)
-    host = _check_against_fabric(clean)
-    _quota_check(tenant, clean)
+    host = composition_check_fabric(spec=clean)
+    composition_check_quotas(tenant=tenant, spec=clean)
     return _place(tenant, clean, host)
 
 
@@ -336,7 +210,7 @@ def composition_request(
         raise SpecError(f"Template {template.name} is not available.", field="template")
     raw = {**(template.spec if template else {}), **(spec or {})}
     clean = spec_normalise(raw)
-    host = _check_against_fabric(clean)
+    host = composition_check_fabric(spec=clean)
     try:
         with transaction.atomic():
             # One request per tenant at a time: quotas are checked against settled holdings.
@@ -345,7 +219,7 @@ def composition_request(
                 first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
                 if first is not None:
                     return first
-            _quota_check(tenant, clean)
+            composition_check_quotas(tenant=tenant, spec=clean)
             composition = _create(tenant, requested_by, name, template, clean, key, remote_addr)
             _place_and_claim(composition, clean, host, requested_by, remote_addr)
     except IntegrityError:
