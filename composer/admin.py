@@ -24,6 +24,7 @@ from composer.models import (
     Tenant,
 )
 from composer.services.jobs import job_cancel
+from fabric.admin import ReadOnlyAdmin
 
 
 class MembershipInline(admin.TabularInline):
@@ -178,21 +179,8 @@ class StateChangeInline(_ReadOnlyInline):
     ordering = ("at", "id")
 
 
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    """Written only by services and jobs (state machines, rule 1): the admin reads."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
 @admin.register(Composition)
-class CompositionAdmin(_ReadOnlyAdmin):
+class CompositionAdmin(ReadOnlyAdmin):
     list_display = ("id", "name", "tenant", "state", "host", "requested_by", "created_at")
     list_filter = ("state", "tenant")
     search_fields = ("name", "failure_reason")
@@ -202,7 +190,7 @@ class CompositionAdmin(_ReadOnlyAdmin):
 
 
 @admin.register(Allocation)
-class AllocationAdmin(_ReadOnlyAdmin):
+class AllocationAdmin(ReadOnlyAdmin):
     list_display = ("id", "composition", "device", "gib", "state", "binding_id", "released_at")
     list_filter = ("state",)
     list_select_related = ("composition", "device")
@@ -210,7 +198,7 @@ class AllocationAdmin(_ReadOnlyAdmin):
 
 
 @admin.register(StateChange)
-class StateChangeAdmin(_ReadOnlyAdmin):
+class StateChangeAdmin(ReadOnlyAdmin):
     list_display = ("at", "composition", "from_state", "to_state", "actor", "remote_addr")
     list_filter = ("to_state",)
     list_select_related = ("composition", "actor")

@@ -390,8 +390,9 @@ class PoolAdmin(AuditedAdmin):
         pools_assign(actor=request.user, source="admin")
 
 
-class DerivedAdmin(admin.ModelAdmin):
-    """Read-only: derived from the topology by `domains_refresh` at every inventory sync."""
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by services, jobs or discovery (audit trails, derived data, state
+    machines): the admin reads them, never adds, changes or deletes."""
 
     show_full_result_count = False
 
@@ -403,6 +404,10 @@ class DerivedAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class DerivedAdmin(ReadOnlyAdmin):
+    """Read-only: derived from the topology by `domains_refresh` at every inventory sync."""
 
 
 @admin.register(FailureDomain)
@@ -423,7 +428,7 @@ class DeviceDomainAdmin(DerivedAdmin):
 
 
 @admin.register(ChangeRecord)
-class ChangeRecordAdmin(admin.ModelAdmin):
+class ChangeRecordAdmin(ReadOnlyAdmin):
     """The audit trail: append-only, so read-only here."""
 
     list_display = (
@@ -440,16 +445,6 @@ class ChangeRecordAdmin(admin.ModelAdmin):
     search_fields = ("target_label", "message", "source")
     date_hierarchy = "at"
     list_select_related = ("actor",)
-    show_full_result_count = False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(SimulatedFabric)
