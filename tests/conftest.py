@@ -13,16 +13,18 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
 from composer.choices import Role
 from tests.factories.composer import PASSWORD, MembershipFactory, TenantFactory, UserFactory
+from tests.factories.fabric import SmallFabric, fabric_small
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -83,6 +85,29 @@ def carol(globex: Any) -> Any:
     user = UserFactory(username="carol")
     MembershipFactory(user=user, tenant=globex, role=Role.MEMBER)
     return user
+
+
+@pytest.fixture
+def small(db: None) -> SmallFabric:
+    """The two-switch, two-rack fabric of tests/factories/fabric.py."""
+    return fabric_small()
+
+
+@pytest.fixture
+def client_as(client: Client) -> Callable[[Any], Client]:
+    """`client_as(user)`: the test client with that user logged in (a real session)."""
+
+    def login(user: Any) -> Client:
+        client.force_login(user)
+        return client
+
+    return login
+
+
+@pytest.fixture
+def persona(request: pytest.FixtureRequest) -> Callable[[str], Any]:
+    """`persona("alice")`: the persona fixture of that name."""
+    return request.getfixturevalue
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from composer.choices import CompositionState
 from composer.models import Allocation, Composition, Job, StateChange, Template
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
-from tests.composer.views.conftest import PERSONAS
+from tests.support.personas import PERSONAS
 
 pytestmark = pytest.mark.django_db
 

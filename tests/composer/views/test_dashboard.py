@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from fabric.choices import DeviceState, Health, LinkState
 from fabric.models import Device
-from tests.composer.views.conftest import PERSONAS, TENANTS
 from tests.factories.fabric import DeviceFactory, SmallFabric
+from tests.support.personas import PERSONAS, TENANTS
 
 pytestmark = pytest.mark.django_db
 

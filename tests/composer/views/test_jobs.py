@@ -13,9 +13,9 @@ from django.utils import timezone
 from composer.choices import JobStatus
 from composer.models import Job, JobLogLine
 from fabric.models import FabricManager
-from tests.composer.views.conftest import TENANTS
 from tests.factories.composer import JobFactory
 from tests.factories.fabric import SmallFabric
+from tests.support.personas import TENANTS
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from fabric.choices import DeviceState, Health
 from fabric.models import Device
-from tests.composer.views.conftest import PERSONAS, TENANTS
 from tests.factories.fabric import DeviceFactory, SmallFabric
+from tests.support.personas import PERSONAS, TENANTS
 
 pytestmark = pytest.mark.django_db
 

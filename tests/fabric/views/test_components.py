@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
 from fabric.models import ChangeRecord
-from tests.fabric.views.conftest import TENANTS
 from tests.factories.fabric import EnclosureFactory, HostFactory, SmallFabric, SwitchFactory
+from tests.support.personas import TENANTS
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from fabric.choices import ChangeAction, DeviceKind, DeviceState, Health, LinkState
 from fabric.models import ChangeRecord, Device
-from tests.fabric.views.conftest import PERSONAS, TENANTS
 from tests.factories.fabric import (
     DeviceFactory,
     EnclosureFactory,
@@ -22,6 +21,7 @@ from tests.factories.fabric import (
     RackFactory,
     SmallFabric,
 )
+from tests.support.personas import PERSONAS, TENANTS
 
 pytestmark = pytest.mark.django_db
 

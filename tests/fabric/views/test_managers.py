@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from fabric.models import FabricManager
-from tests.fabric.views.conftest import TENANTS
 from tests.factories.fabric import SmallFabric
+from tests.support.personas import TENANTS
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 from fabric.models import FailureDomain
 from fabric.services.domains import domains_refresh
-from tests.fabric.views.conftest import TENANTS
 from tests.factories.fabric import SmallFabric, fabric_small
+from tests.support.personas import TENANTS
 
 pytestmark = pytest.mark.django_db
 
