@@ -15,8 +15,9 @@ from composer.models import Allocation, Quota
 def quota_usage(quotas: Iterable[Quota]) -> dict[int, dict[str, Any]]:
     """{quota id: {count, memory_gib, storage_tb}} held by the quota's tenant now.
 
-    Counts what `composer.services.compositions` counts for the quota check: the
-    unreleased allocations of the tenant's active compositions. One query for any number
+    The one count of quota usage: the quota list shows it and the request's quota check
+    (composer.services.composition_checks) enforces it. It is the unreleased allocations of
+    the tenant's active compositions. One query for any number
     of quotas.
     """
     quotas = list(quotas)

@@ -5,15 +5,14 @@ raises a ComposerError subclass naming the field and, for quotas, by how much.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Sum
 
-from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.errors import QuotaExceeded, SpecError
-from composer.models import Allocation, Quota, Tenant
+from composer.models import Quota, Tenant
+from composer.selectors.quotas import quota_usage
 from fabric.choices import ComponentState, DeviceKind, DeviceState
 from fabric.models import Device, Host
 
@@ -98,27 +97,9 @@ def composition_check_quotas(*, tenant: Tenant, spec: Mapping[str, Any]) -> None
     quotas = list(Quota.objects.filter(tenant=tenant))
     if not quotas:
         return
-    held = (
-        Allocation.objects.filter(
-            composition__tenant=tenant,
-            composition__state__in=ACTIVE_COMPOSITION_STATES,
-            released_at__isnull=True,
-        )
-        .values("device__kind", "device__model")
-        .annotate(
-            whole=Count("id", filter=Q(gib__isnull=True)),
-            sliced_gib=Sum("gib"),
-            whole_gb=Sum("device__capacity_gb", filter=Q(gib__isnull=True)),
-        )
-    )
-    in_use: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for row in held:
-        for key in ((row["device__kind"], row["device__model"]), (row["device__kind"], "")):
-            in_use[key]["n"] += row["whole"] or 0
-            in_use[key]["gib"] += row["sliced_gib"] or 0
-            in_use[key]["tb"] += (row["whole_gb"] or 0) / 1000
+    usage = quota_usage(quotas)
     for quota in quotas:
-        used = in_use[(quota.kind, quota.model)]
+        used = usage[quota.pk]
         checks: list[tuple[float | None, float, float, str, str]] = []
         if quota.max_count is not None:
             asked = 0
@@ -127,14 +108,14 @@ def composition_check_quotas(*, tenant: Tenant, spec: Mapping[str, Any]) -> None
                 if item["kind"] == quota.kind and (not quota.model or item["model"] == quota.model):
                     asked += item["count"]
                     field = field or f"items[{index}].count"
-            checks.append((quota.max_count, used["n"], asked, "", field))
+            checks.append((quota.max_count, used["count"], asked, "", field))
         if quota.max_memory_gib is not None and quota.kind == DeviceKind.CXL_MEMORY:
             checks.append(
-                (quota.max_memory_gib, used["gib"], spec["memory_gib"], " GiB", "memory_gib")
+                (quota.max_memory_gib, used["memory_gib"], spec["memory_gib"], " GiB", "memory_gib")
             )
         if quota.max_storage_tb is not None and quota.kind == DeviceKind.NVME:
             checks.append(
-                (quota.max_storage_tb, used["tb"], spec["storage_tb"], " TB", "storage_tb")
+                (quota.max_storage_tb, used["storage_tb"], spec["storage_tb"], " TB", "storage_tb")
             )
         for limit, current, asked, unit, field in checks:
             if asked and limit is not None and current + asked > limit:
