@@ -14,7 +14,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -23,6 +23,7 @@ from django.views.decorators.http import require_POST
 
 from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, Role
 from composer.errors import ComposerError
+from composer.filters import CompositionFilterSet
 from composer.forms.compositions import CompositionFilterForm, CompositionRequestForm
 from composer.models import Composition, Job, Membership, Tenant
 from composer.services.compositions import (
@@ -112,18 +113,17 @@ def composition_list(request: HttpRequest) -> HttpResponse:
             label = form.fields[name].label if name in form.fields else name
             errors.extend(f"{label or name.capitalize()}: {m}" for m in messages)
     else:
-        data = form.cleaned_data
-        compositions = Composition.objects.for_user(request.user).select_related(
-            "tenant", "host", "template", "requested_by"
-        )
-        if data["state"]:
-            compositions = compositions.filter(state=data["state"])
-        if data.get("tenant"):
-            compositions = compositions.filter(tenant=data["tenant"])
-        if data["template"]:
-            compositions = compositions.filter(template=data["template"])
-        if data["q"]:
-            compositions = compositions.filter(Q(name__icontains=data["q"].strip()))
+        # The form checks and draws the filters; the API's FilterSet applies them, so a
+        # filter means the same on the page and in /api/v1/compositions/.
+        query = request.GET.copy()
+        if not operator:
+            query.pop("tenant", None)
+        compositions = CompositionFilterSet(
+            query,
+            queryset=Composition.objects.for_user(request.user).select_related(
+                "tenant", "host", "template", "requested_by"
+            ),
+        ).qs
         try:
             page = paginate(
                 compositions.order_by("-created_at", "-id"),
