@@ -15,6 +15,8 @@ from composer.errors import ComposerError
 from composer.models import (
     Allocation,
     Composition,
+    Event,
+    EventAudience,
     Job,
     JobLogLine,
     Membership,
@@ -202,4 +204,32 @@ class StateChangeAdmin(ReadOnlyAdmin):
     list_display = ("at", "composition", "from_state", "to_state", "actor", "remote_addr")
     list_filter = ("to_state",)
     list_select_related = ("composition", "actor")
+    show_full_result_count = False
+
+
+class EventAudienceInline(admin.TabularInline):
+    model = EventAudience
+    extra = 0
+    can_delete = False
+    readonly_fields = ("tenant",)
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    """The event log, read-only: it is the replay source, so nobody edits it by hand."""
+
+    list_display = ("id", "at", "type", "composition", "job", "published_at")
+    list_filter = ("type",)
+    list_select_related = ("composition", "job")
+    inlines = [EventAudienceInline]
+    show_full_result_count = False
+
+
+@admin.register(EventAudience)
+class EventAudienceAdmin(ReadOnlyAdmin):
+    list_display = ("event", "tenant")
+    list_select_related = ("event", "tenant")
     show_full_result_count = False

@@ -15,6 +15,7 @@ class JobKind(models.TextChoices):
     INVENTORY_SYNC = "inventory_sync", "Inventory sync"  # diff a manager's report into the tables
     COMPOSE = "compose", "Compose"  # bind a composition's reserved devices, verify, ready
     DECOMPOSE = "decompose", "Decompose"  # unbind a composition's devices and release them
+    HEAL = "heal", "Self-heal"  # replace a degraded composition's failed devices from spares
 
 
 class CompositionState(models.TextChoices):
@@ -24,6 +25,8 @@ class CompositionState(models.TextChoices):
     PLACING = "placing", "Placing"  # placed; its devices are claimed (reserved) in the database
     BINDING = "binding", "Binding"  # the compose job binds the devices through the driver
     READY = "ready", "Ready"  # every device is bound to the host and verified
+    DEGRADED = "degraded", "Degraded"  # ready, but a device or the path to it is unhealthy
+    HEALING = "healing", "Healing"  # a self-heal job replaces the unhealthy devices
     DECOMPOSING = "decomposing", "Decomposing"  # the decompose job unbinds and releases
     RELEASED = "released", "Released"  # nothing bound, nothing held: the end of a good life
     FAILED = "failed", "Failed"  # compose failed; what it bound was undone (see failure_reason)
@@ -37,6 +40,8 @@ ACTIVE_COMPOSITION_STATES = frozenset(
         CompositionState.PLACING,
         CompositionState.BINDING,
         CompositionState.READY,
+        CompositionState.DEGRADED,
+        CompositionState.HEALING,
         CompositionState.DECOMPOSING,
     }
 )
@@ -57,3 +62,13 @@ class JobStatus(models.TextChoices):
 
 
 TERMINAL_JOB_STATUSES = frozenset({JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+
+class EventType(models.TextChoices):
+    """What an Event row (and the websocket message made from it) is about."""
+
+    COMPOSITION_STATE = "composition.state", "Composition state"  # a lifecycle transition
+    JOB_PROGRESS = "job.progress", "Job progress"  # progress %, message, new log lines, end
+    FABRIC_ALERT = "fabric.alert", "Alert"  # an alert opened, changed or closed
+    ALERT_ACKNOWLEDGED = "alert.acknowledged", "Alert acknowledged"  # who and when
+    DEVICE_HEALTH = "device.health", "Device health"  # an element's health or state changed

@@ -6,7 +6,7 @@ A spec is the JSON a tenant sends (form, API, template):
                 "minima": {"memory_gib": 80}}],
      "memory_gib": 1024, "storage_tb": 4, "cores": 32, "host_memory_gib": 256,
      "host": null, "max_latency_ns": 600, "policy": "switch",
-     "same_switch": false, "critical": false}
+     "same_switch": false, "critical": false, "self_heal": false}
 
 `spec_normalise()` checks the shape only (types, ranges, known device kinds and policies)
 and raises `SpecError` naming the field (`items[0].count`, `memory_gib`...). What needs the
@@ -49,6 +49,7 @@ KEYS = (
     "policy",
     "same_switch",
     "critical",
+    "self_heal",
 )
 
 
@@ -168,6 +169,9 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
     spec["policy"] = policy
     spec["same_switch"] = _flag(raw.get("same_switch", False), "same_switch")
     spec["critical"] = _flag(raw.get("critical", False), "critical")
+    # Opt-in: when a device of the composition fails, a heal job replaces it from the same
+    # pool under the same policy (composer.services.heal). Not a placement constraint.
+    spec["self_heal"] = _flag(raw.get("self_heal", False), "self_heal")
     if (
         not (spec["items"] or spec["memory_gib"] or spec["storage_tb"] or spec["cores"])
         and not (spec["host_memory_gib"])

@@ -73,7 +73,13 @@ COMPOSITION_ALLOWED: dict[CompositionState, frozenset[CompositionState]] = {
     _C.PLACING: frozenset({_C.BINDING, _C.REJECTED, _C.FAILED}),
     # BINDING -> FAILED only after the compose job undid what it bound.
     _C.BINDING: frozenset({_C.READY, _C.FAILED}),
-    _C.READY: frozenset({_C.DECOMPOSING}),
+    # READY -> DEGRADED: a device it holds (or the path to it) failed or degraded.
+    _C.READY: frozenset({_C.DECOMPOSING, _C.DEGRADED}),
+    # DEGRADED -> READY: the fault cleared by itself; -> HEALING: a self-heal job started.
+    _C.DEGRADED: frozenset({_C.READY, _C.HEALING, _C.DECOMPOSING}),
+    # HEALING -> READY: the failed devices were replaced; -> DEGRADED: no spare, or the
+    # replacement failed and was rolled back (the composition keeps what still works).
+    _C.HEALING: frozenset({_C.READY, _C.DEGRADED}),
     _C.DECOMPOSING: frozenset({_C.RELEASED}),
     _C.RELEASED: frozenset(),
     # FAILED -> DECOMPOSING: a rollback that could not unbind everything left allocations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from composer.models.compositions import Allocation, Composition, StateChange
+from composer.models.events import Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
@@ -10,6 +11,8 @@ from composer.models.tenancy import Membership, Tenant
 __all__ = [
     "Allocation",
     "Composition",
+    "Event",
+    "EventAudience",
     "Job",
     "JobLogLine",
     "Membership",

@@ -26,6 +26,8 @@ class Composition(TimeStampedModel):
         REQUESTED -> PLACING -> BINDING -> READY -> DECOMPOSING -> RELEASED
         REQUESTED | PLACING -> REJECTED          (no placement; reason and funnel kept)
         REQUESTED | PLACING | BINDING -> FAILED  (after the rollback of what was bound)
+        READY -> DEGRADED -> HEALING -> READY    (a device failed; self-heal replaced it)
+        DEGRADED -> READY | DECOMPOSING          (the fault cleared; or the tenant let go)
 
     `spec` is the normalised request (`composer.specs`); `placement` the plan (host,
     devices, slices, score, explanation, funnel) or, when rejected, the rejection.

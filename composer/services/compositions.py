@@ -381,10 +381,11 @@ def composition_decompose(
             CompositionState.REQUESTED,
             CompositionState.PLACING,
             CompositionState.BINDING,
+            CompositionState.HEALING,
         ):
             raise InvalidTransition(
                 f"Composition {locked.name} is still {state.label.lower()}; decompose it once "
-                "it is ready (or it fails and rolls back by itself).",
+                "it is ready or degraded (or it fails and rolls back by itself).",
                 field="state",
             )
         has_allocations = locked.allocations.filter(released_at__isnull=True).exists()
@@ -397,7 +398,7 @@ def composition_decompose(
             ).first()
             if pending is not None:
                 return pending
-        elif state == CompositionState.READY or (
+        elif state in (CompositionState.READY, CompositionState.DEGRADED) or (
             state == CompositionState.FAILED and has_allocations
         ):
             composition_transition(

@@ -249,6 +249,8 @@ _COMPOSITION_STYLE: dict[str, tuple[str, str]] = {
     CompositionState.PLACING: ("info", "signpost-split"),
     CompositionState.BINDING: ("primary", "arrow-repeat"),
     CompositionState.READY: ("success", "check-circle"),
+    CompositionState.DEGRADED: ("warning", "exclamation-triangle"),
+    CompositionState.HEALING: ("info", "bandaid"),
     CompositionState.DECOMPOSING: ("warning", "box-arrow-up"),
     CompositionState.RELEASED: ("dark", "archive"),
     CompositionState.FAILED: ("danger", "x-octagon"),

@@ -273,7 +273,7 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "log_lines": log_lines,
         "is_settled": composition.state in SETTLED_STATES and job_finished,
         "can_write": can_write(request.user, composition),
-        "can_decompose": composition.state == CompositionState.READY,
+        "can_decompose": composition.state in (CompositionState.READY, CompositionState.DEGRADED),
     }
 
 

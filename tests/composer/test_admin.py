@@ -15,6 +15,8 @@ from composer.choices import JobKind, JobStatus, Role
 from composer.models import (
     Allocation,
     Composition,
+    Event,
+    EventAudience,
     Job,
     JobLogLine,
     Membership,
@@ -40,6 +42,8 @@ def operator_client(db: None) -> Client:
     composition = Composition.objects.create(tenant=tenant, name="c1", spec={})
     Allocation.objects.create(composition=composition, device=DeviceFactory())
     StateChange.objects.create(composition=composition, to_state="requested", reason="test")
+    event = Event.objects.create(type="composition.state", composition=composition, payload={})
+    EventAudience.objects.create(event=event, tenant=tenant)
     client = Client()
     client.force_login(user)
     return client
