@@ -118,6 +118,11 @@ CHANNEL_LAYERS = {
     }
 }
 
+# Live events go out as Redis pub/sub messages on "<prefix>:<group>" (composer.fanout).
+# Pub/sub channels are shared by every database number of a Redis server: deployments
+# (or test runs) sharing one server need different prefixes.
+COMPOSER_EVENTS_CHANNEL_PREFIX = env_str("COMPOSER_EVENTS_CHANNEL_PREFIX", "composer.events")
+
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -7,6 +7,9 @@ one (see tests/conftest.py).
 
 from __future__ import annotations
 
+import os
+import uuid
+
 from composer.settings.base import *  # noqa: F403
 from composer.settings.base import DATABASES, VAR_DIR
 from composer.settings.env import env_bool
@@ -22,6 +25,11 @@ COMPOSER_SIMULATOR_LATENCY_SCALE = 0.0
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh clone has no var/ yet
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-composer.sqlite3")}
+# Test runs sharing one Redis server (CI, parallel runs) must not hear each other's events;
+# set in the environment so that the worker processes a test starts share the run's prefix.
+COMPOSER_EVENTS_CHANNEL_PREFIX = os.environ.setdefault(
+    "COMPOSER_EVENTS_CHANNEL_PREFIX", f"composer.test.{uuid.uuid4().hex[:12]}"
+)
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True
