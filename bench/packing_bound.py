@@ -1,0 +1,227 @@
+"""A provable ceiling on GPU allocation in composable mode, for any placement policy.
+
+Used by bench/bench_packing.py; stands alone (numpy only) so that its argument can be read and
+tested on its own (tests/composer/placement/test_packing_sim.py checks it against an
+exhaustive search over all policies on small instances). The protocol forces placement: a
+pod that fits somewhere must be placed; only a pod that fits nowhere is dropped. That, and
+not a lack of cleverness, is what caps composable packing on traces rich in large fractions:
+
+1. A fraction of more than 500 milli ("big") shares its GPU with no other big fraction, so
+   every GPU holding a big pod b keeps 1000 - m_b milli that only smaller pods can use.
+2. Some big pods are placed under *every* policy: those that arrive while a host with their
+   CPU and memory and an unbound GPU it can take provably exist (the certificate below,
+   from nothing but what the earlier arrivals could have consumed).
+3. The gaps 1000 - m_b of those forced pods are filled at most by the small fractions that
+   arrive; `gap_fill` bounds that by a splittable assignment (a piece fits any gap at least
+   its size), which filling the smallest gaps first solves exactly.
+
+So allocated milli <= min(arrived milli, GPUs x 1000 - (forced gaps - gap fill)). With all
+hosts pooled the bound also splits on the arrival x at which the pool runs out of unbound
+GPUs: for a point t, either x >= t and every big pod certified before t (host part only) is
+placed, or x < t and, since after x no whole-GPU pod is ever placed, the allocation is at
+most the GPU milli that arrived before t plus the fractions after it; the worse case bounds
+that t, and the best t is taken. Allocation never falls (no departures), so the bound holds
+at every sample up to the last arrival.
+
+The certificate. An adversary keeps big pod b (cpu c, memory m) out only if every host is
+blocked: its free CPU < c (its pods used cost_c = cap_c - c + 1 of CPU; a host smaller than c
+costs 0), or its free memory < m (cost_m likewise), or every GPU of its domain is touched.
+A pod sits on one host, so it helps block that host's CPU, or its memory, or (touching k
+GPUs, a fraction at most one) its domain's GPUs, never two of them usefully: if its domain
+is exhausted its host is blocked anyway, and if not its touch exhausts nothing. Under a mix
+(l_c, l_m) >= 0 blocking host h costs at least w_h = min(l_c cost_c, l_m cost_m) and a pod
+is worth at most max(l_c cpu, l_m mem) to it. With all hosts pooled the pool cannot be
+exhausted while fewer GPUs than it has were requested (whole pods k, fractions 1), so b is
+certified once some mix makes sum_h w_h exceed the earlier arrivals' worth. With domains
+the adversary also picks domains E to exhaust, paying with the pods it puts to touching:
+for every E, sum_{d not in E} K_d + S(touches of E) >= K - max_t (F(t) - S(t)), where K_d is
+domain d's sum of w_h, F the fractional knapsack of domains by K_d / G_d (an upper bound on
+what exhausting domains with t touches spares), and S(t) the least worth of pods that give t
+touches (splittable, cheapest per touch first); b is certified if that exceeds the earlier
+arrivals' worth. The mixes searched form a grid; a missed certificate weakens the bound,
+never invalidates it. Certified arrivals of a shape form a prefix (the earlier arrivals only
+grow), found by bisection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FULL = 1000
+BIG = 500  # two fractions above this never share a GPU
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the bound needs of the cluster: per host CPU, memory, GPUs and domain."""
+
+    cpu: np.ndarray
+    mem: np.ndarray
+    gpus: np.ndarray
+    domain: np.ndarray
+
+
+@dataclass
+class Bound:
+    """The ceiling, and the forced big pods behind it (for the report and the tests)."""
+
+    milli: float  # the ceiling on allocated GPU milli
+    arrived: int  # GPU milli requested by the arrivals considered
+    forced: int  # big pods every policy places
+    gaps: int  # milli those big pods leave on their GPUs
+    fill: float  # most of it small fractions could use
+
+
+MIXES = np.stack([1.0 - np.linspace(0, 1, 201), np.linspace(0, 1, 201)], 1)  # CPU : memory
+
+
+class Spend:
+    """What the arrivals before pod i can spend on blocking hosts. A pod sits on one host,
+    so it helps block that host's CPU, or its memory, or (with its GPU touches) its domain's
+    GPUs, and never two of them usefully (if its domain is exhausted its host is blocked
+    anyway; if not, its touch exhausts nothing). Under a multiplier mix (l_c, l_m) a pod is
+    worth max(l_c cpu, l_m mem) to CPU/memory blocking. Pods are counted by shape."""
+
+    def __init__(self, arriving: list, hosts: Host):
+        self.sc, self.sm = float(max(hosts.cpu.sum(), 1)), float(max(hosts.mem.sum(), 1))
+        shapes: dict[tuple[int, int, int], int] = {}
+        col = np.array(
+            [shapes.setdefault((p.cpu, p.mem, p.k), len(shapes)) for p in arriving], dtype=int
+        )
+        vec = np.array(list(shapes), dtype=np.float64).reshape(-1, 3)  # [S, (cpu, mem, k)]
+        counts = np.zeros((len(arriving) + 1, len(shapes)), dtype=np.int32)
+        counts[np.arange(1, len(arriving) + 1), col] = 1
+        self.counts = np.cumsum(counts, axis=0)  # [n + 1, S]: shapes arrived before pod i
+        self.value = np.maximum(  # [Q, S]
+            MIXES[:, 0:1] * vec[:, 0] / self.sc, MIXES[:, 1:2] * vec[:, 1] / self.sm
+        )
+        self.touches = vec[:, 2]  # GPUs a pod of the shape touches (a fraction: one)
+
+    def before(self, i: int) -> np.ndarray:
+        return self.value @ self.counts[i]
+
+    def sacrifice(self, q: int, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Breakpoints (touches, value) of the cheapest way, under mix q, to touch t GPUs with
+        the arrivals before pod i (splittable: pods of least value per touch first)."""
+        has = (self.touches > 0) & (self.counts[i] > 0)
+        per = self.value[q, has] / self.touches[has]
+        order = np.argsort(per)
+        n = self.counts[i][has][order]
+        t = np.concatenate([[0.0], np.cumsum(n * self.touches[has][order])])
+        v = np.concatenate([[0.0], np.cumsum(n * self.value[q, has][order])])
+        return t, v
+
+
+class Certifier:
+    """Decides, for one big pod shape, whether the earlier arrivals leave a host that must
+    take it (see the module docstring)."""
+
+    def __init__(self, hosts: Host, cpu: int, mem: int, spend: Spend, pooled: bool):
+        cost_c = np.maximum(hosts.cpu - cpu + 1, 0) / spend.sc
+        cost_m = np.maximum(hosts.mem - mem + 1, 0) / spend.sm
+        w = np.minimum(MIXES[:, 0:1] * cost_c, MIXES[:, 1:2] * cost_m)  # [Q, H]
+        ndom = int(hosts.domain.max()) + 1
+        self.k = np.zeros((len(MIXES), ndom))  # [Q, D]: blocking domain d host by host
+        np.add.at(self.k.T, hosts.domain, w.T)
+        self.g = np.bincount(hosts.domain, weights=hosts.gpus, minlength=ndom)
+        self.total = self.k.sum(1)
+        self.spend = spend
+        self.pooled = pooled
+
+    def certified(self, i: int, gpu_free: bool = False) -> bool:
+        """True if, under some mix, blocking every host costs more than the arrivals before
+        pod i can spend. `gpu_free`: an unbound GPU is known to exist (pooled, before the
+        pool runs out)."""
+        budget = self.spend.before(i)
+        if gpu_free or self.pooled:
+            if not gpu_free and self.spend.counts[i] @ self.spend.touches >= self.g.sum():
+                return False  # the pool may be exhausted: no certificate from this argument
+            return bool((self.total > budget + 1e-12).any())
+        # domains: the adversary exhausts a set E of domains with pods put to touching
+        # GPUs and blocks the other domains' hosts by CPU/memory with the rest. Over all E,
+        # sum_{d not in E} K_d + sacrifice(touches of E) >= K - max_t (F(t) - S(t)), F the
+        # fractional knapsack of the domains by K_d / G_d, S the sacrifice curve.
+        for q in np.nonzero(self.total > budget + 1e-12)[0]:
+            order = np.argsort(-self.k[q] / self.g)
+            fg = np.concatenate([[0.0], np.cumsum(self.g[order])])
+            fk = np.concatenate([[0.0], np.cumsum(self.k[q, order])])
+            st, sv = self.spend.sacrifice(q, i)
+            ts = np.unique(np.concatenate([fg[fg <= st[-1]], st]))
+            gain = np.interp(ts, fg, fk) - np.interp(ts, st, sv)
+            if self.total[q] - gain.max() > budget[q] + 1e-12:
+                return True
+        return False
+
+
+def gap_fill(gaps: list[int], smalls: list[int]) -> float:
+    """Most milli of `smalls` a splittable assignment puts into `gaps` (a piece fits a gap at
+    least its size): smallest gaps first, from the pool of pieces that fit them."""
+    gaps = sorted(gaps)
+    smalls = sorted(smalls)
+    pool, fill, j = 0.0, 0.0, 0
+    for g in gaps:
+        while j < len(smalls) and smalls[j] <= g:
+            pool += smalls[j]
+            j += 1
+        used = min(g, pool)
+        pool -= used
+        fill += used
+    return fill
+
+
+def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
+    """The bound over `arriving` (objects with cpu, mem, k, milli, spec, gpu) for any policy,
+    composable with the domains in `hosts.domain`; `pooled`: one domain of all hosts."""
+    n = len(arriving)
+    gpu = np.array([p.gpu for p in arriving], dtype=np.float64)
+    frac = np.array([p.gpu if p.k == 1 and p.milli < FULL else 0 for p in arriving], float)
+    spend = Spend(arriving, hosts)
+    shapes: dict[tuple[int, int], list[int]] = {}
+    for i, p in enumerate(arriving):
+        if p.k == 1 and BIG < p.milli < FULL and not p.spec:
+            shapes.setdefault((p.cpu, p.mem), []).append(i)
+    # per shape, the arrivals certified in every run and, pooled, those certified with an
+    # unbound GPU taken for granted (valid before the pool runs out)
+    always: list[int] = []
+    early: list[int] = []
+    for (c, m), idx in shapes.items():
+        cert = Certifier(hosts, c, m, spend, pooled)
+        for out, free in ((always, False), (early, True)):
+            if free and not pooled:
+                continue
+            lo, hi = 0, len(idx)  # certified arrivals of a shape form a prefix
+            while lo < hi:
+                mid = (lo + hi) // 2
+                ok = cert.certified(idx[mid], free)
+                lo, hi = (mid + 1, hi) if ok else (lo, mid)
+            out += idx[:lo]
+    smalls = [p.milli for p in arriving if p.k == 1 and p.milli <= BIG]
+
+    def waste(forced: set[int]) -> tuple[int, float]:
+        gaps = [FULL - arriving[i].milli for i in forced]
+        return sum(gaps), gap_fill(gaps, smalls)
+
+    arrived = float(gpu.sum())
+    capacity = gpu_total * FULL
+    gaps, fill = waste(set(always))
+    best = min(arrived, capacity - (gaps - fill))
+    detail = (len(always), gaps, fill)
+    if pooled:
+        # the pool runs out of unbound GPUs at some arrival x (or never). Split on a point t:
+        # x >= t: every certified big pod before t is placed (a GPU is free); x < t: after x
+        # no whole-GPU pod is ever placed, so at most the GPU milli that arrived before t
+        # plus the fractions after t. The bound for t is the worse case; take the best t.
+        before = np.concatenate([[0.0], np.cumsum(gpu)])  # milli that arrived before t
+        frac_after = frac.sum() - np.concatenate([[0.0], np.cumsum(frac)])
+        early_set = sorted(set(early) | set(always))
+        for t in range(0, n + 1, max(1, n // 400)):
+            forced = {i for i in early_set if i < t} | set(always)
+            g, f = waste(forced)
+            case_a = capacity - (g - f)
+            case_b = min(before[t] + frac_after[t], capacity - (gaps - fill))
+            bound = min(arrived, max(case_a, case_b))
+            if bound < best:
+                best, detail = bound, (len(forced), g, f)
+    return Bound(best, int(arrived), *detail)
