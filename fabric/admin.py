@@ -19,12 +19,15 @@ from django.http import HttpRequest
 from fabric.choices import ChangeAction, ComponentState, DeviceState, FaultAction
 from fabric.drivers.base import DriverError
 from fabric.models import (
+    Alert,
     ChangeRecord,
     Device,
     DeviceDomain,
     Enclosure,
     FabricManager,
     FailureDomain,
+    HealthCondition,
+    HealthSample,
     Host,
     Link,
     Pool,
@@ -36,6 +39,7 @@ from fabric.models import (
     SimulatedFabric,
     Switch,
 )
+from fabric.services.alerts import alert_acknowledge
 from fabric.services.faults import FAULT_MODELS, fault_inject
 from fabric.services.history import change_record
 from fabric.services.pools import pools_assign
@@ -188,7 +192,15 @@ class FabricManagerAdmin(AuditedAdmin):
     )
     list_filter = ("driver", "is_enabled")
     search_fields = ("name", "endpoint")
-    readonly_fields = ("last_synced_at", "last_sync_error", "created_at", "updated_at")
+    readonly_fields = (
+        "last_synced_at",
+        "last_sync_error",
+        "last_health_poll_at",
+        "last_health_poll_error",
+        "last_health_sample_at",
+        "created_at",
+        "updated_at",
+    )
     actions = ["sync_now"]
 
     @admin.display(boolean=True, description="error")
@@ -445,6 +457,77 @@ class ChangeRecordAdmin(ReadOnlyAdmin):
     search_fields = ("target_label", "message", "source")
     date_hierarchy = "at"
     list_select_related = ("actor",)
+
+
+@admin.register(Alert)
+class AlertAdmin(ReadOnlyAdmin):
+    """Alerts are written by the health poller; operators acknowledge them (audited)."""
+
+    list_display = (
+        "opened_at",
+        "severity",
+        "state",
+        "source_type",
+        "source_name",
+        "rule",
+        "message",
+        "occurrences",
+        "is_flapping",
+        "acknowledged_by",
+        "closed_at",
+    )
+    list_filter = ("state", "severity", "source_type", "rule", "is_flapping", "manager")
+    search_fields = ("source_name", "message", "rule")
+    date_hierarchy = "opened_at"
+    list_select_related = ("manager", "acknowledged_by")
+    actions = ["acknowledge"]
+
+    @admin.action(description="Acknowledge")
+    def acknowledge(self, request: HttpRequest, queryset: QuerySet[Alert]) -> None:
+        done = sum(
+            alert_acknowledge(
+                alert=alert, user=request.user, remote_addr=_remote_addr(request), source="admin"
+            )
+            for alert in queryset
+        )
+        self.message_user(request, f"{done} alert(s) acknowledged.", messages.SUCCESS)
+
+
+@admin.register(HealthSample)
+class HealthSampleAdmin(ReadOnlyAdmin):
+    """What each health poll read; pruned after COMPOSER_HEALTH_RETENTION_HOURS."""
+
+    list_display = (
+        "taken_at",
+        "target_type",
+        "target_id",
+        "health",
+        "temperature_c",
+        "correctable_errors",
+        "link_width",
+        "power_state",
+        "utilisation_pct",
+    )
+    list_filter = ("target_type", "health", "manager")
+    date_hierarchy = "taken_at"
+
+
+@admin.register(HealthCondition)
+class HealthConditionAdmin(DerivedAdmin):
+    """What the health rules remember between polls (streaks, flaps, the open alert)."""
+
+    list_display = (
+        "target_type",
+        "target_id",
+        "rule",
+        "bad_streak",
+        "clean_streak",
+        "severity",
+        "is_flapping",
+        "alert",
+        "updated_at",
+    )
+    list_filter = ("rule", "target_type", "is_flapping", "manager")
 
 
 @admin.register(SimulatedFabric)

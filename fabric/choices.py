@@ -101,3 +101,48 @@ class FailureDomainKind(models.TextChoices):
     SWITCH = "switch", "Switch"  # the switch and its links
     LINK = "link", "Link"  # one cable
     FABRIC_MANAGER = "fabric_manager", "Fabric manager"  # bindings freeze; the data path stays
+
+
+class AlertSeverity(models.TextChoices):
+    """How urgently a person must look; see fabric/health/rules.py for what raises each."""
+
+    INFO = "info", "Info"  # worth knowing, nothing is at risk
+    WARNING = "warning", "Warning"  # degraded or trending badly: works, but needs attention
+    CRITICAL = "critical", "Critical"  # failed, unreachable or losing data: something is lost
+
+
+class AlertState(models.TextChoices):
+    """Lifecycle of an alert: OPEN -> CLOSED (recovery); a new occurrence is a new alert."""
+
+    OPEN = "open", "Open"  # the condition holds (or has not been clean long enough)
+    CLOSED = "closed", "Closed"  # the condition cleared for long enough; kept as history
+
+
+class AlertSource(models.TextChoices):
+    """What an alert is about (the element whose condition raised it)."""
+
+    DEVICE = "device", "Device"
+    LINK = "link", "Link"
+    SWITCH = "switch", "Switch"
+    HOST = "host", "Host"
+    ENCLOSURE = "enclosure", "Enclosure"
+    POWER_FEED = "power_feed", "Power feed"
+    FABRIC_MANAGER = "fabric_manager", "Fabric manager"  # the manager itself is unreachable
+
+
+class SampleTarget(models.TextChoices):
+    """The elements whose health is sampled at each poll (racks and ports are not: a rack's
+    health is its feeds', a port's is its owner's or its link's)."""
+
+    DEVICE = "device", "Device"
+    LINK = "link", "Link"
+    SWITCH = "switch", "Switch"
+    HOST = "host", "Host"
+    ENCLOSURE = "enclosure", "Enclosure"
+    POWER_FEED = "power_feed", "Power feed"
+
+
+class PowerState(models.TextChoices):
+    ON = "on", "On"
+    OFF = "off", "Off"
+    UNKNOWN = "", "Unknown"  # the manager did not report it

@@ -24,6 +24,7 @@ from fabric.choices import DeviceState, Health
 from fabric.models import Device
 from fabric.topology.graph import FabricGraph, reachable_enclosures
 from fabric.topology.load import load_graph
+from fabric.topology.maintenance import placeable
 
 __all__ = ["build_snapshot", "snapshot_from_graph"]
 
@@ -39,14 +40,15 @@ def build_snapshot(
     """The usable inventory (of `managers`, or all; devices of `pools`, or all) as a
     Snapshot. Nine queries whatever the size.
 
-    Usable: devices FREE with health not CRITICAL; hosts and enclosures ACTIVE. A CXL
+    Usable: devices FREE with health not CRITICAL; hosts and enclosures ACTIVE; no path
+    through a switch in maintenance (`fabric.topology.maintenance.placeable`). A CXL
     memory device's free GiB is `memory_gib - attributes["bound_gib"]`.
 
     Hook for allocations: once compositions exist, what they hold (devices reserved but not
     yet bound, GiB slices, host cores and memory) is subtracted here with
     `Snapshot.taking(...)`, and `holders` / `critical` are filled from their tenants.
     """
-    graph = load_graph(managers=managers)
+    graph = placeable(load_graph(managers=managers))
     rows = Device.objects.filter(state=DeviceState.FREE).exclude(health=Health.CRITICAL)
     if managers is not None:
         rows = rows.filter(manager_id__in=list(managers))

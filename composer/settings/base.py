@@ -111,17 +111,27 @@ CACHES = {
     )
 }
 
-CHANNEL_LAYERS = {
-    "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL]},
-    }
-}
-
 # Live events go out as Redis pub/sub messages on "<prefix>:<group>" (composer.fanout).
 # Pub/sub channels are shared by every database number of a Redis server: deployments
 # (or test runs) sharing one server need different prefixes.
 COMPOSER_EVENTS_CHANNEL_PREFIX = env_str("COMPOSER_EVENTS_CHANNEL_PREFIX", "composer.events")
+
+# Live events (composer.events, docs/events.md) ride the Redis pub/sub layer: one PUBLISH
+# per group, fanned out in each web process to its connections; under the same prefix.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": COMPOSER_EVENTS_CHANNEL_PREFIX},
+    }
+}
+# Events fan out through composer.fanout's hub (one subscription per web process); off,
+# they take the channel layer's group_send (slower with many connections; see
+# docs/events.md). For comparison and as an escape hatch.
+COMPOSER_EVENTS_HUB = env_bool("COMPOSER_EVENTS_HUB", True)
+# Each websocket replays from the database what it missed, and re-reads its user's scope,
+# every heartbeat; and looks this far back for events that committed out of id order.
+COMPOSER_EVENTS_HEARTBEAT_S = env_int("COMPOSER_EVENTS_HEARTBEAT_S", 20)
+COMPOSER_EVENTS_SETTLE_S = env_int("COMPOSER_EVENTS_SETTLE_S", 10)
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True
@@ -142,9 +152,29 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.jobs_sweep_stale_task",
         "schedule": crontab(minute="*/5"),
     },
+    # The outbox: events whose publish after commit failed (Redis away) go out now.
+    "events-publish-pending": {
+        "task": "composer.tasks.events_publish_pending_task",
+        "schedule": env_int("COMPOSER_EVENTS_SWEEP_S", 5),
+    },
+    # Health: a tick that polls each fabric manager whose own interval is up.
+    "health-poll-due": {
+        "task": "composer.tasks.health_poll_due_task",
+        "schedule": env_int("COMPOSER_HEALTH_TICK_S", 5),
+    },
+    "health-samples-prune": {
+        "task": "composer.tasks.health_samples_prune_task",
+        "schedule": crontab(minute=17),
+    },
 }
 # A job still RUNNING this long after its last heartbeat is taken as lost.
 COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
+# Health polling (fabric.health.poll): a new fabric manager's poll interval (each manager
+# has its own), how often a poll stores a sample of every element (in between, only those
+# unwell or changed), and how long samples are kept before health_samples_prune deletes them.
+COMPOSER_HEALTH_POLL_INTERVAL_S = env_int("COMPOSER_HEALTH_POLL_INTERVAL_S", 30)
+COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S", 60)
+COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

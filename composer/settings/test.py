@@ -30,6 +30,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 COMPOSER_EVENTS_CHANNEL_PREFIX = os.environ.setdefault(
     "COMPOSER_EVENTS_CHANNEL_PREFIX", f"composer.test.{uuid.uuid4().hex[:12]}"
 )
+# Websocket and event tests run on the real Redis pub/sub layer when REDIS_URL names one (CI),
+# with this run's own prefix (above). Without it, the in-memory layer; the websocket tests
+# then point the pub/sub layer at an embedded Redis themselves.
+if os.environ.get("REDIS_URL"):
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {
+                "hosts": [os.environ["REDIS_URL"]],
+                "prefix": COMPOSER_EVENTS_CHANNEL_PREFIX,
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True

@@ -307,6 +307,9 @@ class FabricManagerSerializer(serializers.HyperlinkedModelSerializer):
             "poll_interval_s",
             "last_synced_at",
             "last_sync_error",
+            "health_poll_interval_s",
+            "last_health_poll_at",
+            "last_health_poll_error",
             "created_at",
             "updated_at",
         ]

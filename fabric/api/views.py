@@ -19,6 +19,7 @@ from rest_framework.serializers import BaseSerializer
 
 from fabric import filters
 from fabric.api import serializers
+from fabric.api.health import DeviceHealthActions, MaintenanceActions
 from fabric.api.permissions import IsOperatorOr404
 from fabric.models import (
     Device,
@@ -168,8 +169,12 @@ def _attach_availability(pools: list[Pool]) -> None:
         summary="One device", description=TENANT_DEVICE_NOTE, responses=serializers.DeviceSerializer
     ),
 )
-class DeviceViewSet(ReadOnlyViewSet):
-    """Devices for everyone signed in; operators in full, tenant members without internals."""
+class DeviceViewSet(DeviceHealthActions, MaintenanceActions, ReadOnlyViewSet):
+    """Devices for everyone signed in; operators in full, tenant members without internals.
+
+    Operators also read a device's health samples (.../health/) and put it in or out of
+    maintenance (.../maintenance/); tenant members get 404 there.
+    """
 
     filterset_class = filters.DeviceFilterSet
 
@@ -205,7 +210,7 @@ class HostViewSet(OperatorViewSet):
     list=extend_schema(summary="List enclosures (operators)"),
     retrieve=extend_schema(summary="One enclosure with its ports (operators)"),
 )
-class EnclosureViewSet(OperatorViewSet):
+class EnclosureViewSet(MaintenanceActions, OperatorViewSet):
     """Boxes of devices (GPU chassis, CXL memory boxes, JBOFs, I/O chassis)."""
 
     queryset = (
@@ -221,7 +226,7 @@ class EnclosureViewSet(OperatorViewSet):
     list=extend_schema(summary="List switches (operators)"),
     retrieve=extend_schema(summary="One switch with its ports (operators)"),
 )
-class SwitchViewSet(OperatorViewSet):
+class SwitchViewSet(MaintenanceActions, OperatorViewSet):
     """PCIe/CXL switches with their ports."""
 
     queryset = (

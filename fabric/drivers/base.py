@@ -257,7 +257,11 @@ class HealthReading:
 
     `state` is the element's operational state in the manager's words ("up", "down",
     "enabled"...), `detail` says why it is not ok (e.g. "power feed pdu-a-1 failed"),
-    `metrics` carries numbers (temperature_c, power_w, error_rate...) for health rules.
+    `metrics` carries numbers for the health rules (fabric.health.rules), by these names
+    when the manager has them: temperature_c; correctable_errors, uncorrectable_errors,
+    poison_count, link_errors, link_retrains (counts in the manager's current period);
+    link_width and link_width_max (lanes), link_speed_gts and link_speed_max_gts;
+    power_on (1 or 0); utilisation_pct. Any other number (power_w, ...) is stored as is.
     """
 
     target_kind: TargetKind

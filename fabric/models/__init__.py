@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from fabric.models.devices import FabricManager, Port, Switch
 from fabric.models.domains import DeviceDomain, FailureDomain
+from fabric.models.health import Alert, HealthCondition, HealthSample
 from fabric.models.history import ChangeRecord
 from fabric.models.inventory import Device, Enclosure, Host, Pool, PowerFeed, Rack
 from fabric.models.links import Link
 from fabric.models.simulator import SimulatedBinding, SimulatedElement, SimulatedFabric
 
 __all__ = [
+    "Alert",
     "ChangeRecord",
     "Device",
     "DeviceDomain",
     "Enclosure",
     "FabricManager",
     "FailureDomain",
+    "HealthCondition",
+    "HealthSample",
     "Host",
     "Link",
     "Pool",

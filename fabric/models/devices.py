@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from fabric.choices import ComponentState, PortRole, SwitchProtocol, SwitchTier
 from fabric.models.base import DiscoveredModel, TimeStampedModel
+
+
+def default_health_poll_interval_s() -> int:
+    """A new manager's health poll interval: COMPOSER_HEALTH_POLL_INTERVAL_S (30 s)."""
+    return int(getattr(settings, "COMPOSER_HEALTH_POLL_INTERVAL_S", 30))
 
 
 class FabricManager(TimeStampedModel):
@@ -25,6 +32,17 @@ class FabricManager(TimeStampedModel):
     poll_interval_s = models.PositiveIntegerField(default=30)
     last_synced_at = models.DateTimeField(null=True, blank=True)
     last_sync_error = models.TextField(blank=True)
+    # Health polling (fabric.health.poll): how often, when last, and why the last one failed.
+    health_poll_interval_s = models.PositiveIntegerField(
+        default=default_health_poll_interval_s,
+        validators=[MinValueValidator(1)],
+        help_text="Seconds between health polls of this manager.",
+    )
+    last_health_poll_at = models.DateTimeField(null=True, blank=True)
+    last_health_poll_error = models.TextField(blank=True)
+    last_health_sample_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a poll last stored a sample of every element."
+    )
 
     class Meta:
         ordering = ["name"]

@@ -12,6 +12,7 @@ from fabric.views.components import (
     switch_list,
 )
 from fabric.views.devices import device_detail, device_list
+from fabric.views.health import maintenance
 from fabric.views.managers import manager_detail, manager_list
 from fabric.views.topology import failure_domain_list, failure_domain_what_if, topology
 
@@ -24,6 +25,7 @@ __all__ = [
     "failure_domain_what_if",
     "host_detail",
     "host_list",
+    "maintenance",
     "manager_detail",
     "manager_list",
     "switch_detail",

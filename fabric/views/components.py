@@ -26,6 +26,7 @@ from fabric.views.common import (
     paginate,
     paginate_or_raise,
 )
+from fabric.views.health import health_context
 
 MULTI_FILTERS = ("kind", "protocol", "tier", "health", "state")
 
@@ -164,6 +165,7 @@ def enclosure_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "ports": port_links(ports=Port.objects.filter(enclosure=enclosure)),
         "devices": devices,
         "bound_count": sum(1 for d in devices if d.bound_host_id),
+        **health_context("enclosure", enclosure.pk),
         "attributes": display_settings(enclosure.attributes),
         "history": _history(request, "enclosure", enclosure.pk),
     }
@@ -200,6 +202,7 @@ def switch_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "switch": switch,
         "ports": ports,
         "link_states": sorted(link_states.items()),
+        **health_context("switch", switch.pk),
         "attributes": display_settings(switch.attributes),
         "history": _history(request, "switch", switch.pk),
     }

@@ -16,10 +16,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 
-from fabric.choices import DeviceKind, DeviceState, Health
+from fabric.choices import ComponentState, DeviceKind, DeviceState, Health
 from fabric.filters import DeviceFilterSet
 from fabric.holders import device_holders
-from fabric.models import Device, Port
+from fabric.models import Device, Enclosure, Port
 from fabric.permissions import is_operator
 from fabric.selectors import change_history, port_links
 from fabric.views.common import (
@@ -32,6 +32,7 @@ from fabric.views.common import (
     paginate,
     paginate_or_raise,
 )
+from fabric.views.health import health_context
 
 TABLE_TARGET = "device-table"
 
@@ -218,7 +219,11 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "holders": device_holders(device=device, user=request.user),
         "is_memory": device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY),
         "is_storage": device.kind == DeviceKind.NVME,
-        "is_usable": device.is_usable,
+        # Free and healthy, and not in an enclosure an operator took out of service.
+        "is_usable": device.is_usable
+        and not Enclosure.objects.filter(
+            pk=device.enclosure_id, state=ComponentState.MAINTENANCE
+        ).exists(),
         "health_choices": Health,
         "state_choices": DeviceState,
     }
@@ -228,6 +233,7 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
             uplinks = port_links(ports=Port.objects.filter(enclosure_id=device.enclosure_id))
         context.update(
             {
+                **health_context("device", device.pk),
                 "uplinks": uplinks,
                 "failure_domains": list(device.failure_domains.order_by("kind", "name")),
                 "attributes": display_settings(device.attributes),

@@ -17,7 +17,8 @@ from dataclasses import fields as dataclass_fields
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Sum
+from django.db.models import F, Q, Subquery, Sum
+from django.db.models.fields.json import KeyTextTransform
 
 from fabric.drivers.base import (
     Binding,
@@ -80,42 +81,93 @@ def _jitter(external_id: str, spread: float) -> float:
     return (zlib.crc32(external_id.encode()) % 1000) / 1000.0 * spread
 
 
-def _metrics(element: SimulatedElement, effective: Effective) -> dict[str, float]:
-    """Plausible sensor values for a health reading, worse when the element is unwell."""
+# Device kinds with ECC-protected memory (GPU HBM, CXL DRAM), and those that can poison.
+_ECC_KINDS = frozenset({"gpu", "cxl_memory"})
+_POISON_KINDS = frozenset({"cxl_memory"})
+
+
+def _metrics(
+    element: SimulatedElement,
+    effective: Effective,
+    *,
+    bound: bool = False,
+    ports: Mapping[str, Mapping[str, Any]] | None = None,
+    now: float | None = None,
+) -> dict[str, float]:
+    """Plausible sensor values for a health reading, worse when the element is unwell.
+
+    Deterministic per element (a stable jitter by external id), so tests can rely on the
+    rules' thresholds: healthy values sit well inside them, a degraded element crosses
+    the warning ones (correctable ECC, link errors, downtrained links), a failed one reads
+    powered off and, for CXL memory, poisoned. Counters are per period (fabric.health.rules)
+    and grow with the time since the fault was set (`element.updated_at`), as errors pile up.
+    Names: the metric vocabulary of fabric.health.poll (`power_on` is 1 or 0).
+    """
     data = element.data or {}
     failed = effective.health == CRITICAL
     degraded = effective.health != OK and not failed
+    eid = element.external_id
+    since_fault = 0.0
+    if now is not None and getattr(element, "updated_at", None) is not None:
+        since_fault = max(0.0, now - element.updated_at.timestamp())
     if element.kind == Kind.DEVICE:
-        nominal = _NOMINAL_POWER_W.get(str(data.get("kind")), 20.0)
-        return {
+        kind = str(data.get("kind"))
+        nominal = _NOMINAL_POWER_W.get(kind, 20.0)
+        load = (0.55 if bound else 0.2) + _jitter(eid, 0.3)
+        metrics = {
             "temperature_c": 0.0
             if failed
-            else 41.0 + _jitter(element.external_id, 12) + (38.0 if degraded else 0.0),
-            "power_w": 0.0
+            else round(41.0 + _jitter(eid, 12) + (30.0 if degraded else 0.0), 1),
+            "power_w": 0.0 if failed else round(nominal * load, 1),
+            "power_on": 0.0 if failed else 1.0,
+            "utilisation_pct": 0.0
             if failed
-            else round(nominal * (0.55 + _jitter(element.external_id, 0.3)), 1),
-            "correctable_errors": 0.0 if not degraded else 120.0,
+            else round((55.0 + _jitter(eid, 40)) if bound else _jitter(eid, 4), 1),
         }
+        if kind in _ECC_KINDS:
+            metrics["correctable_errors"] = (
+                0.0
+                if failed
+                else float(120 + int(min(since_fault, 3600.0) // 30))
+                if degraded
+                else float(int(_jitter(eid, 3)))
+            )
+            metrics["uncorrectable_errors"] = 2.0 if failed and kind in _POISON_KINDS else 0.0
+        if kind in _POISON_KINDS:
+            metrics["poison_count"] = 4.0 if failed else 0.0
+        return metrics
     if element.kind == Kind.LINK:
+        end = (ports or {}).get(str(data.get("a_port_id") or ""), {})
+        lanes = float(end.get("lanes") or 16)
+        speed = float(end.get("speed_gts") or 32.0)
         return {
             "bandwidth_gbps": 0.0
             if failed
-            else float(data.get("bandwidth_gbps", 0.0)) * (0.5 if degraded else 1.0),
-            "crc_errors_per_s": 0.0 if not degraded else 14.0,
+            else float(data.get("bandwidth_gbps", 0.0)) * (0.25 if degraded else 1.0),
+            "link_width": 0.0 if failed else (lanes / 2 if degraded else lanes),
+            "link_width_max": lanes,
+            "link_speed_gts": 0.0 if failed else (speed / 2 if degraded else speed),
+            "link_speed_max_gts": speed,
+            "link_errors": 0.0
+            if failed
+            else float(14 + int(min(since_fault, 3600.0) // 30))
+            if degraded
+            else float(int(_jitter(eid, 2))),
+            "link_retrains": 4.0 if degraded else 0.0,
         }
     if element.kind == Kind.POWER_FEED:
         capacity = float(data.get("capacity_kw", 0.0))
         return {
             "voltage_v": 0.0 if failed else (207.0 if degraded else 230.0),
-            "load_kw": 0.0
-            if failed
-            else round(capacity * (0.35 + _jitter(element.external_id, 0.3)), 2),
+            "load_kw": 0.0 if failed else round(capacity * (0.35 + _jitter(eid, 0.3)), 2),
+            "power_on": 0.0 if failed else 1.0,
         }
     if element.kind in (Kind.SWITCH, Kind.HOST, Kind.ENCLOSURE):
         return {
             "temperature_c": 0.0
             if failed
-            else 35.0 + _jitter(element.external_id, 10) + (30.0 if degraded else 0.0),
+            else round(35.0 + _jitter(eid, 10) + (30.0 if degraded else 0.0), 1),
+            "power_on": 0.0 if failed else 1.0,
         }
     return {}
 
@@ -175,7 +227,7 @@ class SimulatedDriver:
     def _elements(self, fabric: SimulatedFabric) -> list[SimulatedElement]:
         return list(
             SimulatedElement.objects.filter(fabric=fabric, is_present=True)
-            .only("kind", "external_id", "data", "fault")
+            .only("kind", "external_id", "data", "fault", "updated_at")
             .order_by("kind", "external_id")
         )
 
@@ -228,10 +280,18 @@ class SimulatedDriver:
         return result
 
     def health(self) -> list[HealthReading]:
-        """A reading for every present element, with faults propagated and sensor metrics."""
+        """A reading for every present element, with faults propagated and sensor metrics.
+
+        Two queries (elements, bound devices) whatever the size: polls run every few seconds.
+        """
         fabric, timed_out = self._begin("health")
         elements = self._elements(fabric)
         effective = effective_health(elements)
+        bound = set(
+            SimulatedBinding.objects.filter(fabric=fabric).values_list("device_id", flat=True)
+        )
+        ports = {e.external_id: e.data or {} for e in elements if e.kind == Kind.PORT}
+        now = time.time()
         readings = []
         for element in elements:
             eff = effective[element.external_id]
@@ -246,7 +306,9 @@ class SimulatedDriver:
                     health=eff.health,  # type: ignore[arg-type]
                     state=state,
                     detail=eff.detail,
-                    metrics=_metrics(element, eff),
+                    metrics=_metrics(
+                        element, eff, bound=element.external_id in bound, ports=ports, now=now
+                    ),
                 )
             )
         if timed_out:
@@ -263,16 +325,25 @@ class SimulatedDriver:
             raise DriverError(f"Unknown {kind} {external_id!r}.", permanent=True)
         return element
 
-    def _effective_of(self, fabric: SimulatedFabric, element: SimulatedElement) -> Effective:
-        """The effective health of one device or host, reading only its ancestors."""
-        chain = [element]
-        enclosure_id = element.data.get("enclosure_id")
-        if enclosure_id:
-            chain += SimulatedElement.objects.filter(fabric=fabric, external_id=enclosure_id)
-        feed_ids = [e.data.get("power_feed_id") for e in chain if e.data.get("power_feed_id")]
-        if feed_ids:
-            chain += SimulatedElement.objects.filter(fabric=fabric, external_id__in=feed_ids)
-        return effective_health(chain)[element.external_id]
+    def _effective_of(
+        self, fabric: SimulatedFabric, *elements: SimulatedElement
+    ) -> dict[str, Effective]:
+        """The effective health of devices and hosts, reading only their ancestors.
+
+        One query whatever the number of elements: the enclosures and power feeds they name,
+        and (a subquery) their enclosures' power feeds. A bind checks its device and host
+        with it, on every call, so it is one round trip rather than one per ancestor.
+        """
+        named = {e.data.get(k) for e in elements for k in ("enclosure_id", "power_feed_id")}
+        enclosures = [e.data["enclosure_id"] for e in elements if e.data.get("enclosure_id")]
+        their_feeds = SimulatedElement.objects.filter(
+            fabric=fabric, external_id__in=enclosures
+        ).values(feed=KeyTextTransform("power_feed_id", "data"))
+        ancestors = SimulatedElement.objects.filter(fabric=fabric).filter(
+            Q(external_id__in=named - {None, ""}) | Q(external_id__in=Subquery(their_feeds))
+        )
+        effective = effective_health([*elements, *ancestors])
+        return {e.external_id: effective[e.external_id] for e in elements}
 
     def _lock_device(self, fabric: SimulatedFabric, device_id: str) -> SimulatedElement:
         """Lock the device's row for the rest of the transaction: binds of it serialise here.
@@ -361,8 +432,9 @@ class SimulatedDriver:
                     f"GiB; cannot bind {size_gib} GiB.",
                     permanent=True,
                 )
+        effective = self._effective_of(fabric, device, host)
         for element in (device, host):
-            eff = self._effective_of(fabric, element)
+            eff = effective[element.external_id]
             if eff.health == CRITICAL:
                 raise DriverError(
                     f"{element.kind.capitalize()} {element.external_id!r} is failed "

@@ -11,8 +11,8 @@ in dependency order, each kind in its own transaction:
   `state` ABSENT, Rack/PowerFeed/Port/Link `is_present` False) and never deleted, so their
   history stays readable; rows that come back are RETURNED;
 - a device's state follows the manager (FAILED when critical, BOUND when bound whole,
-  FREE otherwise) except that an operator's MAINTENANCE and the composer's RESERVED are
-  kept unless the device failed or vanished.
+  FREE otherwise) except that an operator's MAINTENANCE is always kept (unless the device
+  vanished) and the composer's RESERVED is kept unless the device failed.
 
 Each kind costs a fixed number of queries (one read of the existing rows, bulk writes),
 so 10,000 devices sync in seconds and a sync that finds nothing new writes nothing.

@@ -2,8 +2,8 @@
 
 Devices carry the rules that matter most: their state follows the manager (FAILED when
 critical, BOUND when bound whole, FREE otherwise) but keeps an operator's MAINTENANCE
-and the composer's RESERVED unless the device failed or vanished, and their pool is the
-most specific matching one.
+always (short of vanishing) and the composer's RESERVED unless the device failed, and
+their pool is the most specific matching one.
 """
 
 from __future__ import annotations
@@ -40,11 +40,16 @@ def bindings_by_device(
 
 
 def device_state(health: str, current: str | None, bound_whole: bool) -> str:
-    """The state a device must have, given what the manager says and what it was."""
-    if health == Health.CRITICAL:
-        return DeviceState.FAILED
+    """The state a device must have, given what the manager says and what it was.
+
+    An operator's MAINTENANCE is never cleared by discovery, not even by a failure: the
+    health column says it failed, and when it recovers it must not become FREE (and
+    placeable) behind the operator's back; only `maintenance_set(on=False)` ends it.
+    """
     if current == DeviceState.MAINTENANCE:
         return DeviceState.MAINTENANCE  # an operator took it out of service
+    if health == Health.CRITICAL:
+        return DeviceState.FAILED
     if bound_whole:
         return DeviceState.BOUND
     if current == DeviceState.RESERVED:

@@ -245,6 +245,26 @@ def test_a_failed_enclosure_fails_its_devices_and_a_failed_device_cannot_be_boun
     assert caught.value.permanent is True
 
 
+def test_a_bind_is_refused_when_the_power_feed_of_the_enclosure_or_of_the_host_failed(
+    harness: Any,
+) -> None:
+    _needs(harness, "inject")
+    inventory = harness.driver.discover()
+    gpu = _first(inventory, "gpu")
+    feed_of = {e.external_id: e.power_feed_id for e in inventory.enclosures}
+    enclosure_feed = feed_of[gpu.enclosure_id]
+    host = next(h for h in inventory.hosts if h.power_feed_id != enclosure_feed)
+    assert enclosure_feed and host.power_feed_id
+
+    for feed in (enclosure_feed, host.power_feed_id):
+        harness.inject("power_feed", feed, "fail")
+        with pytest.raises(DriverError) as caught:
+            harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+        assert caught.value.permanent is True and "failed" in caught.value.message
+        harness.inject("power_feed", feed, "recover")
+    assert harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+
+
 def test_a_failed_switch_takes_its_ports_and_links_down(harness: Any) -> None:
     _needs(harness, "inject")
     inventory = harness.driver.discover()

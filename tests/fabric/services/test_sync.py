@@ -219,7 +219,7 @@ def test_memory_slices_show_how_much_of_a_device_is_bound(
     assert {s["host"] for s in memory.attributes["slices"]} == {"host-a-01", "host-a-02"}
 
 
-def test_maintenance_and_reserved_are_kept_unless_the_device_fails(
+def test_maintenance_is_always_kept_and_reserved_unless_the_device_fails(
     sim_manager: FabricManager,
 ) -> None:
     inventory_sync(manager=sim_manager)
@@ -237,7 +237,18 @@ def test_maintenance_and_reserved_are_kept_unless_the_device_fails(
     )
     inventory_sync(manager=sim_manager)
     states = dict(Device.objects.values_list("external_id", "state"))
-    assert states["gpu-a-01-1"] == states["gpu-a-01-2"] == DeviceState.FAILED
+    # The operator's maintenance outlives the failure (and the recovery): only the
+    # operator ends it. The composer's reservation does not.
+    assert states["gpu-a-01-1"] == DeviceState.MAINTENANCE
+    assert Device.objects.get(external_id="gpu-a-01-1").health == Health.CRITICAL
+    assert states["gpu-a-01-2"] == DeviceState.FAILED
+    store.element_fault_set(
+        fabric=store.fabric_get("sim"), kind="enclosure", external_id="gpu-a-01", action="recover"
+    )
+    inventory_sync(manager=sim_manager)
+    states = dict(Device.objects.values_list("external_id", "state"))
+    assert states["gpu-a-01-1"] == DeviceState.MAINTENANCE
+    assert states["gpu-a-01-2"] == DeviceState.FREE
 
 
 def test_devices_go_to_the_most_specific_matching_pool(sim_manager: FabricManager) -> None:

@@ -239,9 +239,16 @@ def _compositions(impact: Impact) -> Mapping[str, Any]:
 
 @pytest.fixture
 def registered() -> Iterator[None]:
+    """Only `_compositions` registered (the composer's own contributor reads the database,
+    which these pure tests do not have); the registry is restored afterwards."""
+    before = registered_contributors()
+    for fn in before:
+        unregister_contributor(fn)
     register_contributor(_compositions)
     yield
     unregister_contributor(_compositions)
+    for fn in before:
+        register_contributor(fn)
 
 
 def test_registered_contributors_add_to_the_impact(registered: None) -> None:

@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 
 TOPOLOGY = Path(__file__).resolve().parents[3] / "fabric" / "topology"
-PURE = ["elements.py", "graph.py", "domains.py", "reach.py", "impact.py", "render.py"]
+PURE = [
+    "elements.py",
+    "graph.py",
+    "domains.py",
+    "reach.py",
+    "impact.py",
+    "render.py",
+    "maintenance.py",
+]
 
 
 def imports(path: Path) -> set[str]:

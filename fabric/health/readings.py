@@ -1,0 +1,341 @@
+"""The readings side of a health poll: match readings to console rows, keep the health
+columns current (with ChangeRecords), store samples, and ask the rules for decisions.
+
+See fabric/health/poll.py for the whole poll and why a device's state is not touched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.db import models
+
+from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
+from fabric.drivers.base import HealthReading
+from fabric.health import rules
+from fabric.models import (
+    ChangeRecord,
+    Device,
+    Enclosure,
+    FabricManager,
+    HealthSample,
+    Host,
+    Link,
+    Port,
+    PowerFeed,
+    Rack,
+    Switch,
+)
+
+__all__ = ["METRIC_COLUMNS", "SAMPLED", "HealthChange", "ReadingsResult", "apply_readings"]
+
+SOURCE = "health poll"
+_CHUNK = 900  # ids per WHERE id IN (...)
+_BATCH = 1000
+
+MODELS: dict[str, type[models.Model]] = {
+    "rack": Rack,
+    "power_feed": PowerFeed,
+    "switch": Switch,
+    "host": Host,
+    "enclosure": Enclosure,
+    "device": Device,
+    "port": Port,
+    "link": Link,
+}
+SAMPLED = frozenset({"device", "link", "switch", "host", "enclosure", "power_feed"})
+# The metric vocabulary of HealthReading.metrics: these have their own HealthSample columns;
+# `power_on` (1 or 0) becomes `power_state`; `link_width_max` and `link_speed_max_gts` are the
+# link's nominal width and speed; anything else is kept in `HealthSample.metrics` (JSON).
+METRIC_COLUMNS = (
+    "temperature_c",
+    "correctable_errors",
+    "uncorrectable_errors",
+    "poison_count",
+    "link_errors",
+    "link_retrains",
+    "link_width",
+    "link_speed_gts",
+    "utilisation_pct",
+)
+_NOT_EXTRA = frozenset({*METRIC_COLUMNS, "power_on"})
+_HEALTH_VALUES = frozenset(Health.values)
+_LINK_STATES = frozenset(LinkState.values)
+
+Key = tuple[str, int, str]  # (target type, target id, rule)
+
+
+class HealthChange(NamedTuple):
+    """One element whose health column this poll changed: a tuple (target_type, target_id,
+    name, before, after), so callers may unpack it."""
+
+    target_type: str
+    target_id: int
+    name: str
+    before: str
+    after: str
+
+
+@dataclass
+class ReadingsResult:
+    """What the readings side did, and the rules' decisions for the alerts side."""
+
+    readings: int = 0
+    samples: int = 0
+    changes: list[HealthChange] = field(default_factory=list)
+    decisions: dict[Key, rules.Decision] = field(default_factory=dict)
+    names: dict[tuple[str, int], str] = field(default_factory=dict)
+    seen: set[tuple[str, int]] = field(default_factory=set)  # elements read this poll
+
+
+# --- the inventory as the poll needs it -------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ElementRow:
+    """One console row a reading maps to, with what folding and the rules need."""
+
+    kind: str
+    pk: int
+    name: str
+    health: str
+    state: str = ""
+    ancestors: tuple[tuple[str, int], ...] = ()
+    width_nominal: float | None = None
+    speed_nominal: float | None = None
+
+
+def inventory_rows(manager: FabricManager) -> dict[tuple[str, str], ElementRow]:
+    """(kind, external id) -> row, for every present element of `manager`: eight queries."""
+    rows: dict[tuple[str, str], ElementRow] = {}
+    names: dict[str, dict[int, str]] = defaultdict(dict)
+    for kind, model in (("rack", Rack), ("power_feed", PowerFeed)):
+        for pk, ext, name, health in model.objects.filter(  # type: ignore[attr-defined]
+            manager=manager, is_present=True
+        ).values_list("pk", "external_id", "name", "health"):
+            rows[kind, ext] = ElementRow(kind, pk, name, health)
+    for kind, model in (("switch", Switch), ("host", Host), ("enclosure", Enclosure)):
+        for pk, ext, name, health, state, feed in (
+            model.objects.filter(manager=manager)  # type: ignore[attr-defined]
+            .exclude(state=ComponentState.ABSENT)
+            .values_list("pk", "external_id", "name", "health", "state", "power_feed_id")
+        ):
+            ancestors = (("power_feed", feed),) if feed else ()
+            rows[kind, ext] = ElementRow(kind, pk, name, health, state, ancestors)
+            names[kind][pk] = name
+    for pk, ext, name, health, state, enclosure in (
+        Device.objects.filter(manager=manager)
+        .exclude(state=DeviceState.ABSENT)
+        .values_list("pk", "external_id", "name", "health", "state", "enclosure_id")
+    ):
+        rows["device", ext] = ElementRow(
+            "device", pk, name, health, state, (("enclosure", enclosure),) if enclosure else ()
+        )
+    ports: dict[int, tuple[str, tuple[str, int], float, float]] = {}
+    for pk, ext, name, health, switch, host, enclosure, lanes, speed in Port.objects.filter(
+        manager=manager, is_present=True
+    ).values_list(
+        "pk", "external_id", "name", "health", "switch_id", "host_id", "enclosure_id", "lanes",
+        "speed_gts",
+    ):  # fmt: skip
+        owner = (
+            ("switch", switch) if switch else ("host", host) if host else ("enclosure", enclosure)
+        )
+        rows["port", ext] = ElementRow("port", pk, name, health, "", (owner,))
+        label = f"{names[owner[0]].get(owner[1], owner[0])}:{name}"
+        ports[pk] = (label, owner, float(lanes), float(speed))
+    for pk, ext, health, state, a_port, b_port in Link.objects.filter(
+        manager=manager, is_present=True
+    ).values_list("pk", "external_id", "health", "state", "a_port_id", "b_port_id"):
+        a, b = ports.get(a_port), ports.get(b_port)
+        name = f"{a[0] if a else '?'} <-> {b[0] if b else '?'}"
+        owners = tuple(end[1] for end in (a, b) if end is not None)
+        rows["link", ext] = ElementRow(
+            "link",
+            pk,
+            name,
+            health,
+            state,
+            owners,
+            width_nominal=a[2] if a else None,
+            speed_nominal=a[3] if a else None,
+        )
+    return rows
+
+
+def in_maintenance(row: ElementRow, by_key: Mapping[tuple[str, int], ElementRow]) -> bool:
+    """An operator took it (or the enclosure, switch or host it hangs off) out of service."""
+    if row.state == DeviceState.MAINTENANCE:  # same value as ComponentState.MAINTENANCE
+        return True
+    return any(
+        (ancestor := by_key.get(key)) is not None
+        and ancestor.kind in ("switch", "enclosure", "host")
+        and ancestor.state == ComponentState.MAINTENANCE
+        for key in row.ancestors
+    )
+
+
+def metric(metrics: Mapping[str, float], name: str) -> float | None:
+    """A reported number, or None when it is missing or not a finite number (a driver's
+    NaN must not reach the rules, nor PostgreSQL's JSON)."""
+    value = metrics.get(name)
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def power_state(metrics: Mapping[str, float]) -> str:
+    """ "on" / "off" from the `power_on` metric (1 / 0); "" when it was not reported."""
+    value = metric(metrics, "power_on")
+    if value is None:
+        return ""
+    return "on" if value else "off"
+
+
+def observation(
+    row: ElementRow, reading: HealthReading, health: str, quiet: bool
+) -> rules.Observation:
+    """What the rules read of one reading; `quiet`: in maintenance, power may be off."""
+    m = reading.metrics or {}
+    return rules.Observation(
+        target_type=row.kind,
+        name=row.name,
+        health=health,
+        state=reading.state,
+        detail=reading.detail,
+        temperature_c=metric(m, "temperature_c"),
+        correctable_errors=metric(m, "correctable_errors"),
+        uncorrectable_errors=metric(m, "uncorrectable_errors"),
+        poison_count=metric(m, "poison_count"),
+        link_errors=metric(m, "link_errors"),
+        link_retrains=metric(m, "link_retrains"),
+        link_width=metric(m, "link_width"),
+        link_width_nominal=metric(m, "link_width_max") or row.width_nominal,
+        link_speed_gts=metric(m, "link_speed_gts"),
+        link_speed_nominal_gts=metric(m, "link_speed_max_gts") or row.speed_nominal,
+        power_state=power_state(m),
+        utilisation_pct=metric(m, "utilisation_pct"),
+        expected_on=not quiet,
+    )
+
+
+def sample(
+    manager: FabricManager, row: ElementRow, reading: HealthReading, health: str, now: datetime
+) -> HealthSample:
+    """The HealthSample row of one reading (unsaved: the poll bulk-creates them)."""
+    m = reading.metrics or {}
+    values = {name: metric(m, name) for name in METRIC_COLUMNS}
+    if values["link_width"] is not None:
+        values["link_width"] = max(0, int(values["link_width"]))  # type: ignore[assignment]
+    return HealthSample(
+        manager=manager,
+        target_type=row.kind,
+        target_id=row.pk,
+        taken_at=now,
+        health=health,
+        state=(reading.state or "")[:30],
+        detail=(reading.detail or "")[:300] if health != Health.OK else "",
+        power_state=power_state(m),
+        metrics={
+            k: v
+            for k, v in m.items()
+            if k not in _NOT_EXTRA and (metric(m, k) is not None or isinstance(v, str))
+        },
+        **values,
+    )
+
+
+def apply_readings(
+    manager: FabricManager,
+    readings: Sequence[HealthReading],
+    previous: Mapping[tuple[str, int], Mapping[str, rules.RuleState]],
+    *,
+    now: datetime,
+    full: bool,
+) -> ReadingsResult:
+    """Write what `readings` change (health columns, ChangeRecords, samples) and return the
+    rules' decisions for every element that has a condition or a remembered state.
+
+    `previous`: (target type, id) -> rule -> RuleState. `full`: store every sampled
+    element, not only the unwell and the changed. About ten queries, whatever the size.
+    """
+    inventory = inventory_rows(manager)
+    by_key = {(row.kind, row.pk): row for row in inventory.values()}
+    matched: list[tuple[ElementRow, HealthReading, str]] = []
+    health_now: dict[tuple[str, int], str] = {}
+    for reading in readings:
+        row = inventory.get((reading.target_kind, reading.external_id))
+        if row is None:
+            continue  # not in the console yet (or absent): the next sync adds it
+        health = reading.health if reading.health in _HEALTH_VALUES else Health.UNKNOWN
+        matched.append((row, reading, health))
+        health_now[row.kind, row.pk] = health
+    result = ReadingsResult(readings=len(matched), seen=set(health_now))
+
+    column_updates: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    records: list[ChangeRecord] = []
+    samples: list[HealthSample] = []
+    ts = now.timestamp()
+    for row, reading, health in matched:
+        link_state = ""
+        if row.kind == "link" and reading.state in _LINK_STATES:
+            link_state = reading.state
+        changed = health != row.health or (link_state and link_state != row.state)
+        if changed:
+            column_updates[row.kind, health, link_state].append(row.pk)
+            diff: dict[str, list[str]] = {}
+            if health != row.health:
+                diff["health"] = [row.health, health]
+                result.changes.append(HealthChange(row.kind, row.pk, row.name, row.health, health))
+            if link_state and link_state != row.state:
+                diff["state"] = [row.state, link_state]
+            records.append(
+                ChangeRecord(
+                    target_type=row.kind,
+                    target_id=row.pk,
+                    target_label=row.name[:200],
+                    action=ChangeAction.CHANGED,
+                    changes=diff,
+                    message=(reading.detail or f"reported {health}")[:300],
+                    source=SOURCE,
+                )
+            )
+        if row.kind not in SAMPLED:
+            continue
+        if full or changed or health != Health.OK:
+            samples.append(sample(manager, row, reading, health, now))
+        quiet = in_maintenance(row, by_key)
+        ancestors = [
+            health_now.get(key, by_key[key].health) for key in row.ancestors if key in by_key
+        ]
+        folded = rules.explained_by_ancestor(health, ancestors)
+        remembered = previous.get((row.kind, row.pk), {})
+        if health == Health.OK and not remembered and not reading.metrics:
+            continue  # nothing can hold and nothing is remembered: skip the rules
+        decisions = rules.evaluate(
+            observation(row, reading, health, quiet),
+            remembered,
+            now=ts,
+            may_open=not (quiet or folded),
+        )
+        for rule, decision in decisions.items():
+            result.decisions[(row.kind, row.pk, rule)] = decision
+        if decisions:
+            result.names[row.kind, row.pk] = row.name
+
+    for (kind, health, link_state), pks in column_updates.items():
+        values: dict[str, Any] = {"health": health, "updated_at": now}
+        if link_state:
+            values["state"] = link_state
+        model = MODELS[kind]
+        for start in range(0, len(pks), _CHUNK):
+            model.objects.filter(pk__in=pks[start : start + _CHUNK]).update(**values)  # type: ignore[attr-defined]
+    ChangeRecord.objects.bulk_create(records, batch_size=_BATCH)
+    HealthSample.objects.bulk_create(samples, batch_size=_BATCH)
+    result.samples = len(samples)
+    return result

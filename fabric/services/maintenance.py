@@ -1,0 +1,192 @@
+"""Maintenance: an operator takes a device, an enclosure or a switch out of service and back.
+
+In maintenance, what already runs there keeps running (nothing is unbound), but nothing new
+is placed on it: placement takes FREE devices and ACTIVE enclosures only, and no path
+through a switch in maintenance (fabric.topology.maintenance.placeable), so the devices
+that only that switch connects are not placeable either. Inventory sync keeps the state
+(fabric.services.sync.kinds), the health poller opens no new alert for it (its open ones
+still close on recovery), and only `maintenance_set(on=False)` ends it.
+
+Before an operator confirms, `maintenance_dependents` lists what depends on the element:
+the devices and hosts that would lose something if it went away, and the compositions
+holding them (from the impact contributors and the holders registry: the fabric never
+imports the composer).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
+from fabric.health.blast import BlastRadius
+from fabric.holders import Holder, device_holders
+from fabric.models import Device, Enclosure, Switch
+from fabric.services.history import change_record, target_type_of
+from fabric.topology.report import impact_report
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Dependents", "MaintenanceTarget", "maintenance_dependents", "maintenance_set"]
+
+MaintenanceTarget = Device | Switch | Enclosure
+HOLDER_LIMIT = 25  # held devices whose holders are looked up (one query each)
+REASON_MAX = 200
+
+
+def _next_device_state(device: Device, on: bool) -> str:
+    state = device.state
+    if on:
+        if state == DeviceState.ABSENT:
+            raise ValidationError(
+                {"on": f"Device {device.name} is absent (no longer reported by its manager)."}
+            )
+        if state == DeviceState.RESERVED:
+            raise ValidationError(
+                {
+                    "on": f"Device {device.name} is reserved by a composition being built; put "
+                    "it in maintenance once the compose job has bound it or given it back."
+                }
+            )
+        return DeviceState.MAINTENANCE
+    if state != DeviceState.MAINTENANCE:
+        return state
+    # Back to what the fabric says it is: bound, failed, or free.
+    if device.bound_host_id is not None:
+        return DeviceState.BOUND
+    if device.health == Health.CRITICAL:
+        return DeviceState.FAILED
+    return DeviceState.FREE
+
+
+def _next_component_state(target: Switch | Enclosure, on: bool) -> str:
+    if target.state == ComponentState.ABSENT:
+        raise ValidationError(
+            {
+                "on": f"{type(target).__name__} {target.name} is absent (no longer reported "
+                "by its manager)."
+            }
+        )
+    return ComponentState.MAINTENANCE if on else ComponentState.ACTIVE
+
+
+def maintenance_set(
+    *,
+    target: MaintenanceTarget,
+    on: bool,
+    actor: Any = None,
+    reason: str = "",
+    remote_addr: str | None = None,
+    source: str = "console",
+) -> bool:
+    """Put `target` (a Device, Switch or Enclosure) in maintenance (`on`) or take it out.
+
+    A device goes MAINTENANCE from FREE, BOUND or FAILED (a bound one stays bound: its
+    composition keeps it, and a release leaves it in maintenance); a RESERVED one is refused
+    (a compose job is binding it). Out of maintenance, a device becomes BOUND when the
+    fabric reports it bound, FAILED when its health is critical, FREE otherwise. A switch or
+    enclosure moves between ACTIVE and MAINTENANCE. Idempotent: returns False when the
+    target already was in the asked state. Audited: a ChangeRecord with the actor, the
+    address and the reason. Raises ValidationError naming `on` or `reason`. `target` is
+    refreshed in place.
+    """
+    if not isinstance(target, Device | Switch | Enclosure):
+        raise ValidationError(
+            {
+                "target": "Only devices, switches and enclosures go into maintenance; "
+                f"got {target!r}."
+            }
+        )
+    if not isinstance(on, bool):
+        raise ValidationError({"on": f"Must be true or false; got {on!r}."})
+    reason = (reason or "").strip()
+    if len(reason) > REASON_MAX:
+        raise ValidationError({"reason": f"At most {REASON_MAX} characters; got {len(reason)}."})
+    model = type(target)
+    with transaction.atomic():
+        # Lock the row: a sync or a claim may be changing its state right now.
+        row = model.objects.select_for_update().get(pk=target.pk)
+        before = row.state
+        after = (
+            _next_device_state(row, on)
+            if isinstance(row, Device)
+            else _next_component_state(row, on)
+        )
+        if after == before:
+            target.refresh_from_db()
+            return False
+        # Compare-and-set as well (SQLite ignores FOR UPDATE).
+        changed = model.objects.filter(pk=row.pk, state=before).update(
+            state=after, updated_at=timezone.now()
+        )
+        if not changed:
+            raise ValidationError({"on": f"{row.name} changed meanwhile; try again."})
+        verb = "put in maintenance" if on else "taken out of maintenance"
+        change_record(
+            row,
+            ChangeAction.CHANGED,
+            {"state": (before, after)},
+            label=row.name,
+            message=f"{verb}{f': {reason}' if reason else ''}",
+            actor=actor,
+            source=source,
+            remote_addr=remote_addr,
+        ).save()
+    target.refresh_from_db()
+    logger.info(
+        "%s %s %s by user %s",
+        target_type_of(target),
+        target.pk,
+        "put in maintenance" if on else "taken out of maintenance",
+        getattr(actor, "pk", None),
+    )
+    return True
+
+
+@dataclass(frozen=True)
+class Dependents:
+    """What depends on an element: what its loss (or a careless repair) would take.
+
+    `devices` / `hosts`: rows of `fabric.topology.report.impact_report` (id, name, kind,
+    node, reason). `compositions` / `tenants`: what the impact contributors add (empty
+    until the composer registers one). `holders`: held devices among `devices` (at most
+    HOLDER_LIMIT) with what holds each, as far as the viewer may know; `held_count`: how
+    many of `devices` are held in all.
+    """
+
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    hosts: list[dict[str, Any]] = field(default_factory=list)
+    compositions: list[Any] = field(default_factory=list)
+    tenants: list[Any] = field(default_factory=list)
+    holders: list[tuple[Device, list[Holder]]] = field(default_factory=list)
+    held_count: int = 0
+
+
+def maintenance_dependents(*, target: MaintenanceTarget, user: Any) -> Dependents:
+    """What depends on `target` (see Dependents): the fabric graph once, one query for the
+    held devices, and one per held device shown (at most HOLDER_LIMIT)."""
+    found = BlastRadius(target.manager).impact(target_type_of(target), target.pk)
+    if found is None:
+        return Dependents()
+    graph, impact = found
+    report = impact_report(graph, impact, domains=[])
+    device_ids = [row["id"] for row in report["devices"]]
+    held = Device.objects.filter(
+        pk__in=device_ids, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
+    ) | Device.objects.filter(pk__in=device_ids, bound_host__isnull=False)
+    held = held.distinct().select_related("bound_host").order_by("name", "pk")
+    held_count = held.count()
+    holders = [(device, device_holders(device=device, user=user)) for device in held[:HOLDER_LIMIT]]
+    return Dependents(
+        devices=report["devices"],
+        hosts=report["hosts"],
+        compositions=list(report.get("compositions", [])),
+        tenants=list(report.get("tenants", [])),
+        holders=holders,
+        held_count=held_count,
+    )
