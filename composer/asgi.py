@@ -1,4 +1,8 @@
-"""ASGI entry point: Django's HTTP handling under Channels' protocol router."""
+"""ASGI entry point: Django's HTTP handling and the websockets, under Channels' router.
+
+Websockets (`/ws/events/`) pass the origin check and the session and token logins first
+(composer.routing).
+"""
 
 from __future__ import annotations
 
@@ -11,4 +15,6 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402 - after Django is set up
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from composer.routing import websocket_application  # noqa: E402 - imports models
+
+application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application()})

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from composer.choices import JobStatus
 from composer.errors import InvalidTransition, StaleState
+from composer.events import job_progress_record
 from composer.models import Job, JobLogLine
 from composer.states import job_transition
 from fabric.drivers.base import DriverError
@@ -71,6 +72,7 @@ class _JobLogHandler(logging.Handler):
         self.thread_id = threading.get_ident()
         self.buffer: list[JobLogLine] = []
         self.count = 0
+        self.last_id: int | None = None  # newest line written, for the job.progress event
         self.setFormatter(logging.Formatter("%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -98,7 +100,13 @@ class _JobLogHandler(logging.Handler):
     def write(self) -> None:
         if self.buffer:
             lines, self.buffer = self.buffer, []
-            JobLogLine.objects.bulk_create(lines)
+            if len(lines) == 1:
+                # Most writes are one line. A plain INSERT commits on its own; bulk_create
+                # would wrap it in BEGIN ... COMMIT: three round trips a line instead of one.
+                lines[0].save(force_insert=True)
+            else:
+                JobLogLine.objects.bulk_create(lines)
+            self.last_id = lines[-1].pk or self.last_id
 
 
 @contextmanager
@@ -141,12 +149,14 @@ class _Progress:
         done, total, message = self.pending
         self.pending = None
         self.last_write = time.monotonic()
-        Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
+        updated = Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
             progress_done=done, progress_total=total, message=message, heartbeat_at=timezone.now()
         )
         self.job.progress_done, self.job.progress_total, self.job.message = done, total, message
         if not connection.in_atomic_block:
             self.handler.write()
+        if updated:  # heard live (throttled with the write); not once the job was ended
+            job_progress_record(self.job, last_log_line_id=self.handler.last_id)
 
     def final_fields(self) -> dict[str, Any]:
         """The last report, if it was not written yet, for the terminal update."""

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobStatus
 from composer.errors import InvalidTransition, StaleState
+from composer.events import composition_state_record, job_last_log_line_id, job_progress_record
 from composer.models import Composition, Job, StateChange
 
 JOB_ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
@@ -41,7 +42,8 @@ def job_transition(job: Job, to: JobStatus | str, **fields: Any) -> Job:
     Compare-and-set on the status the caller holds: raises StaleState when the row's
     status changed meanwhile (the caller's `job` is refreshed so it can look), and
     InvalidTransition when the table forbids the move. Field values may be expressions
-    such as `F("attempts") + 1`; the instance is refreshed for those.
+    such as `F("attempts") + 1`; the instance is refreshed for those. Records a
+    `job.progress` event with the new status (published after commit).
     """
     current = JobStatus(job.status)
     target = JobStatus(to)
@@ -62,6 +64,9 @@ def job_transition(job: Job, to: JobStatus | str, **fields: Any) -> Job:
             setattr(job, name, value)
     if expressions:
         job.refresh_from_db(fields=expressions)
+    # Every change of a job's status is heard live (start, retry, end, a sweep's cancel).
+    first_start = target == JobStatus.RUNNING and job.attempts <= 1  # no log lines yet
+    job_progress_record(job, last_log_line_id=None if first_start else job_last_log_line_id(job))
     return job
 
 
@@ -103,8 +108,9 @@ def composition_transition(
 
     Compare-and-set on the state the caller holds: raises StaleState when another worker
     changed it first (the instance is refreshed), InvalidTransition when the table forbids
-    the move. Writes a StateChange row (actor, before -> after, reason, remote address) in
-    the same transaction as the update.
+    the move. Writes a StateChange row (actor, before -> after, reason, remote address) and
+    a `composition.state` event in the same transaction as the update; the event is
+    published after commit.
     """
     current = CompositionState(composition.state)
     target = CompositionState(to)
@@ -132,6 +138,8 @@ def composition_transition(
             source=source[:100],
             remote_addr=remote_addr or None,
         )
+        # Heard live by the tenant and operators once this commits (docs/events.md).
+        composition_state_record(composition, from_state=current, to_state=target, reason=reason)
     for name, value in values.items():
         setattr(composition, name, value)
     return composition

@@ -4,7 +4,9 @@ members only, and a resync after the subscription was lost."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -39,19 +41,50 @@ async def eventually(check: Callable[[], bool], timeout: float = 5.0) -> None:
 
 
 async def publish(group: str, event_id: int, tenant_id: int | None, text: str) -> None:
-    await asyncio.to_thread(fanout.publish, group, event_id, tenant_id, text)
+    assert await asyncio.to_thread(fanout.publish, group, event_id, tenant_id, text)
+
+
+def in_thread(main: Callable[[], Awaitable[None]]) -> None:
+    """asyncio.run in a thread of its own: the main thread may already run a loop (the
+    browser tests' Playwright keeps one)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, main()).result()
+
+
+PREFIX = f"composer-test-fanout-{uuid.uuid4().hex[:8]}"
 
 
 def run(redis_url: str, scenario: Callable[[fanout.Hub], Awaitable[None]]) -> None:
+    """Run `scenario` with a hub on `redis_url` (named by the channel layer's settings)."""
+
     async def main() -> None:
         hub = fanout.get_hub()
+        assert hub is not None
         try:
             await scenario(hub)
         finally:
             await hub.close()
 
-    with override_settings(REDIS_URL=redis_url):
-        asyncio.run(main())
+    layers = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "prefix": PREFIX},
+        }
+    }
+    with override_settings(CHANNEL_LAYERS=layers):
+        in_thread(main)
+
+
+def test_without_a_redis_layer_there_is_no_hub_and_publishing_declines() -> None:
+    layers = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    with override_settings(CHANNEL_LAYERS=layers):
+        assert fanout.events_redis() is None
+        assert fanout.publish("operators", 1, None, "{}") is False
+
+        async def main() -> None:
+            assert fanout.get_hub() is None
+
+        in_thread(main)
 
 
 def test_frames_round_trip() -> None:
@@ -104,7 +137,9 @@ def test_leaving_the_last_member_unsubscribes(redis_url: str) -> None:
         await hub.leave_all(member)
         assert "job-9" not in hub.groups
         await asyncio.sleep(0.2)
-        assert await asyncio.to_thread(fanout.publish, "job-9", 8, None, "{}") == 0
+        client = redis.Redis.from_url(redis_url)
+        assert client.pubsub_numsub(f"{PREFIX}:job-9")[0][1] == 0
+        await publish("job-9", 8, None, "{}")
 
     run(redis_url, scenario)
     assert member.frames == []

@@ -1,0 +1,516 @@
+"""`/ws/events/`: the live event stream of one browser tab or API client.
+
+Protocol (JSON text frames; docs/events.md has examples):
+
+client -> server
+    {"action": "resume", "last_event_id": N, "seen": [ids]?}   replay what came after N
+    {"action": "subscribe", "composition": id} | {"action": "subscribe", "job": id}
+    {"action": "unsubscribe", "composition": id} | {"action": "unsubscribe", "job": id}
+
+server -> client
+    {"type": "hello", "user", "operator", "tenant_ids", "newest_event_id", "heartbeat_s"}
+    {"type": "event", "id", "event_type", "at", "composition_id", "job_id", "payload",
+     "replay"?}
+    {"type": "resumed", "last_event_id", "replayed", "newest_event_id"}
+    {"type": "resync", "newest_event_id", "message"}   too much was missed: reload state
+    {"type": "subscribed" | "unsubscribed", "composition" | "job": id}
+    {"type": "heartbeat", "newest_event_id", "at"}
+    {"type": "error", "field", "message"}
+    close 4401: not signed in (or no longer active)
+
+Nothing is lost (DESIGN "Events"), because delivery never relies on the live path alone:
+
+- on connect the consumer joins its groups first and then reads the newest event id, so
+  every later event reaches it live or is found in the database;
+- `resume` replays from the database (scoped) what came after the client's last id;
+- every heartbeat replays from the database whatever this connection has not been sent
+  since (a Redis restart drops live messages; the pub/sub layer re-subscribes by itself)
+  and re-reads the user's scope, so a removed membership stops the flow.
+
+Each event is sent once per connection (ids are remembered for a while), and every
+message is re-checked against the connection's tenants before it is sent (STYLE §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import random
+import time
+from collections import OrderedDict
+from datetime import timedelta
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import Max
+from django.utils import timezone
+
+from composer.events import (
+    NOBODY,
+    OPERATORS_GROUP,
+    Scope,
+    composition_group,
+    event_ids_recent,
+    event_message_text,
+    events_for_scope,
+    job_group,
+    newest_event_id,
+    scope_for,
+    tenant_group,
+)
+from composer.fanout import get_hub
+from composer.models import Composition, Event, Job
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+FULL_CATCH_UP_EVERY = 5  # heartbeats; a replay query at least this often whatever happens
+NEWEST_TTL_S = 1.0  # the process's look at the newest event id is shared for this long
+REPLAY_LIMIT = 1000  # more missed than this: "resync" (reload the page), not a flood
+MAX_SUBSCRIPTIONS = 200
+MAX_SEEN = 1000
+SCOPE_REFRESH_S = 60.0
+TARGETS = {"composition": (Composition, composition_group), "job": (Job, job_group)}
+
+
+class EventsConsumer(AsyncJsonWebsocketConsumer):
+    """One connection: joins `operators` or its tenants' groups, and what it subscribes to."""
+
+    async def connect(self) -> None:
+        self.heard: Scope = NOBODY
+        self.groups_joined: set[str] = set()
+        self.subscriptions: set[tuple[str, int]] = set()
+        self.sent: OrderedDict[int, float] = OrderedDict()  # event id -> monotonic time sent
+        self.cursor = 0  # every event up to here (and not recent) was sent or predates us
+        self.lock = asyncio.Lock()  # the heartbeat task and the handlers share the state
+        self.heartbeat_task: asyncio.Task[None] | None = None
+        self.resync_tasks: set[asyncio.Task[None]] = set()
+        self.heartbeat_s = float(settings.COMPOSER_EVENTS_HEARTBEAT_S)
+        self.settle_s = float(settings.COMPOSER_EVENTS_SETTLE_S)
+        self.scope_checked = time.monotonic()
+        await self.accept()
+        user = self.user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self._refuse("Sign in (session cookie) or send an API token.")
+            return
+        self.heard = await database_sync_to_async(scope_for)(user)
+        if self.heard is NOBODY:
+            await self._refuse("This account is not active.")
+            return
+        for group in self._scope_groups(self.heard):
+            await self._join(group)
+        # After joining: an event newer than this is heard live or found by a replay.
+        self.cursor = await database_sync_to_async(newest_event_id)(self.heard)
+        await self.send_json(
+            {
+                "type": "hello",
+                "user": {"id": user.pk, "username": user.get_username()},
+                "operator": self.heard.operator,
+                "tenant_ids": sorted(self.heard.tenant_ids),
+                "newest_event_id": self.cursor,
+                "heartbeat_s": self.heartbeat_s,
+            }
+        )
+        self.heartbeat_task = asyncio.ensure_future(self._heartbeats())
+
+    async def disconnect(self, code: int) -> None:
+        task = getattr(self, "heartbeat_task", None)
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for group in list(getattr(self, "groups_joined", ())):
+            await self._leave(group)
+
+    # --- client messages ----------------------------------------------------------------------
+
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """Parse a frame; anything malformed gets an error message, never a crash."""
+        if self.heard is NOBODY:
+            return
+        if text_data is None:
+            await self._error(None, "Send JSON text frames, not binary ones.")
+            return
+        try:
+            content = json.loads(text_data)
+        except ValueError:
+            await self._error(None, "The message is not valid JSON.")
+            return
+        try:
+            await self.receive_json(content)
+        except Exception:  # a bug in one handler must not end the connection
+            logger.exception("events consumer failed on a message user_id=%s", self.heard.user_id)
+            await self._error(None, "The message could not be handled.")
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not isinstance(content, dict):
+            await self._error(None, 'Send a JSON object such as {"action": "resume", ...}.')
+            return
+        action = content.get("action")
+        if action == "resume":
+            await self._resume(content)
+        elif action == "subscribe":
+            await self._subscribe(content)
+        elif action == "unsubscribe":
+            await self._unsubscribe(content)
+        else:
+            await self._error(
+                "action", 'Unknown action; use "resume", "subscribe" or "unsubscribe".'
+            )
+
+    async def _resume(self, content: dict[str, Any]) -> None:
+        last = content.get("last_event_id")
+        if not _is_int(last) or last < 0:
+            await self._error("last_event_id", "Send the id of the last event you saw (0 or more).")
+            return
+        seen = content.get("seen", [])
+        if not isinstance(seen, list) or len(seen) > MAX_SEEN or not all(map(_is_int, seen)):
+            await self._error("seen", f"Send a list of at most {MAX_SEEN} event ids, or nothing.")
+            return
+        async with self.lock:
+            if last > self.cursor:
+                # Ahead of the database (restored from a backup, or a bogus id): from the
+                # newest there is, or later events would never be replayed here.
+                newest = await database_sync_to_async(newest_event_id)(self.heard)
+                last = min(last, max(newest, self.cursor))
+            for event_id in seen:  # the client has them: later catch-ups skip them too
+                self._mark_sent(event_id)
+            replayed = await self._catch_up(after=last, skip=set())
+            if replayed is None:
+                return
+            await self.send_json(
+                {
+                    "type": "resumed",
+                    "last_event_id": last,
+                    "replayed": replayed,
+                    "newest_event_id": self.cursor,
+                }
+            )
+
+    async def _subscribe(self, content: dict[str, Any]) -> None:
+        target = await self._target(content)
+        if target is None:
+            return
+        kind, target_id = target
+        model, group_of = TARGETS[kind]
+        user = self.user
+        visible = await database_sync_to_async(
+            lambda: model.objects.for_user(user).filter(pk=target_id).exists()
+        )()
+        if not visible:
+            # The same answer for "no such" and "not yours": nothing leaks (STYLE §8).
+            await self._error(kind, f"There is no {kind} {target_id} that you may see.")
+            return
+        if target not in self.subscriptions and len(self.subscriptions) >= MAX_SUBSCRIPTIONS:
+            await self._error(kind, f"At most {MAX_SUBSCRIPTIONS} subscriptions per connection.")
+            return
+        self.subscriptions.add(target)
+        await self._join(group_of(target_id))
+        await self.send_json({"type": "subscribed", kind: target_id})
+
+    async def _unsubscribe(self, content: dict[str, Any]) -> None:
+        target = await self._target(content)
+        if target is None:
+            return
+        kind, target_id = target
+        if target in self.subscriptions:
+            self.subscriptions.discard(target)
+            await self._leave(TARGETS[kind][1](target_id))
+        await self.send_json({"type": "unsubscribed", kind: target_id})
+
+    async def _target(self, content: dict[str, Any]) -> tuple[str, int] | None:
+        """("composition" | "job", id) named by a (un)subscribe message, or None (answered)."""
+        named = [kind for kind in TARGETS if kind in content]
+        if len(named) != 1:
+            await self._error(None, 'Name one target: {"composition": <id>} or {"job": <id>}.')
+            return None
+        kind = named[0]
+        target_id = content[kind]
+        if not _is_int(target_id) or target_id < 1:
+            await self._error(kind, f"{kind.capitalize()} must be a positive integer id.")
+            return None
+        return kind, target_id
+
+    # --- events from the channel layer --------------------------------------------------------
+
+    async def event_message(self, message: dict[str, Any]) -> None:
+        """A live event from the channel layer (`composer.events.LayerMessage`)."""
+        event_id, tenant_id, text = message.get("id"), message.get("tenant_id"), message.get("text")
+        if (
+            _is_int(event_id)
+            and (tenant_id is None or _is_int(tenant_id))
+            and isinstance(text, str)
+        ):
+            await self.deliver(event_id, tenant_id, text)
+
+    async def deliver(self, event_id: int, tenant_id: int | None, text: str) -> None:
+        """Send one live event: re-check who it was cut for, de-duplicate, send.
+
+        Independent of the transport: the channel layer calls it through `event_message`
+        (it is also the `deliver` of composer.fanout's `Member`). The hub calls its
+        connections one after the other, so this must not wait: while a catch-up holds the
+        lock (it queries the database), the event is sent from a task once it is done.
+        """
+        if self.lock.locked():
+            task = asyncio.ensure_future(self._deliver(event_id, tenant_id, text))
+            self.resync_tasks.add(task)
+            task.add_done_callback(self.resync_tasks.discard)
+            return
+        await self._deliver(event_id, tenant_id, text)
+
+    async def _deliver(self, event_id: int, tenant_id: int | None, text: str) -> None:
+        async with self.lock:
+            if event_id in self.sent:
+                return
+            if not self.heard.hears(tenant_id):
+                # Defence in depth: the groups should make this impossible.
+                if not self.heard.operator:
+                    logger.warning(
+                        "event %s cut for tenant %s reached user %s; not sent",
+                        event_id,
+                        tenant_id,
+                        self.heard.user_id,
+                    )
+                return
+            if not self.heard.operator and len(self.heard.tenant_ids) > 1:
+                # A member of several tenants: the cut for all of them, from the database.
+                fetched = await database_sync_to_async(_event_text)(self.heard, event_id)
+                if fetched is None:
+                    return
+                text = fetched
+            await self.send(text_data=text)
+            self._mark_sent(event_id)
+            # Safe: a catch-up also looks back COMPOSER_EVENTS_SETTLE_S for events that
+            # committed out of id order, and every event is published live when it commits.
+            self.cursor = max(self.cursor, event_id)
+
+    # --- heartbeat and catch-up ---------------------------------------------------------------
+
+    async def _heartbeats(self) -> None:
+        """Every heartbeat_s (jittered, so connections spread out): check, replay, beat.
+
+        The replay query runs only when the process has seen an event newer than this
+        connection's cursor, and in any case every FULL_CATCH_UP_EVERY heartbeats (the
+        safety net): a thousand idle browsers must not cost the database fifty queries a
+        second for nothing.
+        """
+        beats = 0
+        while True:
+            await asyncio.sleep(self.heartbeat_s * random.uniform(0.8, 1.2))
+            beats += 1
+            try:
+                async with self.lock:
+                    if not await self._refresh_scope():
+                        await self.close(code=CLOSE_UNAUTHENTICATED)
+                        return
+                    due = beats % FULL_CATCH_UP_EVERY == 0
+                    if (
+                        due or await process_newest_event_id() > self.cursor
+                    ) and await self._catch_up(after=self.cursor, skip=set()) is None:
+                        continue
+                    await self.send_json(
+                        {
+                            "type": "heartbeat",
+                            "newest_event_id": self.cursor,
+                            "at": timezone.now().isoformat(),
+                        }
+                    )
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the database may be away for a moment; try next time
+                logger.exception("events heartbeat failed user_id=%s", self.heard.user_id)
+
+    async def _catch_up(self, *, after: int, skip: set[int]) -> int | None:
+        """Send, from the database, the events after `after` (and recent ones) not yet sent.
+
+        Returns how many were sent, or None when there were too many and a `resync` went
+        instead. Advances the cursor past everything it looked at. Call under the lock.
+        """
+        self._forget_old()
+        skip = skip | set(self.sent)
+        recent_since = timezone.now() - timedelta(seconds=self.settle_s)
+        found, texts = await database_sync_to_async(_replay)(
+            self.heard, after, recent_since, skip, REPLAY_LIMIT
+        )
+        if len(found) > REPLAY_LIMIT:
+            newest = await database_sync_to_async(newest_event_id)(self.heard)
+            self.cursor = max(self.cursor, newest)
+            await self.send_json(
+                {
+                    "type": "resync",
+                    "newest_event_id": self.cursor,
+                    "message": "More events were missed than are replayed; reload the state.",
+                }
+            )
+            return None
+        for event_id, text in texts:
+            await self.send(text_data=text)
+            self._mark_sent(event_id)
+        self.cursor = max([self.cursor, after, *found])
+        return len(texts)
+
+    async def _refresh_scope(self) -> bool:
+        """Re-read the user's scope once a minute; False when the user may no longer listen."""
+        if time.monotonic() - self.scope_checked < SCOPE_REFRESH_S:
+            return True
+        self.scope_checked = time.monotonic()
+        user, heard = await database_sync_to_async(_user_and_scope)(self.heard.user_id)
+        if heard is NOBODY:
+            return False
+        self.user = user
+        if heard != self.heard:
+            old, new = self._scope_groups(self.heard), self._scope_groups(heard)
+            self.heard = heard
+            for group in old - new:
+                await self._leave(group)
+            for group in new - old:
+                await self._join(group)
+            await self._recheck_subscriptions()
+        return True
+
+    async def _recheck_subscriptions(self) -> None:
+        user = self.user
+        for kind, target_id in list(self.subscriptions):
+            model, group_of = TARGETS[kind]
+            visible = await database_sync_to_async(
+                lambda m=model, t=target_id: m.objects.for_user(user).filter(pk=t).exists()
+            )()
+            if not visible:
+                self.subscriptions.discard((kind, target_id))
+                await self._leave(group_of(target_id))
+                await self._error(kind, f"You may no longer see {kind} {target_id}.")
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _scope_groups(heard: Scope) -> set[str]:
+        if heard.operator:
+            return {OPERATORS_GROUP}
+        return {tenant_group(tenant) for tenant in heard.tenant_ids}
+
+    async def _join(self, group: str) -> None:
+        """Hear `group`: through this process's event hub on Redis (composer.fanout), or
+        the channel layer's groups when there is no Redis (the in-memory layer of tests)."""
+        self.groups_joined.add(group)
+        try:
+            hub = get_hub()
+            if hub is not None:
+                await hub.join(group, self)
+            else:
+                await self.channel_layer.group_add(group, self.channel_name)
+        except Exception as exc:  # Redis away: the heartbeat replays until it is back
+            logger.warning("could not join %s (%s); relying on replay", group, exc)
+
+    async def _leave(self, group: str) -> None:
+        self.groups_joined.discard(group)
+        with contextlib.suppress(Exception):
+            hub = get_hub()
+            if hub is not None:
+                await hub.leave(group, self)
+            else:
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    async def resync(self) -> None:
+        """The hub lost its subscription for a moment (composer.fanout.Member): replay from
+        the database now rather than at the next heartbeat. In a task of its own, so that
+        one slow connection does not hold up the hub's others."""
+        if self.heard is NOBODY:
+            return
+        task = asyncio.ensure_future(self._resync())
+        self.resync_tasks.add(task)  # held until done: the loop keeps only weak references
+        task.add_done_callback(self.resync_tasks.discard)
+
+    async def _resync(self) -> None:
+        try:
+            async with self.lock:
+                await self._catch_up(after=self.cursor, skip=set())
+        except Exception:  # the heartbeat tries again
+            logger.warning("events resync failed user_id=%s", self.heard.user_id, exc_info=True)
+
+    def _mark_sent(self, event_id: int) -> None:
+        self.sent[event_id] = time.monotonic()
+        self.sent.move_to_end(event_id)
+
+    def _forget_old(self) -> None:
+        """Forget ids sent long enough ago that no replay can return them again."""
+        horizon = time.monotonic() - 2 * self.settle_s - self.heartbeat_s
+        while self.sent and (next(iter(self.sent.values())) < horizon or len(self.sent) > 20000):
+            self.sent.popitem(last=False)
+
+    async def _error(self, field: str | None, message: str) -> None:
+        await self.send_json({"type": "error", "field": field, "message": message})
+
+    async def _refuse(self, message: str) -> None:
+        await self._error(None, message)
+        await self.close(code=CLOSE_UNAUTHENTICATED)
+
+
+_newest = {"id": 0, "at": -1e9}
+_newest_lock: dict[int, asyncio.Lock] = {}
+
+
+async def process_newest_event_id() -> int:
+    """The newest event id of all, read at most once per NEWEST_TTL_S by this process and
+    shared by its connections: their heartbeats replay only when something is newer."""
+    if time.monotonic() - _newest["at"] < NEWEST_TTL_S:
+        return int(_newest["id"])
+    lock = _newest_lock.setdefault(id(asyncio.get_running_loop()), asyncio.Lock())
+    async with lock:
+        if time.monotonic() - _newest["at"] >= NEWEST_TTL_S:
+            _newest["id"] = await database_sync_to_async(_newest_of_all)()
+            _newest["at"] = time.monotonic()
+    return int(_newest["id"])
+
+
+def _newest_of_all() -> int:
+    return Event.objects.aggregate(newest=Max("id"))["newest"] or 0
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _replay(
+    heard: Scope, after: int, recent_since: Any, skip: set[int], limit: int
+) -> tuple[list[int], list[tuple[int, str]]]:
+    """(ids found, [(id, text)] to send) for a catch-up: one or two queries.
+
+    Found: visible ids above `after` (at most limit + 1, to tell an overflow), plus the
+    recent ones at or below it. Sent: those not in `skip`, cut for the scope, in id order.
+    """
+    ahead = list(
+        events_for_scope(heard).filter(pk__gt=after).values_list("id", flat=True)[: limit + 1]
+    )
+    if len(ahead) > limit:
+        return ahead, []
+    recent = event_ids_recent(heard, since=recent_since, limit=limit)
+    found = sorted(set(ahead) | set(recent))
+    wanted = [event_id for event_id in found if event_id not in skip]
+    texts: list[tuple[int, str]] = []
+    if wanted:
+        for event in events_for_scope(heard).filter(pk__in=wanted):
+            payload = heard.payload(event)
+            if payload is not None:
+                texts.append((event.pk, event_message_text(event, payload=payload, replay=True)))
+    return found, texts
+
+
+def _event_text(heard: Scope, event_id: int) -> str | None:
+    event = events_for_scope(heard).filter(pk=event_id).first()
+    if event is None:
+        return None
+    payload = heard.payload(event)
+    return None if payload is None else event_message_text(event, payload=payload)
+
+
+def _user_and_scope(user_id: int | None) -> tuple[Any, Scope]:
+    """The user as the database has it now, and its scope (NOBODY when gone or inactive)."""
+    user = get_user_model().objects.filter(pk=user_id).first()
+    return user, scope_for(user)
