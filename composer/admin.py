@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from composer.choices import JobStatus
 from composer.errors import ComposerError
 from composer.models import (
+    AlertAudience,
     Allocation,
     Composition,
     Event,
@@ -232,4 +233,11 @@ class EventAdmin(ReadOnlyAdmin):
 class EventAudienceAdmin(ReadOnlyAdmin):
     list_display = ("event", "tenant")
     list_select_related = ("event", "tenant")
+    show_full_result_count = False
+
+
+@admin.register(AlertAudience)
+class AlertAudienceAdmin(ReadOnlyAdmin):
+    list_display = ("alert", "tenant")
+    list_select_related = ("alert", "tenant")
     show_full_result_count = False

@@ -17,3 +17,17 @@ class ComposerConfig(AppConfig):
         from fabric.holders import register_holder_lookup
 
         register_holder_lookup(device_holder_rows)
+
+        # A blast radius (what-if pages, alerts) names the compositions and tenants it hurts.
+        from composer.selectors.impact import composition_impact
+        from fabric.topology.impact import register_contributor
+
+        register_contributor(composition_impact)
+
+        # Tenants see the alerts that hurt their compositions; acknowledgements are events.
+        from composer.selectors.alerts import TENANT_ALERT_SCOPE
+        from composer.services.health_poll import alert_acknowledged_record
+        from fabric.services.alerts import register_ack_listener, register_alert_scope
+
+        register_alert_scope(TENANT_ALERT_SCOPE)
+        register_ack_listener(alert_acknowledged_record)

@@ -13,9 +13,12 @@ from typing import Any
 
 from celery import shared_task
 
+from composer.events import events_publish_pending
 from composer.models import Job
 from composer.runner import JobRetry
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
+from composer.services.heal import composition_heal_run
+from composer.services.health import compositions_health_reconcile
 from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
 from composer.services.reconcile import compositions_reconcile
 from fabric.models import FabricManager
@@ -40,7 +43,8 @@ JOB_TASK = {
 def _run_job(task: Any, job_id: int, run: Callable[..., Job], what: str) -> None:
     """Load job `job_id` and `run` it. On the last allowed attempt a transient error fails
     the job instead of retrying, so the job always ends with a status."""
-    job = Job.objects.filter(pk=job_id).first()
+    # The requester is the actor of every state change the job makes: load it with the job.
+    job = Job.objects.select_related("requested_by").filter(pk=job_id).first()
     if job is None:
         logger.warning("%s job %s does not exist; nothing to do", what, job_id)
         return
@@ -70,12 +74,55 @@ def inventory_sync_all_task() -> int:
     return queued
 
 
+@shared_task(acks_late=True, soft_time_limit=30, time_limit=45, expires=30)
+def events_publish_pending_task() -> int:
+    """Beat, every few seconds: publish the events whose publish after commit failed (the
+    outbox sweep). `expires`: runs queued up while no worker ran are dropped, not replayed."""
+    return events_publish_pending()
+
+
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90, expires=60)
+def health_poll_task(manager_id: int) -> int:
+    """Poll one fabric manager's health and act on it (alerts, degraded compositions,
+    self-heal, events). Not a Job row: polls run every few seconds, and each one already
+    leaves its trace (samples, alerts, the manager's last poll time and error)."""
+    from composer.services.health_poll import health_poll_run
+
+    manager = FabricManager.objects.filter(pk=manager_id, is_enabled=True).first()
+    if manager is None:
+        return 0
+    outcome = health_poll_run(manager=manager)
+    return len(outcome.opened) + len(outcome.closed)
+
+
+@shared_task(acks_late=True, soft_time_limit=30, time_limit=45, expires=30)
+def health_poll_due_task() -> int:
+    """Beat, every few seconds: queue a poll of each manager whose own interval is up.
+    `expires` on both tasks: polls queued while no worker ran are dropped, not replayed."""
+    from fabric.health.poll import managers_due
+
+    due = managers_due()
+    for manager in due:
+        health_poll_task.delay(manager.pk)
+    return len(due)
+
+
+@shared_task(acks_late=True, soft_time_limit=300, time_limit=360)
+def health_samples_prune_task() -> int:
+    """Beat, hourly: delete health samples older than COMPOSER_HEALTH_RETENTION_HOURS."""
+    from fabric.services.alerts import health_samples_prune
+
+    return health_samples_prune()
+
+
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
 def jobs_sweep_stale_task() -> int:
     """Beat: cancel jobs whose worker stopped sending heartbeats (or that no worker took),
-    then finish the compositions they left unfinished (rule 2)."""
+    then finish the compositions they left unfinished (rule 2), and bring compositions in
+    line with the fabric's health (degrade, recover, self-heal) in case a poll was lost."""
     swept = job_sweep_stale()
     compositions_reconcile()
+    compositions_health_reconcile()
     return swept
 
 
@@ -103,3 +150,17 @@ def composition_compose_task(self: Any, job_id: int) -> None:
 def composition_decompose_task(self: Any, job_id: int) -> None:
     """Run decompose job `job_id`: unbind, release, RELEASED. Transient errors retry."""
     _run_job(self, job_id, composition_decompose_run, "decompose")
+
+
+@shared_task(
+    **JOB_TASK,
+    soft_time_limit=300,
+    time_limit=360,
+    max_retries=COMPOSE_MAX_RETRIES,
+    retry_backoff=2,
+    retry_backoff_max=60,
+)
+def composition_heal_task(self: Any, job_id: int) -> None:
+    """Run heal job `job_id`: replace lost devices from spares, READY; roll back to DEGRADED
+    on a permanent failure or when no spare exists. Transient errors retry with back-off."""
+    _run_job(self, job_id, composition_heal_run, "heal")

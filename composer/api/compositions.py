@@ -66,6 +66,7 @@ from composer.services.compositions import (
     composition_request,
     placement_as_dict,
 )
+from composer.services.heal import heal_request
 from fabric.api.views import ReadOnlyViewSet
 from fabric.permissions import is_operator
 
@@ -117,6 +118,7 @@ TEMPLATE_EXAMPLE = {
         "policy": "none",
         "same_switch": False,
         "critical": False,
+        "self_heal": False,
     },
     "is_active": True,
     "updated_at": "2025-01-01T12:00:00Z",
@@ -418,7 +420,7 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
             return CompositionSerializer
         if self.action in ("create", "preview"):
             return CompositionRequestSerializer
-        if self.action == "decompose":
+        if self.action in ("decompose", "heal"):
             return JobSerializer
         return CompositionDetailSerializer
 
@@ -618,6 +620,34 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
             if composition.state in BUSY_STATES:
                 raise CompositionBusy(exc.message, field="state") from exc
             raise
+        data = JobSerializer(job, context=self.get_serializer_context()).data
+        return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
+
+    @extend_schema(
+        summary="Heal a degraded composition now",
+        description="Queues the job that replaces the composition's lost devices from spares "
+        "under its own rules (same kind, model, pool, latency ceiling and failure-domain "
+        "policy; the host stays), unbinds the lost ones and makes it ready again; 202 with "
+        "the job (`Location` is its URL). Works whether or not the composition opts in to "
+        "self-heal; a heal already queued or running is returned. When no spare exists the "
+        "job fails and the composition stays `degraded` with the reason. Not degraded: 409 "
+        "`invalid_transition` (field `state`). Read-only members get 403; other tenants 404.",
+        request=None,
+        responses={
+            202: OpenApiResponse(JobSerializer, description="The queued (or pending) heal job."),
+            409: OpenApiResponse(ErrorSerializer, description="The composition is not degraded."),
+        },
+    )
+    @action(detail=True, methods=["post"], url_path="heal", url_name="heal")
+    def heal(self, request: Request, pk: str | None = None) -> Response:
+        composition = self.get_object()
+        self._tenant_writable(composition.tenant)
+        job = heal_request(
+            composition=composition,
+            actor=request.user,
+            remote_addr=request.META.get("REMOTE_ADDR"),
+        )
+        logger.info("composition %s heal requested via api as job %s", composition.pk, job.pk)
         data = JobSerializer(job, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
 

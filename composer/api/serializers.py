@@ -134,7 +134,7 @@ class TemplateSerializer(serializers.HyperlinkedModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:template_detail", lookup_field="slug")
     spec = serializers.JSONField(
         help_text="A composition spec: items, memory_gib, storage_tb, cores, host_memory_gib, "
-        "host, max_latency_ns, policy, same_switch, critical. Stored normalised."
+        "host, max_latency_ns, policy, same_switch, critical, self_heal. Stored normalised."
     )
 
     class Meta:
@@ -230,6 +230,11 @@ class CompositionSpecSerializer(serializers.Serializer):
     )
     same_switch = serializers.BooleanField(required=False)
     critical = serializers.BooleanField(required=False)
+    self_heal = serializers.BooleanField(
+        required=False,
+        help_text="Replace a failed device automatically from a spare under the same rules "
+        "(a heal job); without it, a degraded composition can be healed on request.",
+    )
 
 
 class CompositionRequestSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.urls import include, path, re_path
 from rest_framework.routers import APIRootView
 
-from composer.api import compositions, views
+from composer.api import compositions, events, simulator, views
 from fabric.api.routers import Router
 from fabric.api.urls import router as fabric_router
 
@@ -40,6 +40,8 @@ urlpatterns = [
         views.FabricManagerSyncView.as_view(),
         name="fabric_manager_sync",
     ),
+    path("simulator/faults/", simulator.SimulatorFaultView.as_view(), name="simulator_faults"),
+    path("events/", events.EventListView.as_view(), name="event_list"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash is a JSON 404. Paths without the slash still get

@@ -43,6 +43,7 @@ SCALAR_FIELDS = (
     "policy",
     "same_switch",
     "critical",
+    "self_heal",
     "name",
     "template",
 )
@@ -148,6 +149,11 @@ class CompositionRequestForm(forms.Form):
         label="Critical: share no switch or enclosure with another tenant",
         widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
     )
+    self_heal = forms.BooleanField(
+        required=False,
+        label="Self-heal: replace failed devices automatically",
+        widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
+    )
     idempotency_key = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
 
     def __init__(
@@ -248,6 +254,7 @@ class CompositionRequestForm(forms.Form):
         spec["policy"] = data.get("policy") or "none"
         spec["same_switch"] = bool(data.get("same_switch"))
         spec["critical"] = bool(data.get("critical"))
+        spec["self_heal"] = bool(data.get("self_heal"))
         return spec
 
     def preview_spec(self) -> dict[str, Any]:
@@ -292,7 +299,7 @@ class CompositionRequestForm(forms.Form):
 
     @property
     def flag_fields(self) -> list[forms.BoundField]:
-        return [self["same_switch"], self["critical"]]
+        return [self["same_switch"], self["critical"], self["self_heal"]]
 
     def mark_invalid(self) -> None:
         """Bootstrap's red border on every field with an error."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from composer.models.compositions import Allocation, Composition, StateChange
-from composer.models.events import Event, EventAudience
+from composer.models.events import AlertAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
 
 __all__ = [
+    "AlertAudience",
     "Allocation",
     "Composition",
     "Event",

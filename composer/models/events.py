@@ -67,3 +67,26 @@ class EventAudience(models.Model):
 
     def __str__(self) -> str:
         return f"event {self.event_id} -> tenant {self.tenant_id}"
+
+
+class AlertAudience(models.Model):
+    """A tenant whose compositions an alert hurt when it opened: the tenant may see it.
+
+    Fabric alerts know no tenants (fabric never imports composer); the blast radius stored
+    on the alert names them in JSON, which no database indexes the same way. This row,
+    written with the alert's event, is what `alerts` pages and the API filter on.
+    """
+
+    alert = models.ForeignKey("fabric.Alert", on_delete=models.CASCADE, related_name="audience")
+    tenant = models.ForeignKey(
+        "composer.Tenant", on_delete=models.CASCADE, related_name="alert_audience"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["alert", "tenant"], name="composer_alert_audience_once")
+        ]
+        indexes = [models.Index(fields=["tenant", "alert"], name="composer_alert_tenant")]
+
+    def __str__(self) -> str:
+        return f"alert {self.alert_id} -> tenant {self.tenant_id}"

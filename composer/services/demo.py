@@ -66,12 +66,15 @@ class DemoTemplate:
 DEMO_TEMPLATES: tuple[DemoTemplate, ...] = (
     DemoTemplate(
         "training-8gpu",
-        "8 GPUs of one model behind one switch, 32 cores and 4 TB of NVMe: a training node.",
+        "8 GPUs of one model behind one switch, 32 cores and 4 TB of NVMe: a training node "
+        "that heals itself (a failed GPU is replaced from a spare behind the same switch).",
         {
             "items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 8}],
             "same_switch": True,
             "cores": 32,
             "storage_tb": 4,
+            # A lost GPU is replaced from a spare behind the same switch (composer.services.heal).
+            "self_heal": True,
         },
     ),
     DemoTemplate(

@@ -33,6 +33,7 @@ from composer.services.compositions import (
     composition_request,
     placement_as_dict,
 )
+from composer.services.heal import UNBIND_PENDING_KEY, heal_request
 from fabric.models import Device
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
@@ -274,6 +275,8 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "is_settled": composition.state in SETTLED_STATES and job_finished,
         "can_write": can_write(request.user, composition),
         "can_decompose": composition.state in (CompositionState.READY, CompositionState.DEGRADED),
+        "can_heal": composition.state == CompositionState.DEGRADED,
+        "unbind_pending": plan.get(UNBIND_PENDING_KEY) or [],
     }
 
 
@@ -305,4 +308,23 @@ def composition_decompose_view(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, f"Could not decompose {composition.name}: {exc.message}")
     else:
         messages.success(request, f"Decomposing {composition.name} (job {job.pk}).")
+    return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
+
+
+@login_required
+@require_POST
+def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The "Heal now" button of a degraded composition: queue the heal job, back to the
+    page (which then shows the job's progress and log)."""
+    composition = get_object_or_404(Composition.objects.for_user(request.user), pk=pk)
+    if not can_write(request.user, composition):
+        raise PermissionDenied("Read-only members cannot heal compositions.")
+    try:
+        job = heal_request(
+            composition=composition, actor=request.user, remote_addr=_remote_addr(request)
+        )
+    except ComposerError as exc:
+        messages.error(request, f"Could not heal {composition.name}: {exc.message}")
+    else:
+        messages.success(request, f"Healing {composition.name} (job {job.pk}).")
     return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))

@@ -36,6 +36,7 @@
     setValue(form, "policy", spec.policy || "none");
     setValue(form, "same_switch", spec.same_switch);
     setValue(form, "critical", spec.critical);
+    setValue(form, "self_heal", spec.self_heal);
   }
 
   function apply(form, fromChange) {

@@ -10,9 +10,11 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus, Role
 from composer.models import (
+    AlertAudience,
     Allocation,
     Composition,
     Event,
@@ -25,6 +27,7 @@ from composer.models import (
     Template,
     Tenant,
 )
+from fabric.models import Alert, FabricManager
 from tests.factories.fabric import DeviceFactory
 
 COMPOSER_MODELS = list(apps.get_app_config("composer").get_models())
@@ -44,6 +47,19 @@ def operator_client(db: None) -> Client:
     StateChange.objects.create(composition=composition, to_state="requested", reason="test")
     event = Event.objects.create(type="composition.state", composition=composition, payload={})
     EventAudience.objects.create(event=event, tenant=tenant)
+    now = timezone.now()
+    alert = Alert.objects.create(
+        manager=FabricManager.objects.create(name="fm", driver="simulated", endpoint="sim://x"),
+        source_type="switch",
+        source_id=1,
+        source_name="sw-1",
+        rule="failed",
+        severity="critical",
+        message="sw-1 failed",
+        opened_at=now,
+        last_seen_at=now,
+    )
+    AlertAudience.objects.create(alert=alert, tenant=tenant)
     client = Client()
     client.force_login(user)
     return client

@@ -215,6 +215,7 @@ def test_the_demo_has_the_issues_templates_and_each_fits_the_empty_demo_fabric()
         {"kind": "gpu", "model": "H100 PCIe 80GB", "count": 8, "minima": {}}
     ]
     assert (training["same_switch"], training["cores"], training["storage_tb"]) == (True, 32, 4)
+    assert training["self_heal"] is True  # it opts in to self-heal
     bigmem = templates["inference-2gpu-bigmem"].spec
     assert bigmem["items"][0]["count"] == 2 and bigmem["memory_gib"] == 1024
     assert bigmem["max_latency_ns"] == 600

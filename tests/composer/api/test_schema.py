@@ -36,6 +36,7 @@ ENDPOINTS = [
     "/api/v1/compositions/{id}/",
     "/api/v1/compositions/preview/",
     "/api/v1/compositions/{id}/decompose/",
+    "/api/v1/compositions/{id}/heal/",
 ]
 
 

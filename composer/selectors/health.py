@@ -1,0 +1,108 @@
+"""Which devices of a composition are lost: failed, gone, or cut off from its host.
+
+"Lost" is read from the console tables, as the fabric side writes them (inventory sync and
+the health poller update `Device.health`/`state` and `Link.state`):
+
+- the device failed: health CRITICAL, or state FAILED;
+- the device is gone: state ABSENT (or no longer in the topology at all);
+- the device is cut off: no working path from the composition's host to its enclosure
+  (a failed switch or link leaves the device itself healthy, but the host cannot reach
+  it; `fabric.topology` never routes over a link that is down).
+
+A degraded link (reduced width) loses nothing, and neither does a device at WARNING: the
+composition keeps working. The periodic health reconcile and the heal job use this one
+definition, so what degrades a composition is what heals it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from composer.models import Allocation, Composition
+from fabric.choices import DeviceState, Health
+from fabric.topology.graph import FabricGraph, reachable_enclosures
+from fabric.topology.load import load_graph
+
+__all__ = ["DeviceProblem", "composition_unhealthy_devices", "compositions_unhealthy_devices"]
+
+_LOST_STATES = {DeviceState.FAILED: "failed", DeviceState.ABSENT: "absent"}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProblem:
+    """One active allocation whose device is lost, and why ("failed", "cut off from ...")."""
+
+    allocation_id: int
+    device_id: int
+    device_name: str
+    why: str
+
+    def sentence(self) -> str:
+        """How logs and audit reasons name it: "gpu-a-01-1 (failed)"."""
+        return f"{self.device_name} ({self.why})"
+
+
+def compositions_unhealthy_devices(
+    compositions: Iterable[Composition], *, graph: FabricGraph | None = None
+) -> dict[int, list[DeviceProblem]]:
+    """The lost devices of each composition (by id; compositions with none are left out).
+
+    Two queries plus the topology (`load_graph`, eight queries, unless `graph` is given),
+    and one path search per distinct host, whatever the number of compositions.
+    """
+    hosts = {c.pk: c.host_id for c in compositions}
+    if not hosts:
+        return {}
+    rows = list(
+        Allocation.objects.filter(composition_id__in=list(hosts), released_at__isnull=True)
+        .order_by("composition_id", "pk")
+        .values_list("pk", "composition_id", "device_id", "device__name")
+    )
+    if not rows:
+        return {}
+    graph = graph if graph is not None else load_graph()
+    reach: dict[int, frozenset[str] | None] = {}
+    found: dict[int, list[DeviceProblem]] = defaultdict(list)
+    for allocation_id, composition_id, device_id, name in rows:
+        host_id = hosts[composition_id]
+        if host_id is not None and host_id not in reach:
+            reach[host_id] = _reachable(graph, host_id)
+        why = _why(graph, device_id, reach.get(host_id) if host_id is not None else None, host_id)
+        if why:
+            found[composition_id].append(DeviceProblem(allocation_id, device_id, name, why))
+    return dict(found)
+
+
+def composition_unhealthy_devices(
+    composition: Composition, *, graph: FabricGraph | None = None
+) -> list[DeviceProblem]:
+    """The lost devices of one composition (its active allocations), in allocation order."""
+    return compositions_unhealthy_devices([composition], graph=graph).get(composition.pk, [])
+
+
+def _reachable(graph: FabricGraph, host_pk: int) -> frozenset[str] | None:
+    """The enclosures the host reaches over working links; None when the host itself is
+    not in the topology (absent): then only the devices' own health is judged, since a
+    lost host is not a lost device."""
+    host = f"host:{host_pk}"
+    if host not in graph.nodes:
+        return None
+    return frozenset(reachable_enclosures(graph, host))
+
+
+def _why(
+    graph: FabricGraph, device_pk: int, reachable: frozenset[str] | None, host_pk: int | None
+) -> str:
+    node = graph.nodes.get(f"device:{device_pk}")
+    if node is None:
+        return "absent"
+    if node.state in _LOST_STATES:
+        return _LOST_STATES[DeviceState(node.state)]
+    if node.health == Health.CRITICAL:
+        return "failed"
+    if reachable is not None and node.parent is not None and node.parent not in reachable:
+        host = graph.nodes[f"host:{host_pk}"].name
+        return f"cut off from {host}: no working path"
+    return ""

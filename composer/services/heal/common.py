@@ -1,0 +1,33 @@
+"""What the parts of a heal share: the records it keeps on the composition, its error."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from composer.errors import ComposerError
+from composer.models import Allocation, Composition
+
+HEALING_KEY = "healing"  # placement: replacements claimed and not yet swapped in
+UNBIND_PENDING_KEY = "unbind_pending"  # placement: bindings a heal could not undo yet
+HEALED_KEY = "healed"  # placement: what each heal replaced, for the record
+HEAL_ROUNDS = 3  # devices that fail while a heal runs are replaced too, this many times
+
+
+class HealRejected(ComposerError):
+    """No replacement can be had now (no spare, the host is unusable, races lost twice)."""
+
+    code = "heal_rejected"
+    status_code = 409
+
+
+def _records(composition: Composition) -> list[dict[str, Any]]:
+    return list((composition.placement or {}).get(HEALING_KEY) or [])
+
+
+def _active(ids: Sequence[int]) -> list[Allocation]:
+    return list(
+        Allocation.objects.select_related("device")
+        .filter(pk__in=list(ids), released_at__isnull=True)
+        .order_by("pk")
+    )

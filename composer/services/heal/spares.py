@@ -1,0 +1,317 @@
+"""Placing and claiming the spare that replaces one lost device (see the package docstring)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from composer.errors import ClaimConflict
+from composer.models import Allocation, Composition, Job
+from composer.placement.engine import place
+from composer.placement.request import DeviceItem, Placement, PlacementRequest, Rejection
+from composer.placement.snapshot import Snapshot
+from composer.selectors.health import DeviceProblem
+from composer.services.allocations import (
+    Claim,
+    allocations_claim,
+)
+from composer.services.compositions import (
+    PLACEMENT_LOCK_KEY,
+    _pick_dict,
+    _pk,
+    _snapshot,
+)
+from composer.services.heal.common import (
+    HEALING_KEY,
+    HealRejected,
+    _records,
+)
+from fabric.choices import DeviceKind
+from fabric.models import Device, Host
+
+logger = logging.getLogger(__name__)
+
+
+def _placement_lock() -> None:
+    """The request path's lock (held to commit): one placement decision at a time."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
+
+
+def _replace_one(
+    job: Job, composition: Composition, problem: DeviceProblem, host: Host, source: str
+) -> dict[str, Any]:
+    """Place and claim the spare for one lost allocation; record it; return the record.
+
+    The claim and the record are one transaction: a crash leaves both or neither. Raises
+    HealRejected when there is no spare (nothing written).
+    """
+    lost = Allocation.objects.select_related("device").get(pk=problem.allocation_id)
+    with transaction.atomic():
+        locked = (
+            Composition.objects.select_for_update().select_related("tenant").get(pk=composition.pk)
+        )
+        _placement_lock()
+        records = _records(locked)
+        for attempt in (1, 2):
+            request, snapshot, what = _replacement_request(locked, lost, host, records)
+            outcome = place(request, snapshot)
+            if isinstance(outcome, Rejection):
+                raise HealRejected(_no_spare(what, request, outcome, host, locked, lost, records))
+            claims = [Claim(_pk(p.device)) for p in outcome.devices] + [
+                Claim(_pk(p.device), p.gib) for p in outcome.memory
+            ]
+            try:
+                created = allocations_claim(
+                    composition=locked, claims=claims, host=host, actor=job.requested_by
+                )
+            except ClaimConflict as exc:
+                logger.info("the spare for %s was taken (%s); placing again", lost.device.name, exc)
+                if attempt == 2:
+                    raise HealRejected(
+                        f"The spares chosen for {lost.device.name} were taken by concurrent "
+                        "requests twice; try healing again."
+                    ) from exc
+                continue
+            picks = [_pick_dict(p) for p in (*outcome.devices, *outcome.memory)]
+            record = {
+                "failed": lost.pk,
+                "device": f"device:{lost.device_id}",
+                "name": lost.device.name,
+                "gib": lost.gib,
+                "why": problem.why,
+                "replacements": [a.pk for a in created],
+                "picks": picks,
+                "job": job.pk,
+            }
+            placement = {**(locked.placement or {}), HEALING_KEY: [*records, record]}
+            Composition.objects.filter(pk=locked.pk).update(
+                placement=placement, updated_at=timezone.now()
+            )
+            composition.placement = placement
+            logger.info(
+                "spare for %s: %s (%s)",
+                lost.device.name,
+                ", ".join(p["name"] + (f" {p['gib']} GiB" if p["gib"] else "") for p in picks),
+                ", ".join(f"{p['latency_ns']} ns" for p in picks),
+            )
+            return record
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _what(lost: Allocation, item: DeviceItem | None) -> str:
+    """How the spare sought is named: "GPU of model L40S 48GB", "256 GiB of CXL memory"."""
+    if item is None:
+        return f"{lost.gib} GiB of CXL memory"
+    kind = DeviceKind(item.kind).label if item.kind in DeviceKind.values else item.kind
+    text = kind + (f" of model {item.model}" if item.model else "")
+    if item.minima:
+        text += " with " + ", ".join(f"{k} >= {v:g}" for k, v in sorted(item.minima.items()))
+    return text
+
+
+def _item_for(spec: dict[str, Any], device: Device) -> tuple[DeviceItem, int | None]:
+    """The spec item `device` was placed for (and its index), else a like-for-like item
+    (an NVMe drive for `storage_tb`: one at least as large)."""
+    numbers = {k: v for k, v in (device.attributes or {}).items() if isinstance(v, int | float)}
+    numbers.update(memory_gib=device.memory_gib or 0, capacity_gb=device.capacity_gb or 0)
+    fallback: tuple[DeviceItem, int | None] | None = None
+    for index, item in enumerate(spec.get("items") or []):
+        model, minima = item.get("model") or None, dict(item.get("minima") or {})
+        if item.get("kind") != device.kind or (model and model != device.model):
+            continue
+        candidate = (DeviceItem(device.kind, 1, model, minima), index)
+        if all(numbers.get(k, 0) >= v for k, v in minima.items()):
+            return candidate
+        fallback = fallback or candidate
+    if fallback is not None:
+        return fallback
+    if device.kind == DeviceKind.NVME:
+        return DeviceItem(device.kind, 1, None, {"capacity_gb": device.capacity_gb or 0}), None
+    return DeviceItem(device.kind, 1, device.model or None, {}), None
+
+
+def spare_exclusions(
+    snapshot: Snapshot,
+    *,
+    kind: str,
+    policy: str,
+    spread_from: Sequence[str],
+    together_with: Sequence[str],
+) -> set[str]:
+    """The devices of `kind` in `snapshot` that may not replace a lost one. Pure.
+
+    `spread_from`: the enclosures of the item's devices the composition keeps; under policy
+    "enclosure" (or "switch") a spare may not share an enclosure (or a switch) with them.
+    `together_with`: with "same switch", the enclosures of every item device kept; a spare
+    must hang off a switch they all share. The engine places one device at a time, so it
+    cannot see these rules across the kept devices: they are applied here instead.
+    """
+    enclosures = snapshot.enclosures
+
+    def switches(enclosure: str) -> set[str]:
+        info = enclosures.get(enclosure)
+        return set(info.switches) if info else set()
+
+    taken = set(spread_from)
+    taken_switches = set().union(*(switches(e) for e in taken)) if taken else set()
+    shared: set[str] | None = None
+    for enclosure in together_with:
+        if enclosure in enclosures:
+            shared = switches(enclosure) if shared is None else shared & switches(enclosure)
+    out: set[str] = set()
+    for device in snapshot.devices.values():
+        if device.kind != kind:
+            continue
+        around = switches(device.enclosure)
+        if (
+            (policy == "enclosure" and device.enclosure in taken)
+            or (policy == "switch" and around & taken_switches)
+            or (shared is not None and not around & shared)
+        ):
+            out.add(device.id)
+    return out
+
+
+def _replacement_request(
+    composition: Composition,
+    lost: Allocation,
+    host: Host,
+    records: Sequence[dict[str, Any]],
+    *,
+    relax: frozenset[str] = frozenset(),
+) -> tuple[PlacementRequest, Snapshot, str]:
+    """The engine's request for one spare, and the snapshot it may choose from.
+
+    `relax` drops rules ("latency", "rules", "pool") to look for the nearest alternative.
+    """
+    spec = composition.spec or {}
+    device = lost.device
+    snapshot = _snapshot()
+    host_ref = f"host:{host.pk}"
+    if host_ref not in snapshot.hosts:
+        raise HealRejected(
+            f"Host {host.name} is not usable now (not active); no device can be replaced."
+        )
+    item, index = (None, None) if lost.gib else _item_for(spec, device)
+    kind = item.kind if item is not None else DeviceKind.CXL_MEMORY
+    replacing = {lost.pk} | {r["failed"] for r in records}
+    kept = [
+        a
+        for a in Allocation.objects.select_related("device").filter(
+            composition=composition, released_at__isnull=True
+        )
+        if a.pk not in replacing
+    ]
+    drop: set[str] = set()
+    if item is not None and index is not None and "rules" not in relax:
+        items = spec.get("items") or []
+        kinds = {i["kind"] for i in items}
+        same_item = [
+            f"enclosure:{a.device.enclosure_id}"
+            for a in kept
+            if not a.gib and a.device.kind == kind and _item_for(spec, a.device)[1] == index
+        ]
+        together = [
+            f"enclosure:{a.device.enclosure_id}"
+            for a in kept
+            if not a.gib and a.device.kind in kinds and _item_for(spec, a.device)[1] is not None
+        ]
+        drop |= spare_exclusions(
+            snapshot,
+            kind=kind,
+            policy=str(spec.get("policy") or "none"),
+            spread_from=same_item,
+            together_with=together if spec.get("same_switch") else (),
+        )
+    if device.pool_id is not None and "pool" not in relax:
+        # From the same pool: like for like, as the operator grouped the devices.
+        drop |= {
+            f"device:{pk}"
+            for pk in Device.objects.filter(kind=kind)
+            .exclude(pool_id=device.pool_id)
+            .values_list("pk", flat=True)
+        }
+    if kind == DeviceKind.CXL_MEMORY:
+        # The manager keeps one slice of a memory device per host.
+        drop |= {
+            f"device:{pk}"
+            for pk in Allocation.objects.filter(
+                released_at__isnull=True, gib__isnull=False, composition__host=host
+            ).values_list("device_id", flat=True)
+        }
+    drop &= set(snapshot.devices)
+    if drop:
+        snapshot = snapshot.taking(devices=drop)
+    request = PlacementRequest(
+        items=(item,) if item is not None else (),
+        memory_gib=lost.gib or 0,
+        host=host_ref,
+        max_latency_ns=None if "latency" in relax else spec.get("max_latency_ns"),
+        policy="none" if "rules" in relax else str(spec.get("policy") or "none"),
+        critical=bool(spec.get("critical")),
+        tenant=str(composition.tenant_id),
+    )
+    return request, snapshot, _what(lost, item)
+
+
+def _no_spare(
+    what: str,
+    request: PlacementRequest,
+    outcome: Rejection,
+    host: Host,
+    composition: Composition,
+    lost: Allocation,
+    records: Sequence[dict[str, Any]],
+) -> str:
+    """Why no spare exists, for the tenant: what was looked for, under which rules, what the
+    engine said, and the nearest alternative ("No spare GPU of model X within 600 ns of
+    host h (...) to replace d: ...; nearest alternative: ...")."""
+    spec = composition.spec or {}
+    rules = []
+    if spec.get("policy") in ("enclosure", "switch"):
+        rules.append(f"spread across {spec['policy']}s")
+    if spec.get("same_switch"):
+        rules.append("behind the switch the other devices share")
+    if lost.device.pool_id is not None:
+        rules.append(f"from pool {lost.device.pool.name}" if lost.device.pool else "same pool")
+    if request.critical:
+        rules.append("sharing no switch or enclosure with another tenant")
+    if request.max_latency_ns:
+        text = f"No spare {what} within {request.max_latency_ns} ns of host {host.name}"
+    else:
+        text = f"No spare {what} that host {host.name} reaches"
+    if rules:
+        text += f" ({'; '.join(rules)})"
+    text += f" to replace {lost.device.name}: {outcome.message.rstrip('.')}"
+    return f"{text}; nearest alternative: {_nearest(composition, lost, host, records)}"
+
+
+def _nearest(
+    composition: Composition, lost: Allocation, host: Host, records: Sequence[dict[str, Any]]
+) -> str:
+    """The closest thing to a spare, found by relaxing the rules one at a time."""
+    tries = (
+        (frozenset({"latency"}), "over the latency ceiling"),
+        (frozenset({"rules"}), "breaking the failure-domain rules"),
+        (frozenset({"pool"}), "from another pool"),
+        (frozenset({"latency", "rules", "pool"}), "with every rule relaxed"),
+    )
+    for relax, breaking in tries:
+        try:
+            request, snapshot, _ = _replacement_request(
+                composition, lost, host, records, relax=relax
+            )
+        except HealRejected:
+            break
+        outcome = place(request, snapshot)
+        if isinstance(outcome, Placement):
+            picks = (*outcome.devices, *outcome.memory)
+            names = ", ".join(f"{p.name} at {p.latency_ns} ns" for p in picks)
+            return f"{names}, {breaking}."
+    return f"none: nothing of the kind is free that {host.name} reaches; wait for a repair."

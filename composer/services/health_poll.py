@@ -1,0 +1,229 @@
+"""One health poll as the console lives it: fabric's poll, then what it means for tenants.
+
+`fabric.health.poll.health_poll` reads a manager's health, stores samples and opens or
+closes alerts with their blast radius. Fabric knows nothing of compositions or browsers, so
+this module does the rest, in the same transaction as the poll (DESIGN: events are
+written to the database first and published after commit, so an alert and its event
+commit together or not at all):
+
+1. compositions that lose a device become DEGRADED, those whose devices are all back
+   become READY again, and a heal job starts where the composition opted in
+   (`composer.services.health.compositions_react_to_health`);
+2. each alert opened, changed or closed becomes a `fabric.alert` event for the operators
+   and for every tenant in its blast radius (each tenant sees only its own compositions);
+3. the poll's health changes become one `device.health` event (coalesced: a failed power
+   feed changes a hundred elements at once, and a browser wants one message, not a hundred),
+   heard by operators and by the tenants whose compositions hold a changed device.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+
+from composer.choices import EventType
+from composer.events import event_record
+from composer.models import AlertAudience, Allocation, Tenant
+from composer.services.health import compositions_react_to_health
+from fabric.health.poll import HealthChange, PollOutcome, health_poll
+from fabric.models import Alert, FabricManager
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "alert_acknowledged_record",
+    "alert_event_payload",
+    "alert_event_record",
+    "health_poll_request",
+    "health_poll_run",
+]
+
+
+def health_poll_request(*, manager: FabricManager) -> None:
+    """Queue a poll of `manager` now (after a fault injection, say).
+
+    A broker that refuses is logged, not raised: the beat schedule polls every manager
+    within its interval anyway, so the fault is found a little later.
+    """
+    from composer.tasks import health_poll_task
+
+    try:
+        health_poll_task.delay(manager.pk)
+    except Exception:  # kombu raises several types; none must undo the caller's work
+        logger.warning("could not queue a health poll of manager %s", manager.pk, exc_info=True)
+
+
+def health_poll_run(*, manager: FabricManager) -> PollOutcome:
+    """Poll `manager` and act on the outcome; one transaction for all of it."""
+    with transaction.atomic():
+        outcome = health_poll(manager=manager)
+        if outcome.stale:
+            return outcome
+        alerts = {
+            alert.pk: alert
+            for alert in Alert.objects.filter(
+                pk__in={*outcome.opened, *outcome.updated, *outcome.closed}
+            ).select_related("acknowledged_by")
+        }
+        _compositions_react(outcome, alerts)
+        for alert_id in (*outcome.opened, *outcome.updated, *outcome.closed):
+            alert = alerts.get(alert_id)
+            if alert is not None:
+                alert_event_record(alert)
+        if outcome.health_changes:
+            _health_event_record(outcome.health_changes)
+    if outcome.opened or outcome.closed:
+        logger.info(
+            "health poll of manager %s: %d alert(s) opened, %d closed, %d change(s)",
+            manager.pk,
+            len(outcome.opened),
+            len(outcome.closed),
+            len(outcome.health_changes),
+        )
+    return outcome
+
+
+def _compositions_react(outcome: PollOutcome, alerts: dict[int, Alert]) -> None:
+    """Hand the devices the poll found lost (or back) to the composition layer.
+
+    The ids are hints of where to look; `compositions_react_to_health` reads the tables to
+    decide. A closed alert's blast radius names the devices a switch or enclosure cut off:
+    they come back with it although their own health never changed.
+    """
+    opened = [alerts[i] for i in outcome.opened if i in alerts]
+    closed = [alerts[i] for i in outcome.closed if i in alerts]
+    unhealthy = {*outcome.devices_unhealthy, *outcome.devices_affected}
+    healthy = {*outcome.devices_recovered, *_radius_devices(closed)}
+    if not unhealthy and not healthy:
+        return
+    first = opened[0] if opened else None
+    compositions_react_to_health(
+        unhealthy_device_ids=unhealthy,
+        healthy_device_ids=healthy - unhealthy,
+        reason=(
+            f"{first.get_severity_display()} alert: {first.message}"
+            if first is not None
+            else "health poll"
+        ),
+        alert_id=first.pk if first is not None else None,
+    )
+
+
+def _radius_devices(alerts: Iterable[Alert]) -> set[int]:
+    devices: set[int] = set()
+    for alert in alerts:
+        for device_id in (alert.blast_radius or {}).get("devices") or ():
+            if isinstance(device_id, int):
+                devices.add(device_id)
+    return devices
+
+
+# --- events ---------------------------------------------------------------------------------
+
+
+def alert_event_payload(alert: Alert) -> dict[str, Any]:
+    """The `fabric.alert` payload: the alert, and its blast radius with counts and ids.
+
+    Compositions carry their `tenant_id`, so `composer.events.payload_for` keeps each
+    tenant's own and drops the rest; `tenants` is for operators only.
+    """
+    radius = alert.blast_radius or {}
+    return {
+        "alert": {
+            "id": alert.pk,
+            "severity": alert.severity,
+            "state": alert.state,
+            "source_type": alert.source_type,
+            "source_id": alert.source_id,
+            "source_name": alert.source_name,
+            "rule": alert.rule,
+            "message": alert.message,
+            "opened_at": alert.opened_at.isoformat() if alert.opened_at else None,
+            "closed_at": alert.closed_at.isoformat() if alert.closed_at else None,
+            "occurrences": alert.occurrences,
+            "is_flapping": alert.is_flapping,
+            "acknowledged_by": (
+                alert.acknowledged_by.get_username() if alert.acknowledged_by else None
+            ),
+            "acknowledged_at": (
+                alert.acknowledged_at.isoformat() if alert.acknowledged_at else None
+            ),
+        },
+        "blast_radius": {
+            "effect": radius.get("effect", ""),
+            "devices": int(radius.get("device_count") or len(radius.get("devices") or ())),
+            "hosts": int(radius.get("host_count") or len(radius.get("hosts") or ())),
+            "compositions": [
+                {
+                    "id": row.get("id"),
+                    "name": row.get("name", ""),
+                    "tenant_id": row.get("tenant_id"),
+                    "state": row.get("state", ""),
+                }
+                for row in radius.get("compositions") or ()
+                if isinstance(row, dict)
+            ],
+            "tenants": [t for t in radius.get("tenants") or () if isinstance(t, int)],
+        },
+    }
+
+
+def alert_event_record(alert: Alert, *, type: EventType = EventType.FABRIC_ALERT) -> Any:
+    """Record an event about `alert` for operators and the tenants its blast radius hurts,
+    and let those tenants see the alert itself (AlertAudience)."""
+    payload = alert_event_payload(alert)
+    named = payload["blast_radius"]["tenants"]
+    # Only tenants that still exist (one may have been deleted since the alert opened).
+    tenants = (
+        sorted(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True)) if named else []
+    )
+    if tenants:
+        AlertAudience.objects.bulk_create(
+            [AlertAudience(alert=alert, tenant_id=tenant) for tenant in tenants],
+            ignore_conflicts=True,
+        )
+    return event_record(type, payload, tenant_ids=tenants)
+
+
+def alert_acknowledged_record(alert: Alert) -> None:
+    """The `alert.acknowledged` event (registered with fabric as an acknowledgement
+    listener: it runs inside the acknowledgement's transaction)."""
+    alert_event_record(alert, type=EventType.ALERT_ACKNOWLEDGED)
+
+
+def _health_event_record(changes: Iterable[HealthChange]) -> None:
+    """One `device.health` event for the poll's changes; a change of a device a composition
+    holds carries that composition's tenant, so the tenant hears of its own devices only."""
+    changes = list(changes)
+    device_ids = [c.target_id for c in changes if c.target_type == "device"]
+    holders: dict[int, tuple[int, int]] = {
+        device_id: (tenant_id, composition_id)
+        for device_id, tenant_id, composition_id in Allocation.objects.filter(
+            device_id__in=device_ids, released_at__isnull=True
+        ).values_list("device_id", "composition__tenant_id", "composition_id")
+    }
+    rows = []
+    for change in changes:
+        tenant_id, composition_id = holders.get(change.target_id, (None, None))
+        if change.target_type != "device":
+            tenant_id = composition_id = None
+        rows.append(
+            {
+                "target_type": change.target_type,
+                "id": change.target_id,
+                "name": change.name,
+                "health": change.after,
+                "previous_health": change.before,
+                "composition_id": composition_id,
+                "tenant_id": tenant_id,
+            }
+        )
+    tenants = {row["tenant_id"] for row in rows if row["tenant_id"] is not None}
+    event_record(
+        EventType.DEVICE_HEALTH,
+        {"changes": rows, "change_count": len(rows)},
+        tenant_ids=tenants,
+    )

@@ -1,0 +1,61 @@
+"""/api/v1/alerts/ for tenants: an alert that hurts Acme is Acme's to see (with its own
+compositions only), never Globex's; tenants read, operators acknowledge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from composer.choices import CompositionState, JobKind
+from composer.models import Composition, Job
+from composer.services.compositions import composition_request
+from composer.services.health_poll import health_poll_run
+from composer.tasks import composition_compose_task
+from fabric.models import Alert, FabricManager
+from fabric.services.faults import fault_inject
+from tests.support.api import results
+
+pytestmark = pytest.mark.django_db
+L40S = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}], "memory_gib": 128}
+
+
+@pytest.fixture
+def alert(synced: FabricManager, acme: Any, alice: Any) -> Alert:
+    composition = composition_request(tenant=acme, requested_by=alice, spec=L40S, name="c1")
+    composition_compose_task.delay(
+        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
+    )
+    composition = Composition.objects.get(pk=composition.pk)
+    assert composition.state == CompositionState.READY
+    device = composition.allocations.get(device__kind="gpu").device
+    fault_inject(
+        manager=synced, target_type="enclosure", target_id=device.enclosure.name, action="fail"
+    )
+    return Alert.objects.get(pk__in=health_poll_run(manager=synced).opened)
+
+
+def test_alice_sees_the_alert_with_her_composition_and_no_other_tenant(
+    api_as: Any, alice: Any, alert: Alert
+) -> None:
+    rows = results(api_as(alice).get("/api/v1/alerts/"))
+    assert [row["id"] for row in rows] == [alert.pk]
+    radius = api_as(alice).get(f"/api/v1/alerts/{alert.pk}/").json()["blast_radius"]
+    assert [c["name"] for c in radius["compositions"]] == ["c1"]
+    assert "tenants" not in radius
+
+
+def test_carol_sees_nothing_of_it(api_as: Any, carol: Any, alert: Alert) -> None:
+    assert results(api_as(carol).get("/api/v1/alerts/")) == []
+    assert api_as(carol).get(f"/api/v1/alerts/{alert.pk}/").status_code == 404
+
+
+def test_tenants_cannot_acknowledge_operators_can(
+    api_as: Any, alice: Any, admin_user: Any, alert: Alert
+) -> None:
+    url = f"/api/v1/alerts/{alert.pk}/acknowledge/"
+    assert api_as(alice).post(url).status_code == 403
+    response = api_as(admin_user).post(url)
+    assert response.status_code == 200, response.content
+    alert.refresh_from_db()
+    assert alert.acknowledged_by == admin_user

@@ -1,0 +1,131 @@
+"""A health poll as the console lives it: fabric's alert, degraded compositions, events for
+operators and for the hurt tenant only, recovery; against the tiny simulated world."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from composer.choices import CompositionState, EventType, JobKind
+from composer.events import payload_for
+from composer.models import AlertAudience, Composition, Event, Job
+from composer.services.compositions import composition_request
+from composer.services.health_poll import health_poll_run
+from composer.tasks import composition_compose_task
+from fabric.models import Alert, FabricManager
+from fabric.services.alerts import alert_acknowledge, alerts_visible_to
+from fabric.services.faults import fault_inject
+
+pytestmark = pytest.mark.django_db
+
+L40S = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}], "memory_gib": 128}
+
+
+@pytest.fixture
+def ready(synced: FabricManager, acme: Any, alice: Any) -> Composition:
+    composition = composition_request(tenant=acme, requested_by=alice, spec=L40S, name="c1")
+    composition_compose_task.delay(
+        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
+    )
+    composition.refresh_from_db()
+    assert composition.state == CompositionState.READY, composition.failure_reason
+    return composition
+
+
+def enclosure_of(composition: Composition) -> Any:
+    allocation = composition.allocations.get(device__kind="gpu", released_at__isnull=True)
+    return allocation.device.enclosure
+
+
+def test_a_failed_enclosure_opens_one_alert_that_degrades_the_composition_it_hurts(
+    synced: FabricManager, ready: Composition, alice: Any, carol: Any
+) -> None:
+    health_poll_run(manager=synced)  # a healthy baseline: nothing opens
+    assert not Alert.objects.exists()
+    enclosure = enclosure_of(ready)
+    fault_inject(manager=synced, target_type="enclosure", target_id=enclosure.name, action="fail")
+
+    outcome = health_poll_run(manager=synced)
+
+    alert = Alert.objects.get(pk__in=outcome.opened)
+    assert (alert.source_type, alert.source_name, alert.severity) == (
+        "enclosure",
+        enclosure.name,
+        "critical",
+    )
+    radius = alert.blast_radius
+    assert [c["id"] for c in radius["compositions"]] == [ready.pk]
+    assert radius["tenants"] == [ready.tenant_id]
+    ready.refresh_from_db()
+    assert ready.state == CompositionState.DEGRADED
+    assert enclosure.name in ready.state_changes.last().reason
+
+    # The alert's event reaches operators and Acme (its own composition only), not Globex.
+    event = Event.objects.get(type=EventType.FABRIC_ALERT)
+    assert list(event.audience.values_list("tenant_id", flat=True)) == [ready.tenant_id]
+    assert payload_for(event, tenant_id=ready.tenant_id)["blast_radius"]["compositions"] == [
+        {"id": ready.pk, "name": "c1", "tenant_id": ready.tenant_id, "state": "ready"}
+    ]
+    for_acme = payload_for(event, tenant_id=ready.tenant_id)
+    assert "tenants" not in for_acme["blast_radius"]
+    # Fabric internals stay with the operators: no console id, no element name.
+    assert for_acme["alert"]["message"] and "source_id" not in for_acme["alert"]
+    assert "source_name" not in for_acme["alert"] and event.payload["alert"]["source_name"]
+    assert list(alerts_visible_to(alice)) == [alert]
+    assert list(alerts_visible_to(carol)) == []
+    assert AlertAudience.objects.filter(alert=alert).count() == 1
+
+    # The composition's own state change and the devices' health changes are events too.
+    assert Event.objects.filter(type=EventType.COMPOSITION_STATE, composition=ready).exists()
+    health = Event.objects.get(type=EventType.DEVICE_HEALTH)
+    held = [c for c in health.payload["changes"] if c["composition_id"] == ready.pk]
+    assert held and held[0]["health"] == "critical"
+    for_acme = payload_for(health, tenant_id=ready.tenant_id)["changes"]
+    assert {c["composition_id"] for c in for_acme} == {ready.pk}
+
+
+def test_recovery_closes_the_alert_and_the_composition_is_ready_again(
+    synced: FabricManager, ready: Composition
+) -> None:
+    enclosure = enclosure_of(ready)
+    fault_inject(manager=synced, target_type="enclosure", target_id=enclosure.name, action="fail")
+    alert = Alert.objects.get(pk__in=health_poll_run(manager=synced).opened)
+    fault_inject(
+        manager=synced, target_type="enclosure", target_id=enclosure.name, action="recover"
+    )
+
+    closed = ()
+    for _ in range(3):  # recovery is damped: a few clean polls close it
+        closed += health_poll_run(manager=synced).closed
+    alert.refresh_from_db()
+    ready.refresh_from_db()
+    assert alert.pk in closed and alert.state == "closed"
+    assert ready.state == CompositionState.READY
+    states = [e.payload["alert"]["state"] for e in Event.objects.filter(type="fabric.alert")]
+    assert states[0] == "open" and states[-1] == "closed"
+
+
+def test_an_acknowledgement_is_an_event_for_the_same_audience(
+    synced: FabricManager, ready: Composition, admin_user: Any
+) -> None:
+    enclosure = enclosure_of(ready)
+    fault_inject(manager=synced, target_type="enclosure", target_id=enclosure.name, action="fail")
+    alert = Alert.objects.get(pk__in=health_poll_run(manager=synced).opened)
+
+    assert alert_acknowledge(alert=alert, user=admin_user)
+    assert not alert_acknowledge(alert=alert, user=admin_user)  # once
+
+    event = Event.objects.get(type=EventType.ALERT_ACKNOWLEDGED)
+    assert event.payload["alert"]["acknowledged_by"] == "admin"
+    assert "acknowledged_by" not in payload_for(event, tenant_id=ready.tenant_id)["alert"]
+    assert list(event.audience.values_list("tenant_id", flat=True)) == [ready.tenant_id]
+
+
+def test_a_poll_that_finds_nothing_new_records_no_event(
+    synced: FabricManager, ready: Composition
+) -> None:
+    health_poll_run(manager=synced)
+    before = Event.objects.count()
+    health_poll_run(manager=synced)
+    assert Event.objects.count() == before
