@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from composer.settings.base import *  # noqa: F403
 from composer.settings.base import DATABASES, VAR_DIR
+from composer.settings.env import env_bool
 
 DEBUG = False
 SECRET_KEY = "bench-only-key"  # never leaves the machine
@@ -15,7 +16,17 @@ ALLOWED_HOSTS = ["*"]
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 BENCH_DIR = VAR_DIR / "bench"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["NAME"] = str(BENCH_DIR / "bench.sqlite3")
+    # A process a benchmark starts (a worker, a web server) is handed the throwaway file
+    # itself with BENCH_CHILD=1 and must use it as named.
+    if not env_bool("BENCH_CHILD", False):
+        DATABASES["default"]["NAME"] = str(BENCH_DIR / "bench.sqlite3")
     DATABASES["default"]["TEST"] = {"NAME": str(BENCH_DIR / "test-bench.sqlite3")}
 # Quiet: a benchmark's output is its table; request warnings would only add noise and time.
-LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "ERROR"}}
+# Errors still reach stderr (a server error in a web process a benchmark started lands in
+# that process's log).
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "level": "ERROR"}},
+    "root": {"level": "ERROR", "handlers": ["stderr"]},
+}

@@ -249,7 +249,11 @@ def _create(
         state=CompositionState.REQUESTED,
         idempotency_key=key,
     )
-    composition.full_clean(validate_constraints=False)
+    # The tenant (locked by the caller), the user and the template are rows in hand:
+    # validating those keys would only read each of them again.
+    composition.full_clean(
+        exclude=["tenant", "requested_by", "template"], validate_constraints=False
+    )
     composition.save()
     StateChange.objects.create(
         composition=composition,
@@ -288,8 +292,6 @@ def _place_and_claim(
             logger.info("composition %s rejected: %s", composition.pk, outcome.code)
             return
         placed_host = Host.objects.get(pk=_pk(outcome.host))
-        Composition.objects.filter(pk=composition.pk).update(host=placed_host)
-        composition.host = placed_host
         claims = [Claim(_pk(p.device)) for p in outcome.devices] + [
             Claim(_pk(p.device), p.gib) for p in outcome.memory
         ]
@@ -309,9 +311,12 @@ def _place_and_claim(
                     **audit,
                 )
             continue
+        # The host is written with the plan, once the claim holds: one UPDATE, and a lost
+        # claim leaves no host behind.
         Composition.objects.filter(pk=composition.pk).update(
-            placement=placement_as_dict(outcome), score=outcome.score
+            host=placed_host, placement=placement_as_dict(outcome), score=outcome.score
         )
+        composition.host = placed_host
         composition.placement, composition.score = placement_as_dict(outcome), outcome.score
         job = _job_create(composition, JobKind.COMPOSE, actor)
         transaction.on_commit(partial(_enqueue_compose, job, composition))
@@ -337,7 +342,7 @@ def _job_create(composition: Composition, kind: JobKind, requested_by: Any) -> J
         params={"composition_id": composition.pk},
         message="Waiting for a worker",
     )
-    job.full_clean()
+    job.full_clean(exclude=["tenant", "requested_by"])  # rows in hand, as in _create
     job.save()
     return job
 
@@ -348,7 +353,8 @@ def _enqueue_compose(job: Job, composition: Composition) -> None:
     from composer.tasks import composition_compose_task
 
     _enqueue(job, composition_compose_task)
-    job.refresh_from_db(fields=["status", "error", "started_at"])
+    # No re-read: when the broker refused, `_enqueue` failed the job through this instance
+    # (or, had a worker taken it after all, refreshed it); otherwise it is still QUEUED here.
     if job.status == JobStatus.FAILED and job.started_at is None:
         composition.refresh_from_db()
         composition_rollback(
