@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from composer.views import compositions, dashboard, jobs, managers, pools
+from composer.views import alerts, compositions, dashboard, jobs, managers, pools, simulator
 
 app_name = "composer"
 urlpatterns = [
@@ -25,8 +25,21 @@ urlpatterns = [
         compositions.composition_decompose_view,
         name="composition_decompose",
     ),
+    path(
+        "compositions/<int:pk>/heal/",
+        compositions.composition_heal_view,
+        name="composition_heal",
+    ),
+    path("alerts/", alerts.alert_list, name="alert_list"),
+    path("alerts/count/", alerts.alert_count, name="alert_count"),
+    path(
+        "alerts/<int:pk>/acknowledge/",
+        alerts.alert_acknowledge_view,
+        name="alert_acknowledge",
+    ),
     path("jobs/", jobs.job_list, name="job_list"),
     path("jobs/<int:pk>/", jobs.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),
     path("managers/<int:pk>/sync/", managers.manager_sync, name="manager_sync"),
+    path("simulator/faults/", simulator.fault_injection, name="fault_injection"),
 ]

@@ -112,8 +112,10 @@ def test_the_composition_page_is_a_404_for_other_tenants(
         assert response.status_code == (404 if who == "carol" else 200)
     if who != "carol":
         page = client.get(reverse("composer:composition_detail", args=[acme.pk]))
-        # READY: no polling; the decompose button only for those who can write.
-        assert b'hx-trigger="every 2s"' not in page.content
+        # READY: live updates only (a slow poll while they are down); the decompose button
+        # only for those who can write.
+        assert b'hx-trigger="refresh, every 30s [composerPollFallback()]"' in page.content
+        assert f'data-live-composition="{acme.pk}"'.encode() in page.content
         assert (b'id="decompose-button"' in page.content) == (who != "bob")
 
 
@@ -124,7 +126,7 @@ def test_the_page_polls_while_the_composition_changes(
         tenant=acme, name="busy", state=CompositionState.BINDING
     )
     page = client_as(alice).get(reverse("composer:composition_detail", args=[composition.pk]))
-    assert b'hx-trigger="every 2s"' in page.content
+    assert b'hx-trigger="refresh, every 2s [composerPollFallback()]"' in page.content
     assert b'id="decompose-button"' not in page.content
 
 

@@ -62,8 +62,9 @@ def test_operators_see_sync_jobs_with_progress_and_log(
     assert "Reading devices" in body and "25%" in body and "3 of 12 steps" in body
     assert "line 0: discovered enclosure gpu-a" in body and "line 1" in body
     assert reverse("fabric:manager_detail", args=[sync_job.target_id]) in body
-    # Still running: the progress partial polls itself.
-    assert 'hx-trigger="every 2s"' in body
+    # Still running: the progress partial reloads on live events, and polls while they are down.
+    assert 'hx-trigger="refresh, every 2s [composerPollFallback()]"' in body
+    assert f'data-live-job="{sync_job.pk}"' in body
     assert reverse("composer:job_progress", args=[sync_job.pk]) in body
 
 

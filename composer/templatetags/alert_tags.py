@@ -1,0 +1,52 @@
+"""Alert badges and the viewer's open-alert count (the navbar entry and the alert list)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from fabric.choices import AlertSeverity, AlertSource, AlertState
+from fabric.services.alerts import alerts_visible_to
+
+register = template.Library()
+
+_SEVERITY_STYLE: dict[str, tuple[str, str]] = {
+    AlertSeverity.INFO: ("info", "info-circle-fill"),
+    AlertSeverity.WARNING: ("warning", "exclamation-triangle-fill"),
+    AlertSeverity.CRITICAL: ("danger", "x-octagon-fill"),
+}
+_SOURCE_LABELS = dict(AlertSource.choices)
+
+
+@register.filter
+def severity_badge(value: str) -> SafeString:
+    """A coloured badge for an alert severity (info, warning, critical)."""
+    colour, icon = _SEVERITY_STYLE.get(str(value), ("secondary", "question-circle-fill"))
+    label = dict(AlertSeverity.choices).get(str(value), str(value) or "—")
+    return format_html(
+        '<span class="badge badge-status text-bg-{}" data-severity="{}">'
+        '<i class="bi bi-{}" aria-hidden="true"></i> {}</span>',
+        colour,
+        value,
+        icon,
+        label,
+    )
+
+
+@register.filter
+def source_label(value: str) -> str:
+    """The words for an alert's source type ("power_feed" -> "Power feed")."""
+    return str(_SOURCE_LABELS.get(str(value), str(value).replace("_", " ").capitalize()))
+
+
+@register.simple_tag(takes_context=True)
+def open_alert_count(context: dict[str, Any]) -> int:
+    """How many open alerts the signed-in user may see (0 when signed out); one query."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return 0
+    return alerts_visible_to(user).filter(state=AlertState.OPEN).count()

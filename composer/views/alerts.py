@@ -1,0 +1,227 @@
+"""Alerts: the list the viewer may see (live), the navbar's open-alert count, acknowledging.
+
+Every read starts from `fabric.services.alerts.alerts_visible_to(user)` (STYLE §8): operators
+see every alert, a tenant member those that hurt one of their tenants' compositions, and an
+alert someone may not see is a 404. Acknowledging is operators' work: a tenant member who
+sees the alert gets 403.
+
+The table (`_alert_rows.html`) and the navbar badge (`_alert_nav.html`) reload themselves
+when static/js/live.js hears `fabric.alert` or `alert.acknowledged` (STYLE §7): one
+template draws the first page and every update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import Resolver404, resolve, reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from composer.events import payload_for
+from composer.forms.alerts import AlertFilterForm
+from composer.models import Event, Membership, Tenant
+from fabric.api.health import AlertFilterSet
+from fabric.models import Alert
+from fabric.permissions import is_operator
+from fabric.services.alerts import alert_acknowledge, alerts_visible_to
+from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
+
+TABLE_TARGET = "alert-table"
+
+
+@dataclass(frozen=True)
+class CompositionLink:
+    """A composition named in a blast radius, as the viewer may see it."""
+
+    id: int
+    name: str
+    state: str
+    url: str
+
+
+@dataclass(frozen=True)
+class AlertRow:
+    """One alert and its blast radius cut to what the viewer may know."""
+
+    alert: Alert
+    effect: str
+    device_count: int
+    host_count: int
+    compositions: list[CompositionLink]
+    tenants: list[str]  # operators only: the names of the tenants it hurts
+
+
+def _count(radius: Mapping[str, Any], key: str) -> int:
+    """`<key>_count` when stored, else the length of the `<key>s` list."""
+    stored = radius.get(f"{key}_count")
+    if isinstance(stored, int) and not isinstance(stored, bool):
+        return stored
+    items = radius.get(f"{key}s")
+    return len(items) if isinstance(items, list) else 0
+
+
+def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -> list[AlertRow]:
+    """The rows of one page; at most one query (the tenants' names, for operators).
+
+    A tenant's radius is cut by `composer.events.payload_for`, the one rule that also cuts
+    the live events (and that the registered alert scope applies): called here with the
+    viewer's tenant ids read once, rather than through the scope once per row.
+    """
+    radii: list[Mapping[str, Any]] = []
+    for alert in alerts:
+        radius = alert.blast_radius if isinstance(alert.blast_radius, dict) else {}
+        if not operator:
+            radius = payload_for(Event(payload=dict(radius)), tenant_id=tenant_ids) or {}
+        radii.append(radius)
+    names: dict[int, str] = {}
+    if operator:
+        wanted = {t for radius in radii for t in radius.get("tenants") or () if isinstance(t, int)}
+        if wanted:
+            names = dict(Tenant.objects.filter(pk__in=wanted).values_list("pk", "name"))
+    rows = []
+    for alert, radius in zip(alerts, radii, strict=True):
+        compositions = [
+            CompositionLink(
+                id=ref["id"],
+                name=str(ref.get("name") or f"#{ref['id']}"),
+                state=str(ref.get("state") or ""),
+                url=reverse("composer:composition_detail", args=[ref["id"]]),
+            )
+            for ref in radius.get("compositions") or ()
+            if isinstance(ref, dict) and isinstance(ref.get("id"), int)
+        ]
+        tenants = [
+            names.get(t, f"tenant {t}") for t in radius.get("tenants") or () if isinstance(t, int)
+        ]
+        rows.append(
+            AlertRow(
+                alert=alert,
+                effect=str(radius.get("effect") or ""),
+                device_count=_count(radius, "device"),
+                host_count=_count(radius, "host"),
+                compositions=compositions,
+                tenants=sorted(tenants) if operator else [],
+            )
+        )
+    return rows
+
+
+@login_required
+@require_GET
+def alert_list(request: HttpRequest) -> HttpResponse:
+    """The alerts the viewer may see, newest first, filtered by state, severity and source.
+
+    Bad filter values are a 400 naming the field; a page past the end a 404. htmx asks for
+    the table alone (HX-Target: alert-table) when filtering, paging or when live.js says an
+    alert changed.
+    """
+    operator = is_operator(request.user)
+    form = AlertFilterForm(request.GET)
+    status = 200
+    errors: list[str] = []
+    page = None
+    rows: list[AlertRow] = []
+    if not form.is_valid():
+        status = 400
+        for name, problems in form.errors.items():
+            label = form.fields[name].label if name in form.fields else name
+            errors.extend(f"{label or name.capitalize()}: {p}" for p in problems)
+    else:
+        alerts = AlertFilterSet(
+            form.filter_query(),
+            queryset=alerts_visible_to(request.user).select_related("manager", "acknowledged_by"),
+        ).qs
+        try:
+            page = paginate(
+                alerts.order_by("-opened_at", "-id"),
+                page=request.GET.get("page"),
+                per_page=DEFAULT_PAGE_SIZE,
+            )
+        except BadPage as exc:
+            status = exc.status
+            errors.append(exc.message)
+        else:
+            tenant_ids: list[int] = []
+            if not operator:
+                tenant_ids = list(
+                    Membership.objects.filter(user=request.user).values_list("tenant_id", flat=True)
+                )
+            rows = _rows(list(page.object_list), operator=operator, tenant_ids=tenant_ids)
+    context = {
+        "form": form,
+        "page": page,
+        "rows": rows,
+        "errors": errors,
+        "can_acknowledge": operator,
+    }
+    partial = is_htmx_partial(request, TABLE_TARGET)
+    template = "composer/_alert_rows.html" if partial else "composer/alert_list.html"
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ["HX-Request", "HX-Target"])
+    return response
+
+
+@login_required
+@require_GET
+def alert_count(request: HttpRequest) -> HttpResponse:
+    """The navbar's alert entry with the viewer's open-alert count (what live.js reloads).
+
+    Drawn as the navbar of the page that asks (htmx's HX-Current-URL) draws it: highlighted
+    on the alert pages only.
+    """
+    return render(request, "composer/_alert_nav.html", {"section": _section_of(request)})
+
+
+def _section_of(request: HttpRequest) -> str:
+    """The navbar section (as `composer_tags.nav_section` names it) of the asking page."""
+    path = urlsplit(request.headers.get("HX-Current-URL") or "").path
+    try:
+        match = resolve(path) if path else None
+    except Resolver404:
+        return ""
+    return str(match.url_name).split("_")[0] if match and match.url_name else ""
+
+
+@login_required
+@require_POST
+def alert_acknowledge_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Acknowledge an alert (operators): `fabric.services.alert_acknowledge`, audited there
+    with the viewer and their address. Idempotent: the first acknowledgement is kept.
+
+    An alert the viewer may not see is a 404; a tenant member who sees it gets 403. htmx
+    gets 204 and an `HX-Trigger: refresh`, so the table the button sits in reloads itself;
+    a plain form post goes back to `next` (or the list) with a message.
+    """
+    alert = get_object_or_404(alerts_visible_to(request.user), pk=pk)
+    if not is_operator(request.user):
+        raise PermissionDenied("Only operators acknowledge alerts.")
+    done = alert_acknowledge(
+        alert=alert,
+        user=request.user,
+        remote_addr=request.META.get("REMOTE_ADDR") or None,
+        source="console",
+    )
+    if request.headers.get("HX-Request") == "true":
+        response = HttpResponse(status=204)
+        response["HX-Trigger"] = "refresh"
+        return response
+    if done:
+        messages.success(request, f"Alert acknowledged: {alert.message}")
+    else:
+        messages.info(request, "That alert had already been acknowledged.")
+    target = request.POST.get("next") or ""
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = reverse("composer:alert_list")
+    return redirect(target)
