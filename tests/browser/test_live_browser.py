@@ -7,80 +7,23 @@ events recorded while the server was away arrive after the reconnect.
 
 from __future__ import annotations
 
-import threading
 import time
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import DEFAULT_DB_ALIAS, connections
 
 from composer.choices import CompositionState, EventType
-from composer.embedded import free_port
 from composer.events import event_record
 from composer.models import Composition
 from composer.states import composition_transition
 from tests.factories.composer import PASSWORD
+from tests.support.asgi import AsgiServer  # the `asgi_server` fixture: tests/browser/conftest.py
 
 # WhiteNoise serves static files to the ASGI handler as a synchronous stream.
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume:Warning"),
 ]
-
-
-class AsgiServer:
-    """uvicorn serving composer.asgi in a thread; stop() and start() keep the port."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.server: Any = None
-        self.thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        import uvicorn
-
-        from composer.asgi import application
-
-        config = uvicorn.Config(
-            application, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        assert self.thread is not None
-        self.thread.join(timeout=10)
-
-
-@pytest.fixture
-def asgi_server(redis_url: str, settings: Any) -> Iterator[AsgiServer]:
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "prefix": f"composer-test-{uuid.uuid4().hex[:10]}"},
-        }
-    }
-    # The server's threads keep database connections between requests (CONN_MAX_AGE);
-    # closed after each one here, so that none outlives the test and blocks the teardown.
-    database = connections.settings[DEFAULT_DB_ALIAS]
-    kept = database["CONN_MAX_AGE"]
-    database["CONN_MAX_AGE"] = 0
-    server = AsgiServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        database["CONN_MAX_AGE"] = kept
 
 
 def test_the_page_hears_events_live_and_after_a_server_restart(

@@ -182,15 +182,6 @@ def acme_scope() -> Iterator[None]:
     register_alert_scope(before)
 
 
-@pytest.fixture
-def no_scope() -> Iterator[None]:
-    """No scope registered (the composer registers one when its app is ready)."""
-    before = alert_scope()
-    register_alert_scope(None)
-    yield
-    register_alert_scope(before)
-
-
 def test_a_registered_scope_shows_tenants_their_alerts_cut_down(
     small: SmallFabric, api_as: Any, alice: Any, carol: Any, acme_scope: None
 ) -> None:

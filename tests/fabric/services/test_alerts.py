@@ -123,15 +123,6 @@ def scope() -> Iterator[None]:
     register_alert_scope(before)
 
 
-@pytest.fixture
-def no_scope() -> Iterator[None]:
-    """No scope registered (the composer registers one when its app is ready)."""
-    before = alert_scope()
-    register_alert_scope(None)
-    yield
-    register_alert_scope(before)
-
-
 def test_without_a_scope_only_operators_see_alerts(
     manager: FabricManager, admin_user: Any, alice: Any, no_scope: None
 ) -> None:
