@@ -40,6 +40,17 @@ JOB_TASK = {
 }
 
 
+# The jobs that bind and unbind a composition's devices: minutes at most, retried sooner.
+COMPOSITION_JOB_TASK = {
+    **JOB_TASK,
+    "soft_time_limit": 300,
+    "time_limit": 360,
+    "max_retries": COMPOSE_MAX_RETRIES,
+    "retry_backoff": 2,
+    "retry_backoff_max": 60,
+}
+
+
 def _run_job(task: Any, job_id: int, run: Callable[..., Job], what: str) -> None:
     """Load job `job_id` and `run` it. On the last allowed attempt a transient error fails
     the job instead of retrying, so the job always ends with a status."""
@@ -126,40 +137,19 @@ def jobs_sweep_stale_task() -> int:
     return swept
 
 
-@shared_task(
-    **JOB_TASK,
-    soft_time_limit=300,
-    time_limit=360,
-    max_retries=COMPOSE_MAX_RETRIES,
-    retry_backoff=2,
-    retry_backoff_max=60,
-)
+@shared_task(**COMPOSITION_JOB_TASK)
 def composition_compose_task(self: Any, job_id: int) -> None:
     """Run compose job `job_id`: bind, verify, ready; roll back on a permanent failure."""
     _run_job(self, job_id, composition_compose_run, "compose")
 
 
-@shared_task(
-    **JOB_TASK,
-    soft_time_limit=300,
-    time_limit=360,
-    max_retries=COMPOSE_MAX_RETRIES,
-    retry_backoff=2,
-    retry_backoff_max=60,
-)
+@shared_task(**COMPOSITION_JOB_TASK)
 def composition_decompose_task(self: Any, job_id: int) -> None:
     """Run decompose job `job_id`: unbind, release, RELEASED. Transient errors retry."""
     _run_job(self, job_id, composition_decompose_run, "decompose")
 
 
-@shared_task(
-    **JOB_TASK,
-    soft_time_limit=300,
-    time_limit=360,
-    max_retries=COMPOSE_MAX_RETRIES,
-    retry_backoff=2,
-    retry_backoff_max=60,
-)
+@shared_task(**COMPOSITION_JOB_TASK)
 def composition_heal_task(self: Any, job_id: int) -> None:
     """Run heal job `job_id`: replace lost devices from spares, READY; roll back to DEGRADED
     on a permanent failure or when no spare exists. Transient errors retry with back-off."""
