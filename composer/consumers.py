@@ -258,7 +258,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         connections one after the other, so this must not wait: while a catch-up holds the
         lock (it queries the database), the event is sent from a task once it is done.
         """
-        if self.lock.locked():
+        if self.lock.locked() or (not self.heard.operator and len(self.heard.tenant_ids) > 1):
+            # Busy with a catch-up, or a member of several tenants (whose cut is read from
+            # the database): from a task, so that the hub's other connections do not wait.
             task = asyncio.ensure_future(self._deliver(event_id, tenant_id, text))
             self.resync_tasks.add(task)
             task.add_done_callback(self.resync_tasks.discard)
@@ -287,9 +289,6 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 text = fetched
             await self.send(text_data=text)
             self._mark_sent(event_id)
-            # Safe: a catch-up also looks back COMPOSER_EVENTS_SETTLE_S for events that
-            # committed out of id order, and every event is published live when it commits.
-            self.cursor = max(self.cursor, event_id)
 
     # --- heartbeat and catch-up ---------------------------------------------------------------
 

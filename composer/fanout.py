@@ -173,11 +173,18 @@ class Hub:
         first = not members
         members.add(member)
         if first:
+            failed = False
             async with self._lock:
                 await self._ensure_pubsub()
-                with contextlib.suppress(redis.RedisError, OSError):
-                    # When Redis is down the reader re-subscribes every group on reconnect.
+                try:
                     await self._pubsub.subscribe(self._channel(group))
+                except (redis.RedisError, OSError):
+                    failed = True
+            if failed:
+                # Start the subscription over: the reader re-subscribes every group (this one
+                # included) once Redis answers, and has every member replay what it missed.
+                self._lost = True
+                await self._reset()
         self._ensure_reader()
 
     async def leave(self, group: str, member: Member) -> None:

@@ -138,7 +138,8 @@ def _int_param(request: Request, name: str, *, minimum: int, default: int) -> in
     raw = request.query_params.get(name, "").strip()
     if not raw:
         return default
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum or len(raw) > 19:
+    # Length first: int() of thousands of digits is itself an error in Python 3.11+.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) < minimum:
         raise ValidationError(
             {name: [f"Expected a whole number from {minimum}; got {raw[:40]!r}."]}
         )

@@ -30,9 +30,7 @@ from fabric.models import FabricManager
 logger = logging.getLogger(__name__)
 
 
-@extend_schema_field(
-    {"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "cxl-spine-1"}
-)
+@extend_schema_field({"oneOf": [{"type": "integer"}, {"type": "string"}], "example": "cxl-spine-1"})
 class _IdOrName(serializers.Field):
     """A console id (a JSON number) or a name / external id (a string)."""
 

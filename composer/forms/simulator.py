@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import forms
 
 from fabric.choices import FaultAction, FaultTarget
+from fabric.forms import MAX_ID
 from fabric.models import FabricManager
 
 
@@ -28,7 +29,14 @@ class FaultForm(forms.Form):
     )
     action = forms.ChoiceField(choices=FaultAction.choices, initial=FaultAction.FAIL)
 
-    def target_id(self) -> int | str:
-        """The target as the service takes it: digits are a console id, the rest a name."""
+    def clean_target(self) -> str:
         value = self.cleaned_data["target"].strip()
-        return int(value) if value.isdigit() else value
+        if value.isascii() and value.isdigit() and (len(value) > 19 or int(value) > MAX_ID):
+            raise forms.ValidationError("No element has an id that large.")
+        return value
+
+    def target_id(self) -> int | str:
+        """The target as the service takes it: ASCII digits are a console id, the rest a
+        name or an external id ("²" is a name, not a number)."""
+        value = self.cleaned_data["target"]
+        return int(value) if value.isascii() and value.isdigit() else value

@@ -31,10 +31,17 @@ def tenant_alerts(user: Any, alerts: QuerySet[Alert]) -> QuerySet[Alert]:
     return alerts.filter(audience__tenant__memberships__user=user).distinct()
 
 
+# What a tenant may know of a blast radius: how much it takes (counts, not the fabric's
+# ids) and which of its own compositions it hurts.
+_TENANT_RADIUS_KEYS = ("effect", "device_count", "host_count", "compositions")
+
+
 def tenant_blast_radius(user: Any, radius: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`radius` as `user` may know it: their tenants' compositions, no other tenant."""
-    scoped = payload_for(Event(payload=dict(radius)), tenant_id=_tenant_ids(user))
-    return scoped or {}
+    """`radius` as `user` may know it: counts, and their tenants' compositions only."""
+    kept = {key: radius[key] for key in _TENANT_RADIUS_KEYS if key in radius}
+    scoped = payload_for(Event(payload=kept), tenant_id=_tenant_ids(user)) or {}
+    scoped["composition_count"] = len(scoped.get("compositions") or ())
+    return scoped
 
 
 TENANT_ALERT_SCOPE = AlertScope(alerts=tenant_alerts, blast_radius=tenant_blast_radius)

@@ -90,26 +90,36 @@ def _compositions_react(outcome: PollOutcome, alerts: dict[int, Alert]) -> None:
     """Hand the devices the poll found lost (or back) to the composition layer.
 
     The ids are hints of where to look; `compositions_react_to_health` reads the tables to
-    decide. A closed alert's blast radius names the devices a switch or enclosure cut off:
-    they come back with it although their own health never changed.
+    decide. Each opened alert goes with the devices of its own blast radius, so that a
+    composition's reason names the alert that hurt it — and no other tenant's (an alert's
+    audience is the tenants of its blast radius). What no alert covers (a device that only
+    turned warning) gets a plain reason. A closed alert's blast radius names the devices a
+    switch or enclosure cut off: they come back with it although their own health never
+    changed.
     """
-    opened = [alerts[i] for i in outcome.opened if i in alerts]
+    covered: set[int] = set()
+    for alert in (alerts[i] for i in outcome.opened if i in alerts):
+        devices = _radius_devices([alert])
+        if alert.source_type == "device":
+            devices.add(alert.source_id)
+        if devices:
+            compositions_react_to_health(
+                unhealthy_device_ids=devices,
+                healthy_device_ids=(),
+                reason=f"{alert.get_severity_display()} alert: {alert.message}",
+                alert_id=alert.pk,
+            )
+            covered |= devices
+    rest = {*outcome.devices_unhealthy, *outcome.devices_affected} - covered
     closed = [alerts[i] for i in outcome.closed if i in alerts]
-    unhealthy = {*outcome.devices_unhealthy, *outcome.devices_affected}
-    healthy = {*outcome.devices_recovered, *_radius_devices(closed)}
-    if not unhealthy and not healthy:
-        return
-    first = opened[0] if opened else None
-    compositions_react_to_health(
-        unhealthy_device_ids=unhealthy,
-        healthy_device_ids=healthy - unhealthy,
-        reason=(
-            f"{first.get_severity_display()} alert: {first.message}"
-            if first is not None
-            else "health poll"
-        ),
-        alert_id=first.pk if first is not None else None,
-    )
+    healthy = {*outcome.devices_recovered, *_radius_devices(closed)} - covered - rest
+    if rest or healthy:
+        compositions_react_to_health(
+            unhealthy_device_ids=rest,
+            healthy_device_ids=healthy,
+            reason="health poll",
+            alert_id=None,
+        )
 
 
 def _radius_devices(alerts: Iterable[Alert]) -> set[int]:

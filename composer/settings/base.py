@@ -131,7 +131,7 @@ COMPOSER_EVENTS_HUB = env_bool("COMPOSER_EVENTS_HUB", True)
 # Each websocket replays from the database what it missed, and re-reads its user's scope,
 # every heartbeat; and looks this far back for events that committed out of id order.
 COMPOSER_EVENTS_HEARTBEAT_S = env_int("COMPOSER_EVENTS_HEARTBEAT_S", 20)
-COMPOSER_EVENTS_SETTLE_S = env_int("COMPOSER_EVENTS_SETTLE_S", 10)
+COMPOSER_EVENTS_SETTLE_S = env_int("COMPOSER_EVENTS_SETTLE_S", 30)
 
 CELERY_BROKER_URL = REDIS_URL
 CELERY_TASK_IGNORE_RESULT = True

@@ -59,3 +59,19 @@ def test_tenants_cannot_acknowledge_operators_can(
     assert response.status_code == 200, response.content
     alert.refresh_from_db()
     assert alert.acknowledged_by == admin_user
+
+
+def test_a_tenant_sees_counts_of_the_fabric_not_its_ids(
+    api_as: Any, alice: Any, admin_user: Any, alert: Alert
+) -> None:
+    radius = api_as(alice).get(f"/api/v1/alerts/{alert.pk}/").json()["blast_radius"]
+    assert set(radius) <= {
+        "effect",
+        "device_count",
+        "host_count",
+        "compositions",
+        "composition_count",
+    }
+    assert radius["device_count"] >= 1 and radius["composition_count"] == 1
+    full = api_as(admin_user).get(f"/api/v1/alerts/{alert.pk}/").json()["blast_radius"]
+    assert full["devices"] and full["tenants"]

@@ -164,6 +164,8 @@ def test_another_tenants_composition_filter_finds_nothing(
         ({"type": "banana"}, "type"),
         ({"composition": "x"}, "composition"),
         ({"job": "1.5"}, "job"),
+        ({"since": "9" * 5000}, "since"),  # too long even for int() to read
+        ({"limit": "9" * 5000}, "limit"),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field(

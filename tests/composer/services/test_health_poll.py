@@ -129,3 +129,27 @@ def test_a_poll_that_finds_nothing_new_records_no_event(
     before = Event.objects.count()
     health_poll_run(manager=synced)
     assert Event.objects.count() == before
+
+
+def test_each_composition_s_reason_names_only_the_alert_that_hurt_it(
+    synced: FabricManager, ready: Composition, globex: Any, carol: Any
+) -> None:
+    """Two tenants lose a device in the same poll: neither reason names the other's alert."""
+    h100 = {"items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 1}]}
+    theirs = composition_request(tenant=globex, requested_by=carol, spec=h100, name="g1")
+    composition_compose_task.delay(Job.objects.get(kind=JobKind.COMPOSE, target_id=theirs.pk).pk)
+    ours_gpu = ready.allocations.get(device__kind="gpu").device
+    their_gpu = theirs.allocations.get(device__kind="gpu").device
+    for device in (ours_gpu, their_gpu):
+        fault_inject(manager=synced, target_type="device", target_id=device.name, action="fail")
+
+    outcome = health_poll_run(manager=synced)
+
+    assert len(outcome.opened) == 2
+    ready.refresh_from_db()
+    theirs.refresh_from_db()
+    assert ready.state == theirs.state == CompositionState.DEGRADED
+    assert their_gpu.name not in ready.failure_reason
+    assert ours_gpu.name not in theirs.failure_reason
+    ours_alert = Alert.objects.get(source_type="device", source_id=ours_gpu.pk)
+    assert f"alert {ours_alert.pk}" not in theirs.failure_reason

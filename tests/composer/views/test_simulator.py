@@ -67,3 +67,14 @@ def test_an_unknown_target_is_a_field_error(
     assert response.status_code == 400
     assert b'data-field="target"' in response.content and b"nope" in response.content
     assert not SimulatedElement.objects.exclude(fault="").exists()
+
+
+@pytest.mark.parametrize("target", ["\u00b2", "9" * 40])
+def test_odd_targets_are_field_errors_not_crashes(
+    client_as: Any, admin_user: Any, synced: FabricManager, target: str
+) -> None:
+    response = client_as(admin_user).post(
+        URL, {"manager": synced.pk, "target_type": "switch", "target": target, "action": "fail"}
+    )
+    assert response.status_code == 400
+    assert b'data-field="target"' in response.content
