@@ -49,6 +49,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db.models import Max
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from composer.events import (
     NOBODY,
@@ -65,6 +66,7 @@ from composer.events import (
 )
 from composer.fanout import get_hub
 from composer.models import Composition, Event, Job
+from composer.wsauth import token_from_scope
 
 logger = logging.getLogger(__name__)
 
@@ -360,7 +362,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if time.monotonic() - self.scope_checked < SCOPE_REFRESH_S:
             return True
         self.scope_checked = time.monotonic()
-        user, heard = await database_sync_to_async(_user_and_scope)(self.heard.user_id)
+        token = token_from_scope(self.scope) if self.scope.get("auth") == "token" else None
+        user, heard = await database_sync_to_async(_user_and_scope)(self.heard.user_id, token)
         if heard is NOBODY:
             return False
         self.user = user
@@ -509,7 +512,10 @@ def _event_text(heard: Scope, event_id: int) -> str | None:
     return None if payload is None else event_message_text(event, payload=payload)
 
 
-def _user_and_scope(user_id: int | None) -> tuple[Any, Scope]:
-    """The user as the database has it now, and its scope (NOBODY when gone or inactive)."""
+def _user_and_scope(user_id: int | None, token: str | None = None) -> tuple[Any, Scope]:
+    """The user as the database has it now, and its scope: NOBODY when the user is gone or
+    inactive, or when the connection came with an API token that has since been revoked."""
     user = get_user_model().objects.filter(pk=user_id).first()
+    if token is not None and not Token.objects.filter(key=token, user_id=user_id).exists():
+        return user, NOBODY
     return user, scope_for(user)

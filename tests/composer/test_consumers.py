@@ -167,6 +167,30 @@ def test_an_api_client_authenticates_with_its_token(how: str, alice: Any, settin
     run(scenario)
 
 
+def test_a_revoked_token_s_stream_is_closed_at_the_next_scope_check(
+    alice: Any, settings: Any
+) -> None:
+    settings.ALLOWED_HOSTS = ["testserver"]
+    settings.COMPOSER_EVENTS_HEARTBEAT_S = 0.2
+    token = Token.objects.create(user=alice)
+
+    async def scenario() -> None:
+        with mock.patch.object(consumers, "SCOPE_REFRESH_S", 0):
+            ws = communicator(origin=None, path=f"/ws/events/?token={token.key}")
+            connected, _ = await ws.connect(timeout=5)
+            assert connected
+            assert (await receive(ws))["type"] == "hello"
+            await db(token.delete)()
+            while True:
+                output = await ws.receive_output(timeout=3)
+                if output["type"] == "websocket.close":
+                    break
+            assert output["code"] == 4401
+            await ws.disconnect()
+
+    run(scenario)
+
+
 @pytest.mark.parametrize("key", ["0" * 40, "x" * 300, "bad\x00key"])
 def test_a_bad_token_is_refused_even_with_a_good_cookie(key: str, alice: Any) -> None:
     cookie = session_cookie(alice)

@@ -205,3 +205,11 @@ def test_tenant_members_cannot_sync(
     )
     assert response.status_code == 404
     assert not Job.objects.exists()
+
+
+def test_an_empty_list_says_so(client_as: Callable[[Any], Client], alice: Any) -> None:
+    """An empty page is falsy: the table must still render, with its "no rows" line."""
+    response = client_as(alice).get(reverse("composer:job_list"))
+    assert response.status_code == 200 and b"No jobs." in response.content
+    compositions = client_as(alice).get(reverse("composer:composition_list"))
+    assert b"No compositions." in compositions.content
