@@ -209,13 +209,7 @@ class Hub:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
             self._task = None
-        if self._pubsub is not None:
-            with contextlib.suppress(Exception):
-                await self._pubsub.aclose()
-        if self._redis is not None:
-            with contextlib.suppress(Exception):
-                await self._redis.aclose()
-        self._pubsub = self._redis = None
+        await self._reset()
 
     async def _ensure_pubsub(self) -> None:
         if self._pubsub is None:
@@ -276,6 +270,7 @@ class Hub:
                 logger.exception("event hub dispatch failed")
 
     async def _reset(self) -> None:
+        """Drop the subscription and its connection (the reader starts them over)."""
         async with self._lock:
             if self._pubsub is not None:
                 with contextlib.suppress(Exception):

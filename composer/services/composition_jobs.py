@@ -121,7 +121,7 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
             composition_rollback(
                 composition=composition,
                 driver=driver_ref[0],
-                reason=_reason(exc),
+                reason=job_failure_reason(exc, kind="compose"),
                 source=source,
             )
             raise
@@ -134,9 +134,10 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
     return run_job(job, work, retryable=retryable)
 
 
-def _reason(exc: BaseException) -> str:
+def job_failure_reason(exc: BaseException, *, kind: str) -> str:
+    """Why a composition job (`kind`: "compose", "heal") stopped, in words for the page."""
     if type(exc).__name__ == "SoftTimeLimitExceeded":
-        return "The compose job ran past its time limit."
+        return f"The {kind} job ran past its time limit."
     if isinstance(exc, ComposerError):
         return exc.message
     return f"{type(exc).__name__}: {exc}"

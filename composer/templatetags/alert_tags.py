@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django import template
-from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from composer.templatetags.composer_tags import badge
 from fabric.choices import AlertSeverity, AlertSource, AlertState
 from fabric.services.alerts import alerts_visible_to
 
@@ -26,14 +26,7 @@ def severity_badge(value: str) -> SafeString:
     """A coloured badge for an alert severity (info, warning, critical)."""
     colour, icon = _SEVERITY_STYLE.get(str(value), ("secondary", "question-circle-fill"))
     label = dict(AlertSeverity.choices).get(str(value), str(value) or "—")
-    return format_html(
-        '<span class="badge badge-status text-bg-{}" data-severity="{}">'
-        '<i class="bi bi-{}" aria-hidden="true"></i> {}</span>',
-        colour,
-        value,
-        icon,
-        label,
-    )
+    return badge(colour, icon, label, data=("severity", str(value)))
 
 
 @register.filter

@@ -50,11 +50,15 @@ _LABELS: dict[str, str] = {
 }
 
 
-def _badge(colour: str, icon: str, label: str) -> SafeString:
+def badge(colour: str, icon: str, label: str, *, data: tuple[str, str] | None = None) -> SafeString:
+    """The one status badge of the console; `data` ("state", value) becomes a `data-state`
+    attribute that scripts and browser tests read."""
+    attribute = format_html(' data-{}="{}"', *data) if data else ""
     return format_html(
-        '<span class="badge badge-status text-bg-{}">'
+        '<span class="badge badge-status text-bg-{}"{}>'
         '<i class="bi bi-{}" aria-hidden="true"></i> {}</span>',
         colour,
+        attribute,
         icon,
         label,
     )
@@ -64,14 +68,14 @@ def _badge(colour: str, icon: str, label: str) -> SafeString:
 def status_badge(value: str) -> SafeString:
     """A coloured badge for a device, component, link or job state."""
     colour, icon = _STATUS_STYLE.get(str(value), ("secondary", "dot"))
-    return _badge(colour, icon, _LABELS.get(str(value), str(value) or "—"))
+    return badge(colour, icon, _LABELS.get(str(value), str(value) or "—"))
 
 
 @register.filter
 def health_badge(value: str) -> SafeString:
     """A coloured badge for a health value (ok, warning, critical, unknown)."""
     colour, icon = _HEALTH_STYLE.get(str(value), _HEALTH_STYLE[Health.UNKNOWN])
-    return _badge(colour, icon, dict(Health.choices).get(str(value), str(value) or "Unknown"))
+    return badge(colour, icon, dict(Health.choices).get(str(value), str(value) or "Unknown"))
 
 
 @register.filter
@@ -263,14 +267,7 @@ def composition_badge(value: str) -> SafeString:
     """A coloured badge for a composition state."""
     colour, icon = _COMPOSITION_STYLE.get(str(value), ("secondary", "dot"))
     label = dict(CompositionState.choices).get(str(value), str(value) or "—")
-    return format_html(
-        '<span class="badge badge-status text-bg-{}" data-state="{}">'
-        '<i class="bi bi-{}" aria-hidden="true"></i> {}</span>',
-        colour,
-        value,
-        icon,
-        label,
-    )
+    return badge(colour, icon, label, data=("state", str(value)))
 
 
 @register.filter

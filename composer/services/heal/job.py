@@ -19,7 +19,7 @@ from composer.models import Allocation, Composition, Job
 from composer.runner import ProgressFn, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
-from composer.services.composition_jobs import _bind, _composition, _matches
+from composer.services.composition_jobs import _bind, _composition, _matches, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.heal.common import (
     HEAL_ROUNDS,
@@ -172,18 +172,15 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             _rollback(composition, driver_ref[0], exc.message, source)
             raise
         except BaseException as exc:
-            _rollback(composition, driver_ref[0], f"Self-heal rolled back: {_reason(exc)}", source)
+            _rollback(
+                composition,
+                driver_ref[0],
+                f"Self-heal rolled back: {job_failure_reason(exc, kind='heal')}",
+                source,
+            )
             raise
 
     return run_job(job, work, retryable=retryable)
-
-
-def _reason(exc: BaseException) -> str:
-    if type(exc).__name__ == "SoftTimeLimitExceeded":
-        return "the heal job ran past its time limit."
-    if isinstance(exc, ComposerError):
-        return exc.message
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _heal(
