@@ -23,6 +23,28 @@ most the GPU milli that arrived before t plus the fractions after it; the worse 
 that t, and the best t is taken. Allocation never falls (no departures), so the bound holds
 at every sample up to the last arrival.
 
+4. A dropped big pod closes the door behind it (`drop_split`; any domains, pooled or not).
+   If big pod i (cpu c, memory m, no gpu_spec) is dropped, then at its arrival every host
+   has free CPU < c, or free memory < m, or no unbound GPU left in its domain (and no partly
+   used GPU with room). Nothing is ever freed, so each host stays so, and every later
+   whole-GPU pod asking at least c CPU and m memory fits nowhere: it would need a host with
+   that CPU and memory and an unbound GPU in its domain (a gpu_spec only narrows that;
+   the big pod had none, so any model would have done for it). A run that drops i therefore
+   allocates at most R_i = arrived milli - milli_i - the GPU milli of those later pods.
+   Split on D, the big pods a run drops (never a certified one, 2.): sort the uncertified
+   big pods by R; if the first of D in that order is the k-th, the k - 1 before it are
+   placed, and allocation <= min(R_k, GPUs x 1000 - waste(certified and those k - 1)), waste
+   as in 3. (which needs only that those big pods are placed); if D is empty all are placed
+   (R = infinity). Every run falls under one k, so the largest of these bounds over k holds
+   for every run. The waste term never falls as k grows (an added gap raises the best fill
+   by at most its size, and `gap_fill` is exact) and R is sorted, so the largest is where
+   the two cross, found by bisection (a test checks it against a scan). Where most whole-GPU
+   pods ask more CPU and memory than the common big fractions (the default trace: 99 % of
+   them against the 810-milli shape), an early drop costs the run most later whole-GPU
+   pods, which no domain structure can dodge; that is what rules out 8-host domains, where
+   the certificate alone (2.) is weak. The ceiling is the lower of this bound and the one
+   above; allocation never falls, so both hold at every sample.
+
 The certificate. An adversary keeps big pod b (cpu c, memory m) out only if every host is
 blocked: its free CPU < c (its pods used cost_c = cap_c - c + 1 of CPU; a host smaller than c
 costs 0), or its free memory < m (cost_m likewise), or every GPU of its domain is touched.
@@ -45,7 +67,8 @@ grow), found by bisection.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -69,9 +92,10 @@ class Bound:
 
     milli: float  # the ceiling on allocated GPU milli
     arrived: int  # GPU milli requested by the arrivals considered
-    forced: int  # big pods every policy places
+    forced: int  # big pods placed in the worst case of the argument that gave the ceiling
     gaps: int  # milli those big pods leave on their GPUs
     fill: float  # most of it small fractions could use
+    parts: dict[str, float] = field(default_factory=dict)  # each argument's bound, alone
 
 
 MIXES = np.stack([1.0 - np.linspace(0, 1, 201), np.linspace(0, 1, 201)], 1)  # CPU : memory
@@ -157,7 +181,10 @@ class Certifier:
 
 def gap_fill(gaps: list[int], smalls: list[int]) -> float:
     """Most milli of `smalls` a splittable assignment puts into `gaps` (a piece fits a gap at
-    least its size): smallest gaps first, from the pool of pieces that fit them."""
+    least its size): smallest gaps first, from the pool of pieces that fit them. Exact: a
+    piece that fits a gap fits every larger one, so which fitting pieces a gap takes never
+    matters to the larger gaps, and leaving a gap unfilled while fitting milli is left only
+    moves the shortfall to a larger gap."""
     gaps = sorted(gaps)
     smalls = sorted(smalls)
     pool, fill, j = 0.0, 0.0, 0
@@ -224,4 +251,63 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
             bound = min(arrived, max(case_a, case_b))
             if bound < best:
                 best, detail = bound, (len(forced), g, f)
-    return Bound(best, int(arrived), *detail)
+    parts = {"certificate": best}
+    drop, forced_drop = drop_split(arriving, always, waste, capacity)
+    parts["drop"] = float(min(arrived, drop))
+    if parts["drop"] < best:
+        g, f = waste(forced_drop)
+        best, detail = parts["drop"], (len(forced_drop), g, f)
+    return Bound(best, int(arrived), *detail, parts=parts)
+
+
+def after_drop(arriving: list) -> dict[int, float]:
+    """R_i for every big fraction i without gpu_spec: the most GPU milli a run that drops i
+    can allocate, i.e. all that arrives but i and the later whole-GPU pods asking at least
+    i's CPU and memory (see 4. in the module docstring)."""
+    gpu = np.array([p.gpu for p in arriving], dtype=np.float64)
+    cpu = np.array([p.cpu for p in arriving], dtype=np.int64)
+    mem = np.array([p.mem for p in arriving], dtype=np.int64)
+    whole = np.array([p.k >= 1 and p.milli >= FULL for p in arriving], dtype=bool)
+    total = float(gpu.sum())
+    shapes: dict[tuple[int, int], list[int]] = {}
+    for i, p in enumerate(arriving):
+        if p.k == 1 and BIG < p.milli < FULL and not p.spec:
+            shapes.setdefault((p.cpu, p.mem), []).append(i)
+    out: dict[int, float] = {}
+    for (c, m), idx in shapes.items():
+        shut = np.where(whole & (cpu >= c) & (mem >= m), gpu, 0.0)
+        later = np.concatenate([np.cumsum(shut[::-1])[::-1], [0.0]])  # [i]: arrivals >= i
+        for i in idx:
+            out[i] = total - gpu[i] - later[i + 1]
+    return out
+
+
+def drop_split(
+    arriving: list,
+    certified: list[int],
+    waste: Callable[[set[int]], tuple[int, float]],
+    capacity: int,
+) -> tuple[float, set[int]]:
+    """The bound of 4. in the module docstring, and the big pods placed in its worst case.
+    `certified`: big pods placed in every run; `waste(set)`: (gaps, best fill) of a set of
+    placed big pods."""
+    r = after_drop(arriving)
+    fixed = set(certified)
+    rest = sorted((x, i) for i, x in r.items() if i not in fixed)
+
+    def cap_at(k: int) -> float:  # never rises with k
+        g, f = waste(fixed | {i for _, i in rest[:k]})
+        return capacity - (g - f)
+
+    def r_at(k: int) -> float:  # sorted; k == len(rest): nothing dropped
+        return rest[k][0] if k < len(rest) else np.inf
+
+    lo, hi = 0, len(rest)  # the first k with R_k >= cap_at(k); len(rest) qualifies
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if r_at(mid) >= cap_at(mid) else (mid + 1, hi)
+    # k >= lo: min(R_k, cap_at(k)) = cap_at(k) <= cap_at(lo); k < lo: it is R_k <= R_{lo-1}
+    best, k = cap_at(lo), lo
+    if lo > 0 and r_at(lo - 1) > best:
+        best, k = r_at(lo - 1), lo - 1
+    return float(best), fixed | {i for _, i in rest[:k]}

@@ -31,7 +31,7 @@ from bench.bench_packing import (
     switch_domains,
     workload,
 )
-from bench.packing_bound import Host, ceiling, gap_fill
+from bench.packing_bound import Host, after_drop, ceiling, drop_split, gap_fill
 
 
 def cluster(*nodes: tuple[int, int, int, str]):
@@ -389,6 +389,92 @@ def test_ceiling_bounds_every_policy_on_small_instances():
             domains = np.zeros(3, dtype=np.int64) if pooled else np.array([0, 0, 1])
             hosts = Host(cl.cpu, cl.mem, cl.gpus, domains)
             bound = ceiling(hosts, pods, int(cl.gpus.sum()), pooled)
-            assert best_any_policy(cl, domains, pods) <= bound.milli + 1e-9, (seed, pooled)
+            best = best_any_policy(cl, domains, pods)
+            assert best <= bound.milli + 1e-9, (seed, pooled)
+            for name, milli in bound.parts.items():  # each argument on its own
+                assert best <= milli + 1e-9, (seed, pooled, name)
             biting += bound.milli < min(bound.arrived, int(cl.gpus.sum()) * FULL)
     assert biting >= 5
+
+
+def test_drop_split_bounds_every_policy_in_domains():
+    """The drop argument alone against exhaustive search, on instances where it is what
+    decides: 2 to 4 hosts with one or two GPUs, pooled, in two domains and one domain per
+    host, pods that often dominate each other's CPU and memory. It must bite often and beat
+    the certificate on some instances, or the check proves little."""
+    biting = beating = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        nh = rng.choice([2, 3, 4])
+        cl = cluster(
+            *[
+                (rng.choice([2, 4, 8]), rng.choice([4, 8, 32]), rng.choice([1, 2]), "A")
+                for _ in range(nh)
+            ]
+        )
+        shapes = [(1, 810), (1, 650), (1, 550), (1, 1000), (1, 160), (1, 320), (1, 190)]
+        shapes += [(0, 0), (2, 1000)]
+        pods = []
+        for _ in range(rng.choice([5, 6, 7, 8])):
+            k, milli = rng.choice(shapes)
+            cpu, mem = rng.choice([1000, 2000, 3000, 4000]), rng.choice([1, 2, 4]) * 1024
+            pods.append(Pod(cpu, mem, k, milli))
+        for domains in (np.zeros(nh), np.arange(nh) % 2, np.arange(nh)):
+            domains = domains.astype(np.int64)
+            pooled = not domains.any()
+            hosts = Host(cl.cpu, cl.mem, cl.gpus, domains)
+            bound = ceiling(hosts, pods, int(cl.gpus.sum()), pooled)
+            best = best_any_policy(cl, domains, pods)
+            assert best <= bound.parts["drop"] + 1e-9, (seed, domains.tolist())
+            biting += bound.parts["drop"] < min(bound.arrived, int(cl.gpus.sum()) * FULL)
+            beating += bound.parts["drop"] < bound.parts["certificate"]
+    assert biting >= 150 and beating >= 60
+
+
+def test_ceiling_a_drop_shuts_out_later_whole_gpu_pods():
+    # two 2-core hosts with a GPU each, in two domains. The 2-core whole-GPU pod and the 160
+    # fraction may exhaust both domains, so the certificate cannot force the 810 fraction
+    # (it always lands on the 160's GPU, which the certificate does not count on). A run
+    # that dropped it would have no host with 1 core and an unbound GPU from then on, so the
+    # 3-core whole-GPU pod would fit nowhere: at most 2970 - 810 - 1000 = 1160. Every other
+    # run places the 810 with a 190 gap that only the 160 can fill: 1970, the best there is.
+    cl = cluster((2, 8, 1, "A"), (2, 8, 1, "A"))
+    pods = [
+        Pod(2000, 1024, 1, 1000),
+        Pod(1000, 1024, 1, 160),
+        Pod(1000, 1024, 1, 810),
+        Pod(3000, 1024, 1, 1000),
+    ]
+    domains = np.array([0, 1])
+    assert after_drop(pods) == {2: 2970 - 810 - 1000}
+    bound = ceiling(Host(cl.cpu, cl.mem, cl.gpus, domains), pods, 2, pooled=False)
+    assert bound.parts["certificate"] == 2000
+    assert bound.milli == bound.parts["drop"] == 1970 == best_any_policy(cl, domains, pods)
+
+
+def test_drop_split_bisection_finds_the_worst_case():
+    """drop_split bisects on where R (sorted) crosses the waste term (never rising); a scan
+    over every case must agree."""
+    for seed in range(60):
+        rng = random.Random(seed)
+        pods = []
+        for _ in range(rng.randrange(5, 60)):
+            k, milli = rng.choice([(1, 810), (1, 650), (1, 1000), (1, 160), (1, 320), (4, 1000)])
+            pods.append(Pod(rng.choice([1000, 3000, 8000]), rng.choice([1, 8]) * 1024, k, milli))
+        smalls = [p.milli for p in pods if p.k == 1 and p.milli <= 500]
+        bigs = list(after_drop(pods))
+        certified = [i for i in bigs if rng.random() < 0.3]
+
+        def waste(forced, pods=pods, smalls=smalls):
+            gaps = [FULL - pods[i].milli for i in forced]
+            return sum(gaps), gap_fill(gaps, smalls)
+
+        capacity = rng.randrange(2, 20) * FULL
+        got, _ = drop_split(pods, certified, waste, capacity)
+        r = after_drop(pods)
+        rest = sorted((x, i) for i, x in r.items() if i not in certified)
+        scan = []
+        for k in range(len(rest) + 1):
+            g, f = waste(set(certified) | {i for _, i in rest[:k]})
+            scan.append(min(rest[k][0] if k < len(rest) else np.inf, capacity - (g - f)))
+        assert got == pytest.approx(max(scan)), seed
