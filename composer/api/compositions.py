@@ -440,9 +440,7 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
             if tenant is None:
                 raise ValidationError({"tenant": [f"There is no tenant {slug!r}."]})
             return tenant
-        memberships = list(
-            Membership.objects.filter(user=user, tenant__is_active=True).select_related("tenant")
-        )
+        memberships = self._memberships()
         if slug:
             membership = next((m for m in memberships if m.tenant.slug == slug), None)
             if membership is None:
@@ -461,12 +459,22 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         return membership.tenant
 
     def _may_write_somewhere(self) -> None:
-        user = self.request.user
-        if is_operator(user):
+        if is_operator(self.request.user):
             return
-        roles = Membership.objects.filter(user=user, tenant__is_active=True)
-        if not any(m.can_write for m in roles):
+        if not any(m.can_write for m in self._memberships()):
             raise PermissionDenied("Read-only members cannot compose.")
+
+    def _memberships(self) -> list[Membership]:
+        """The caller's memberships of active tenants, with their tenants: read once per
+        request (a viewset instance serves one request), since a POST asks twice."""
+        cached: list[Membership] | None = getattr(self, "_memberships_cache", None)
+        if cached is None:
+            cached = self._memberships_cache = list(
+                Membership.objects.filter(
+                    user=self.request.user, tenant__is_active=True
+                ).select_related("tenant")
+            )
+        return cached
 
     def _template(self, slug: str | None) -> Template | None:
         if not slug:

@@ -1,15 +1,22 @@
 """build_snapshot(): the free inventory, read from the console tables into a Snapshot.
 
 The only database access of `composer.placement` (STYLE §5): `fabric.topology.load_graph()`
-(eight queries) plus one query for the usable devices' JSON attributes, whatever the size.
+(five queries, lean: no racks, no names) plus one query for the usable devices' JSON
+attributes, whatever the size.
 Reachability (best latency and bottleneck from every host to every enclosure) is computed
-here, once per snapshot, with `fabric.topology.graph.reachable_enclosures`, so `place()`
-never searches the graph.
+here with `fabric.topology.graph.enclosure_distances`, so `place()` never searches the
+graph. It depends on the links alone, which rarely change, and costs a Dijkstra per host
+(about a second at 10,000 devices): it is memoised per process, keyed on the very link
+rows and active host and enclosure ids it was computed from, read fresh for every snapshot
+(`_structure`). Devices, their state and attributes, and host resources are never memoised.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from composer.placement.snapshot import (
@@ -21,12 +28,11 @@ from composer.placement.snapshot import (
     Snapshot,
 )
 from fabric.choices import DeviceState, Health
-from fabric.models import Device
-from fabric.topology.graph import FabricGraph, reachable_enclosures
+from fabric.topology.graph import FabricGraph, Node, enclosure_distances, paused_gc
 from fabric.topology.load import load_graph
 from fabric.topology.maintenance import placeable
 
-__all__ = ["build_snapshot", "snapshot_from_graph"]
+__all__ = ["build_snapshot", "snapshot_from_graph", "structure_memo_clear"]
 
 ACTIVE = "active"  # fabric.choices.ComponentState.ACTIVE
 
@@ -36,26 +42,41 @@ def build_snapshot(
     pools: Iterable[int] | None = None,
     managers: Iterable[int] | None = None,
     oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
+    memory_gib: Mapping[str, int] | None = None,
+    cores: Mapping[str, int] | None = None,
+    host_memory_gib: Mapping[str, int] | None = None,
 ) -> Snapshot:
     """The usable inventory (of `managers`, or all; devices of `pools`, or all) as a
-    Snapshot. Nine queries whatever the size.
+    Snapshot. Five queries whatever the size.
 
     Usable: devices FREE with health not CRITICAL; hosts and enclosures ACTIVE; no path
     through a switch in maintenance (`fabric.topology.maintenance.placeable`). A CXL
     memory device's free GiB is `memory_gib - attributes["bound_gib"]`.
 
-    Hook for allocations: once compositions exist, what they hold (devices reserved but not
-    yet bound, GiB slices, host cores and memory) is subtracted here with
-    `Snapshot.taking(...)`, and `holders` / `critical` are filled from their tenants.
+    Hook for allocations: what compositions hold and the tables do not show as taken
+    (GiB slices, host cores and memory) is subtracted with `memory_gib`, `cores` and
+    `host_memory_gib`, as `Snapshot.taking(...)` would, without building the snapshot twice.
     """
-    graph = placeable(load_graph(managers=managers))
-    rows = Device.objects.filter(state=DeviceState.FREE).exclude(health=Health.CRITICAL)
-    if managers is not None:
-        rows = rows.filter(manager_id__in=list(managers))
-    if pools is not None:
-        rows = rows.filter(pool_id__in=list(pools))
-    attributes = {f"device:{pk}": attrs for pk, attrs in rows.values_list("pk", "attributes")}
-    return snapshot_from_graph(graph, attributes, oversubscription=oversubscription)
+    graph = placeable(load_graph(managers=managers, lean=True, device_attributes=True))
+    pool_ids = None if pools is None else set(pools)
+    # The devices' own query read their attributes: those of the usable ones are kept.
+    attributes = {
+        node.id: node.attrs["attributes"]
+        for node in graph.of_kind("device")
+        if node.state == DeviceState.FREE
+        and node.health != Health.CRITICAL
+        and (pool_ids is None or node.attrs["pool"] in pool_ids)
+    }
+    # Tens of thousands of acyclic objects (10,000 devices): no collector pass meanwhile.
+    with paused_gc():
+        return snapshot_from_graph(
+            graph,
+            attributes,
+            oversubscription=oversubscription,
+            memory_gib=memory_gib,
+            cores=cores,
+            host_memory_gib=host_memory_gib,
+        )
 
 
 def snapshot_from_graph(
@@ -63,41 +84,31 @@ def snapshot_from_graph(
     usable: dict[str, dict[str, Any]],
     *,
     oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
+    memory_gib: Mapping[str, int] | None = None,
+    cores: Mapping[str, int] | None = None,
+    host_memory_gib: Mapping[str, int] | None = None,
 ) -> Snapshot:
     """A Snapshot of `graph` where `usable` maps the usable devices' ids to their JSON
-    attributes. Pure; `build_snapshot` feeds it from the database."""
-    nodes = graph.nodes
-    switches_of: dict[str, list[str]] = {}
-    uplink: dict[str, float] = {}
-    for edge in graph.edges.values():
-        if edge.state == "down":
-            continue
-        for end, other in ((edge.a, edge.b), (edge.b, edge.a)):
-            if nodes[end].kind in ("host", "enclosure") and nodes[other].kind == "switch":
-                switches_of.setdefault(end, []).append(other)
-                if nodes[end].kind == "host":
-                    uplink[end] = uplink.get(end, 0.0) + edge.bandwidth_gbps
+    attributes, less what `memory_gib`, `cores` and `host_memory_gib` take (as
+    `Snapshot.taking`). Pure but for the process-wide memo of what depends on links alone
+    (`_structure`); `build_snapshot` feeds it from the database."""
+    memory_gib, cores, host_memory_gib = memory_gib or {}, cores or {}, host_memory_gib or {}
+    enclosure_nodes = [n for n in graph.of_kind("enclosure") if n.state == ACTIVE]
+    hosts = [n for n in graph.of_kind("host") if n.state == ACTIVE]
+    structure = _structure(graph, hosts, enclosure_nodes)
+    switches_of, uplink, reach = structure.switches_of, structure.uplink, structure.reach
     enclosures = [
         EnclosureInfo(
             n.id,
             n.name,
-            tuple(sorted(set(switches_of.get(n.id, ())))),
+            switches_of.get(n.id, ()),
             n.rack,
             n.power_feed,
             len(graph.devices_in(n.id)),
         )
-        for n in graph.of_kind("enclosure")
-        if n.state == ACTIVE
+        for n in enclosure_nodes
     ]
     active = {e.id: e for e in enclosures}
-    hosts = [n for n in graph.of_kind("host") if n.state == ACTIVE]
-    reach: dict[str, dict[str, Reach]] = {}
-    for host in hosts:
-        reach[host.id] = {
-            enclosure: Reach(path.latency_ns, path.bottleneck_gbps, path.hops)
-            for enclosure, path in reachable_enclosures(graph, host.id).items()
-            if enclosure in active
-        }
     used: dict[str, float] = {}
     devices: list[DeviceInfo] = []
     for node in graph.of_kind("device"):
@@ -121,7 +132,10 @@ def snapshot_from_graph(
                 attrs.get("model", ""),
                 enclosure.id,
                 numbers,
-                free_gib=max(0, attrs.get("memory_gib", 0) - int(extra.get("bound_gib", 0)))
+                free_gib=_less(
+                    max(0, attrs.get("memory_gib", 0) - int(extra.get("bound_gib", 0))),
+                    memory_gib.get(node.id),
+                )
                 if kind == "cxl_memory"
                 else 0,
                 capacity_gb=attrs.get("capacity_gb", 0),
@@ -141,12 +155,12 @@ def snapshot_from_graph(
         HostInfo(
             h.id,
             h.name,
-            cores_free=h.attrs.get("cores", 0),
-            memory_gib_free=h.attrs.get("memory_gib", 0),
+            cores_free=_less(h.attrs.get("cores", 0), cores.get(h.id)),
+            memory_gib_free=_less(h.attrs.get("memory_gib", 0), host_memory_gib.get(h.id)),
             cores_total=h.attrs.get("cores", 0),
             uplink_gbps=uplink.get(h.id, 0.0),
             uplink_used_gbps=used.get(h.id, 0.0),
-            switches=tuple(sorted(set(switches_of.get(h.id, ())))),
+            switches=switches_of.get(h.id, ()),
             rack=h.rack,
             power_feed=h.power_feed,
         )
@@ -160,3 +174,97 @@ def snapshot_from_graph(
         switch_names={n.id: n.name for n in graph.of_kind("switch")},
         oversubscription=oversubscription,
     )
+
+
+def _less(free: int, taken: int | None) -> int:
+    """What is left of `free` once `taken` is (never below zero), as `Snapshot.taking`."""
+    return free if taken is None else max(0, free - taken)
+
+
+# --- what depends on the links alone, memoised per process --------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Structure:
+    """What a snapshot derives from the links and the active hosts and enclosures alone:
+    each host's and enclosure's switches (sorted), each host's uplink bandwidth, and the
+    best reach from every active host to every active enclosure. Shared: never mutate."""
+
+    switches_of: Mapping[str, tuple[str, ...]]
+    uplink: Mapping[str, float]
+    reach: Mapping[str, Mapping[str, Reach]]
+
+
+# A few entries: one per graph scope in use (all managers, or a subset); least recently
+# used first out. A hit costs building and comparing the key, O(links); a miss, one
+# Dijkstra per host (about a second at 10,000 devices).
+STRUCTURE_MEMO_SIZE = 4
+_structures: OrderedDict[Hashable, _Structure] = OrderedDict()
+_structures_lock = threading.Lock()
+
+
+def _structure(graph: FabricGraph, hosts: list[Node], enclosures: list[Node]) -> _Structure:
+    """The `_Structure` of `graph`, reused from an earlier snapshot when everything it is
+    computed from is the same, compared by value, never by age: every link (ends and
+    their kinds, state, latency, bandwidth, in the order the search visits them), and the
+    ids of the active hosts and enclosures. Any change there is a new key, so a memoised
+    value can never be stale; device and host state, health and attributes are not in it
+    and are read fresh by every snapshot."""
+    nodes = graph.nodes
+    key = (
+        tuple(
+            (e.id, e.a, nodes[e.a].kind, e.b, nodes[e.b].kind, e.state, e.latency_ns,
+             e.bandwidth_gbps)
+            for e in graph.edges.values()
+        ),
+        tuple(h.id for h in hosts),
+        tuple(n.id for n in enclosures),
+    )  # fmt: skip
+    with _structures_lock:
+        known = _structures.get(key)
+        if known is not None:
+            _structures.move_to_end(key)
+            return known
+    # Computed outside the lock: two threads missing at once both compute the same value.
+    value = _derive(graph, hosts, {n.id for n in enclosures})
+    with _structures_lock:
+        _structures[key] = value
+        while len(_structures) > STRUCTURE_MEMO_SIZE:
+            _structures.popitem(last=False)
+    return value
+
+
+def _derive(graph: FabricGraph, hosts: list[Node], active: set[str]) -> _Structure:
+    nodes = graph.nodes
+    switches_of: dict[str, list[str]] = {}
+    uplink: dict[str, float] = {}
+    for edge in graph.edges.values():
+        if edge.state == "down":
+            continue
+        for end, other in ((edge.a, edge.b), (edge.b, edge.a)):
+            if nodes[end].kind in ("host", "enclosure") and nodes[other].kind == "switch":
+                switches_of.setdefault(end, []).append(other)
+                if nodes[end].kind == "host":
+                    uplink[end] = uplink.get(end, 0.0) + edge.bandwidth_gbps
+    # Equal figures share one Reach: thousands of host-enclosure pairs have the same few.
+    interned: dict[tuple[int, float, int], Reach] = {}
+    reach: dict[str, dict[str, Reach]] = {}
+    for host in hosts:
+        mine = reach[host.id] = {}
+        for enclosure, figures in enclosure_distances(graph, host.id).items():
+            if enclosure in active:
+                value = interned.get(figures)
+                if value is None:
+                    value = interned[figures] = Reach(*figures)
+                mine[enclosure] = value
+    return _Structure(
+        switches_of={k: tuple(sorted(set(v))) for k, v in switches_of.items()},
+        uplink=uplink,
+        reach=reach,
+    )
+
+
+def structure_memo_clear() -> None:
+    """Forget every memoised structure (tests; never needed for correctness)."""
+    with _structures_lock:
+        _structures.clear()

@@ -76,16 +76,20 @@ def allocations_claim(
                 d.pk: d
                 for d in Device.objects.select_for_update().filter(pk__in=ids).order_by("pk")
             }
-            used = dict(
-                Allocation.objects.filter(
-                    device_id__in=ids, released_at__isnull=True, gib__isnull=False
+            # Only slices need what is already sliced; whole-device requests skip the query.
+            used: dict[int, int] = {}
+            if any(claim.gib is not None for claim in claims):
+                used = dict(
+                    Allocation.objects.filter(
+                        device_id__in=ids, released_at__isnull=True, gib__isnull=False
+                    )
+                    .values("device_id")
+                    .annotate(total=Sum("gib"))
+                    .values_list("device_id", "total")
                 )
-                .values("device_id")
-                .annotate(total=Sum("gib"))
-                .values_list("device_id", "total")
-            )
             allocations: list[Allocation] = []
             records: list[ChangeRecord] = []
+            whole: list[Device] = []
             for claim in sorted(claims, key=lambda c: c.device_id):
                 device = devices.get(claim.device_id)
                 if device is None:
@@ -93,7 +97,8 @@ def allocations_claim(
                 if device.health == Health.CRITICAL:
                     raise ClaimConflict(f"Device {device.name} has failed.")
                 if claim.gib is None:
-                    _claim_whole(device)
+                    _check_whole(device)
+                    whole.append(device)
                     records.append(
                         change_record(
                             device,
@@ -119,8 +124,11 @@ def allocations_claim(
                 allocations.append(
                     Allocation(composition=composition, device=device, gib=claim.gib)
                 )
+            _claim_whole(whole)
             for allocation in allocations:
-                allocation.full_clean(validate_constraints=False)
+                # The composition and the devices are rows in hand (the devices locked
+                # above): validating those keys would only read each of them again.
+                allocation.full_clean(exclude=["composition", "device"], validate_constraints=False)
             created = Allocation.objects.bulk_create(allocations)
             ChangeRecord.objects.bulk_create(records)
     except IntegrityError as exc:
@@ -135,15 +143,37 @@ def allocations_claim(
     return created
 
 
-def _claim_whole(device: Device) -> None:
+def _check_whole(device: Device) -> None:
+    """ClaimConflict unless `device` (as read under its row lock) may be claimed whole."""
     if device.is_partitionable:
         raise ClaimConflict(f"Device {device.name} is CXL memory: claim it as a GiB slice.")
-    # Compare-and-set on the state: a second worker (or a sync) may have changed it.
-    updated = Device.objects.filter(pk=device.pk, state=DeviceState.FREE).update(
-        state=DeviceState.RESERVED, updated_at=timezone.now()
-    )
-    if not updated:
+    if device.state != DeviceState.FREE:
         raise ClaimConflict(f"Device {device.name} is {device.state}, no longer free.")
+
+
+def _claim_whole(devices: Sequence[Device]) -> None:
+    """FREE -> RESERVED for every device in `devices`, in one compare-and-set UPDATE."""
+    if not devices:
+        return
+    ids = [device.pk for device in devices]
+    # Compare-and-set on the state, all at once: the rows are locked, but a sync (or, on
+    # SQLite, another process) may still have changed one since it was read.
+    now = timezone.now()
+    updated = Device.objects.filter(pk__in=ids, state=DeviceState.FREE).update(
+        state=DeviceState.RESERVED, updated_at=now
+    )
+    if updated != len(ids):
+        # Which one was not free: not among the rows this UPDATE wrote (it is rolled back
+        # with the caller's savepoint when ClaimConflict propagates).
+        taken = (
+            Device.objects.filter(pk__in=ids)
+            .exclude(state=DeviceState.RESERVED, updated_at=now)
+            .order_by("pk")
+            .values_list("name", "state")
+            .first()
+        )
+        name, state = taken or (devices[0].name, "taken")
+        raise ClaimConflict(f"Device {name} is {state}, no longer free.")
 
 
 def _claim_slice(device: Device, gib: int, used: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Sum
 
 from composer.errors import QuotaExceeded, SpecError
 from composer.models import Quota, Tenant
@@ -80,8 +80,11 @@ def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
         )
     host = _resolve_host(spec["host"])
     if spec["cores"]:
-        hosts = [host] if host else Host.objects.exclude(state=ComponentState.ABSENT)
-        most = max((h.cores for h in hosts), default=0)
+        if host is not None:
+            most = host.cores
+        else:  # one number, not a model instance per host
+            present = Host.objects.exclude(state=ComponentState.ABSENT)
+            most = present.aggregate(most=Max("cores"))["most"] or 0
         if spec["cores"] > most:
             raise SpecError(
                 f"No host has {spec['cores']} cores; the largest has {most}.", field="cores"

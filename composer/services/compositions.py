@@ -64,7 +64,6 @@ def _snapshot() -> Snapshot:
     """The free inventory less what compositions hold but the console tables do not show as
     taken yet: unbound GiB slices, host cores and memory; plus who holds which switch and
     enclosure (critical isolation)."""
-    snapshot = build_snapshot()
     active = (
         Allocation.objects.filter(released_at__isnull=True)
         .select_related("device", "composition")
@@ -79,21 +78,20 @@ def _snapshot() -> Snapshot:
     )
     slices: dict[str, int] = defaultdict(int)
     bound_gib: dict[str, int] = {}
-    holders: dict[str, set[str]] = defaultdict(set)
-    critical: dict[str, str] = {}
+    held: list[tuple[str, str, bool]] = []  # (enclosure, tenant, critical)
     for allocation in active:
         device = allocation.device
         key = f"device:{device.pk}"
         if allocation.gib:
             slices[key] += allocation.gib
             bound_gib[key] = int((device.attributes or {}).get("bound_gib", 0))
-        enclosure = f"enclosure:{device.enclosure_id}"
-        info = snapshot.enclosures.get(enclosure)
-        tenant = str(allocation.composition.tenant_id)
-        for domain in (enclosure, *(info.switches if info else ())):
-            holders[domain].add(tenant)
-            if (allocation.composition.spec or {}).get("critical"):
-                critical[domain] = tenant
+        held.append(
+            (
+                f"enclosure:{device.enclosure_id}",
+                str(allocation.composition.tenant_id),
+                bool((allocation.composition.spec or {}).get("critical")),
+            )
+        )
     # Slices the manager reports bound are already out of the snapshot's free GiB.
     memory = {k: max(0, v - bound_gib.get(k, 0)) for k, v in slices.items()}
     cores: dict[str, int] = defaultdict(int)
@@ -103,8 +101,16 @@ def _snapshot() -> Snapshot:
     ).values_list("host_id", "spec"):
         cores[f"host:{host_id}"] += int((spec or {}).get("cores") or 0)
         host_memory[f"host:{host_id}"] += int((spec or {}).get("host_memory_gib") or 0)
-    if memory or cores or host_memory:
-        snapshot = snapshot.taking(memory_gib=memory, cores=cores, host_memory_gib=host_memory)
+    # Taken as the snapshot is built (what `Snapshot.taking` would do, without building twice).
+    snapshot = build_snapshot(memory_gib=memory, cores=cores, host_memory_gib=host_memory)
+    holders: dict[str, set[str]] = defaultdict(set)
+    critical: dict[str, str] = {}
+    for enclosure, tenant, is_critical in held:
+        info = snapshot.enclosures.get(enclosure)
+        for domain in (enclosure, *(info.switches if info else ())):
+            holders[domain].add(tenant)
+            if is_critical:
+                critical[domain] = tenant
     if holders:
         snapshot = replace(
             snapshot, holders={k: frozenset(v) for k, v in holders.items()}, critical=critical
@@ -291,7 +297,12 @@ def _place_and_claim(
             )
             logger.info("composition %s rejected: %s", composition.pk, outcome.code)
             return
-        placed_host = Host.objects.get(pk=_pk(outcome.host))
+        # The host the request named is a row in hand already; any other is read once.
+        placed_host = (
+            host
+            if host is not None and host.pk == _pk(outcome.host)
+            else Host.objects.get(pk=_pk(outcome.host))
+        )
         claims = [Claim(_pk(p.device)) for p in outcome.devices] + [
             Claim(_pk(p.device), p.gib) for p in outcome.memory
         ]

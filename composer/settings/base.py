@@ -81,6 +81,32 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and beat share one file: wait for a lock rather than fail.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+# A connection pool (psycopg_pool) in web processes on PostgreSQL. Under ASGI each request
+# runs its sync code in a thread of its own, and Django's connections are per thread, so
+# CONN_MAX_AGE reuses nothing there: every request opened a new PostgreSQL connection
+# (a few milliseconds, the largest single cost of a small request). The pool hands each
+# request a connection already open and takes it back at the end of the request. On by
+# default only where composer/asgi.py set COMPOSER_ASGI while these settings loaded: never
+# in Celery workers, whose prefork children would inherit a pool whose threads did not
+# survive the fork (a worker keeps its one connection between tasks by itself, see
+# composer/celery.py), nor in commands. COMPOSER_DB_POOL=0 turns it off, =1 on elsewhere.
+DATABASE_POOL = DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
+    "COMPOSER_DB_POOL", env_bool("COMPOSER_ASGI", False)
+)
+if DATABASE_POOL:
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # required by Django with a pool
+    # The pool checks a connection before handing it out (one empty query, a fraction of a
+    # millisecond): one the server dropped while it sat idle (a restart, a failover) is
+    # replaced instead of failing the request that drew it.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env_bool("COMPOSER_DB_POOL_CHECK", True)
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        # Per process: the connections it keeps open when idle, the most it opens (the
+        # requests, websocket handlers and threads using the database at once), and how
+        # long one waits for a connection when all are busy before it fails.
+        "min_size": env_int("COMPOSER_DB_POOL_MIN_SIZE", 2),
+        "max_size": env_int("COMPOSER_DB_POOL_MAX_SIZE", 20),
+        "timeout": env_int("COMPOSER_DB_POOL_TIMEOUT_S", 10),
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

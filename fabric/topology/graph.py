@@ -37,6 +37,7 @@ __all__ = [
     "Node",
     "Path",
     "SinglePoints",
+    "enclosure_distances",
     "paths_between",
     "paused_gc",
     "reachable_devices",
@@ -183,22 +184,22 @@ def paths_between(
     return [_path(graph, route, device) for route in found]
 
 
-def _reach(
+def _search(
     graph: FabricGraph, host_id: str, max_latency_ns: int | None, exclude: frozenset[str]
-) -> list[tuple[str, tuple[str, ...], tuple[str, ...], int, float]]:
-    """One Dijkstra from a host through switches: (enclosure, nodes, links, latency,
-    bottleneck) for every enclosure reached, nearest first."""
+) -> tuple[list[str], dict[str, int], dict[str, tuple[str, str]]]:
+    """One Dijkstra from a host through switches: the enclosures reached (nearest first),
+    the best latency to every node reached, and each node's predecessor (node, link)."""
     if host_id not in graph.nodes:
         raise ValueError(f"{host_id} is not a node of the graph")
+    best: dict[str, int] = {host_id: 0}
+    previous: dict[str, tuple[str, str]] = {}
+    reached: list[str] = []
     if host_id in exclude:
-        return []
+        return reached, best, previous
     hops, switches = _forward(graph), _switches(graph)
     ceiling = max_latency_ns if max_latency_ns is not None else float("inf")
     tie = count()
-    best: dict[str, int] = {host_id: 0}
-    previous: dict[str, tuple[str, str]] = {}
     heap: list[tuple[int, int, str]] = [(0, next(tie), host_id)]
-    reached: list[str] = []
     push, pop = heapq.heappush, heapq.heappop
     while heap:
         distance, _, node = pop(heap)
@@ -215,6 +216,15 @@ def _reach(
                 best[neighbour] = candidate
                 previous[neighbour] = (node, edge_id)
                 push(heap, (candidate, next(tie), neighbour))
+    return reached, best, previous
+
+
+def _reach(
+    graph: FabricGraph, host_id: str, max_latency_ns: int | None, exclude: frozenset[str]
+) -> list[tuple[str, tuple[str, ...], tuple[str, ...], int, float]]:
+    """One Dijkstra from a host through switches: (enclosure, nodes, links, latency,
+    bottleneck) for every enclosure reached, nearest first."""
+    reached, best, previous = _search(graph, host_id, max_latency_ns, exclude)
 
     # Routes to switches are shared prefixes: build each once.
     edges = graph.edges
@@ -235,6 +245,36 @@ def _reach(
         return known
 
     return [(e, *route_to(e)[:2], best[e], route_to(e)[2]) for e in reached]
+
+
+def enclosure_distances(
+    graph: FabricGraph,
+    host_id: str,
+    *,
+    max_latency_ns: int | None = None,
+    exclude: frozenset[str] = frozenset(),
+) -> dict[str, tuple[int, float, int]]:
+    """(latency_ns, bottleneck_gbps, hops) of the best path from a host to every enclosure
+    it reaches, nearest first: the figures of `reachable_enclosures` without building each
+    path's node and link tuples (placement asks this of every host, and needs no more)."""
+    reached, best, previous = _search(graph, host_id, max_latency_ns, exclude)
+    edges = graph.edges
+    # node -> (bottleneck, hops) along its best route; routes share prefixes.
+    known: dict[str, tuple[float, int]] = {host_id: (float("inf"), 0)}
+
+    def summary(node: str) -> tuple[float, int]:
+        value = known.get(node)
+        if value is None:
+            before, link = previous[node]
+            bottleneck, hop_count = summary(before)
+            value = known[node] = (min(bottleneck, edges[link].bandwidth_gbps), hop_count + 1)
+        return value
+
+    result: dict[str, tuple[int, float, int]] = {}
+    for enclosure in reached:
+        bottleneck, hop_count = summary(enclosure)
+        result[enclosure] = (best[enclosure], bottleneck, hop_count)
+    return result
 
 
 def reachable_enclosures(

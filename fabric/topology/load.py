@@ -1,8 +1,9 @@
 """load_graph(): the fabric's current state, read from the console tables into a FabricGraph.
 
 The only database access of `fabric.topology`: eight queries whatever the size (managers,
-racks, power feeds, switches, hosts, enclosures, devices, links), each a `values_list()`,
-so no model instance is built (10,000 devices load in a few tens of milliseconds).
+racks, power feeds, switches, hosts, enclosures, devices, links; five when `lean`, for
+placement), each a `values_list()`, so no model instance is built (10,000 devices load in a
+few tens of milliseconds).
 Absent rows (state ABSENT, or `is_present` false) are left out, as are links with an absent
 port or an end that is not loaded.
 """
@@ -26,21 +27,38 @@ def _ref(kind: str, pk: int | None) -> str | None:
 
 
 def load_graph(
-    *, managers: Iterable[int] | None = None, racks: Iterable[int] | None = None
+    *,
+    managers: Iterable[int] | None = None,
+    racks: Iterable[int] | None = None,
+    lean: bool = False,
+    device_attributes: bool = False,
 ) -> FabricGraph:
     """Read the present fabric (of `managers`, or every manager) into a FabricGraph.
 
     With `racks`, only those racks are kept: their hosts, switches, enclosures and
     devices, the links among them, and the switches outside the racks that they are linked
-    to (with only those links). Always eight queries.
+    to (with only those links). Always eight queries; five when `lean`: no rack nodes and
+    no names of managers and power feeds (nodes still carry their rack and feed ids), which
+    is all placement reads, on the path of every composition request. With
+    `device_attributes`, each device's JSON `attributes` is in its `attrs["attributes"]`
+    (read by the same query).
     """
     with paused_gc():
         return _load(
-            None if managers is None else list(managers), None if racks is None else list(racks)
+            None if managers is None else list(managers),
+            None if racks is None else list(racks),
+            lean=lean,
+            device_attributes=device_attributes,
         )
 
 
-def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGraph:
+def _load(
+    manager_ids: list[int] | None,
+    rack_ids: list[int] | None,
+    *,
+    lean: bool,
+    device_attributes: bool,
+) -> FabricGraph:
 
     def scoped(qs: QuerySet[Any], rack_field: str | None = "rack_id") -> QuerySet[Any]:
         if manager_ids is not None:
@@ -49,23 +67,21 @@ def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGr
             qs = qs.filter(**{f"{rack_field}__in": rack_ids})
         return qs
 
-    manager_qs = FabricManager.objects.all()
-    if manager_ids is not None:
-        manager_qs = manager_qs.filter(pk__in=manager_ids)
-    manager_names = {f"manager:{pk}": name for pk, name in manager_qs.values_list("pk", "name")}
-    power_feeds = {
-        f"power_feed:{pk}": name
-        for pk, name in scoped(PowerFeed.objects.filter(is_present=True), None).values_list(
-            "pk", "name"
-        )
-    }
-
+    manager_names: dict[str, str] = {}
+    power_feeds: dict[str, str] = {}
     nodes: list[Node] = []
-    racks_qs = scoped(Rack.objects.filter(is_present=True), "pk")
-    for pk, name, health, manager in racks_qs.values_list("pk", "name", "health", "manager_id"):
-        nodes.append(
-            Node(f"rack:{pk}", "rack", pk, name, health, "active", manager=f"manager:{manager}")
-        )
+    if not lean:
+        manager_qs = FabricManager.objects.all()
+        if manager_ids is not None:
+            manager_qs = manager_qs.filter(pk__in=manager_ids)
+        manager_names = {f"manager:{pk}": n for pk, n in manager_qs.values_list("pk", "name")}
+        feeds = scoped(PowerFeed.objects.filter(is_present=True), None)
+        power_feeds = {f"power_feed:{pk}": n for pk, n in feeds.values_list("pk", "name")}
+        racks_qs = scoped(Rack.objects.filter(is_present=True), "pk")
+        for pk, name, health, manager in racks_qs.values_list("pk", "name", "health", "manager_id"):
+            nodes.append(
+                Node(f"rack:{pk}", "rack", pk, name, health, "active", manager=f"manager:{manager}")
+            )
     rack_nodes = {node.id for node in nodes}
 
     def placed(kind: str, pk: int, row: tuple[Any, ...], attrs: dict[str, Any]) -> Node:
@@ -103,12 +119,13 @@ def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGr
         nodes.append(node)
 
     devices = scoped(Device.objects.exclude(state=DeviceState.ABSENT), "enclosure__rack_id")
-    for row in devices.values_list(
+    columns = (
         "pk", "name", "health", "state", "enclosure_id", "manager_id", "kind", "model",
         "memory_gib", "capacity_gb", "pool_id", "pool__name", "bound_host_id",
-    ):  # fmt: skip
+    )  # fmt: skip
+    for row in devices.values_list(*columns, *(("attributes",) if device_attributes else ())):
         pk, name, health, state, enclosure_pk, manager, kind, model = row[:8]
-        memory, capacity, pool, pool_name, bound_host = row[8:]
+        memory, capacity, pool, pool_name, bound_host = row[8:13]
         enclosure = enclosures.get(enclosure_pk) if enclosure_pk is not None else None
         if enclosure_pk is not None and enclosure is None:
             continue  # its enclosure is absent (or outside the racks asked for)
@@ -121,19 +138,20 @@ def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGr
             "pool_name": pool_name or "",
             "bound_host": _ref("host", bound_host),
         }
+        if device_attributes:
+            attrs["attributes"] = row[13]
         nodes.append(
-            Node(
+            _device_node(
                 f"device:{pk}",
-                "device",
                 pk,
                 name,
                 health,
                 state,
-                rack=enclosure.rack if enclosure else None,
-                parent=enclosure.id if enclosure else None,
-                power_feed=enclosure.power_feed if enclosure else None,
-                manager=f"manager:{manager}",
-                attrs=attrs,
+                enclosure.rack if enclosure else None,
+                enclosure.id if enclosure else None,
+                enclosure.power_feed if enclosure else None,
+                f"manager:{manager}",
+                attrs,
             )
         )
 
@@ -141,6 +159,9 @@ def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGr
     links = Link.objects.filter(is_present=True, a_port__is_present=True, b_port__is_present=True)
     if manager_ids is not None:
         links = links.filter(manager_id__in=manager_ids)
+    # In id order: searches break ties by link order, so the same fabric gives the same
+    # paths in every process (and placement's memo of reach meets the same key).
+    links = links.order_by("pk")
     edges: list[Edge] = []
     for row in links.values_list(
         "pk", "latency_ns", "bandwidth_gbps", "state", "health",
@@ -156,6 +177,48 @@ def _load(manager_ids: list[int] | None, rack_ids: list[int] | None) -> FabricGr
     if rack_ids is not None:
         nodes, edges = _keep_racks(nodes, edges, {f"rack:{pk}" for pk in rack_ids})
     return FabricGraph(nodes, edges, power_feeds=power_feeds, managers=manager_names)
+
+
+# The slot descriptors of Node, by name: writing through them is what the frozen dataclass's
+# __init__ does, one object.__setattr__ per field at twice the cost. A test checks that
+# they are all of Node's fields.
+NODE_FIELDS = (
+    "id", "kind", "pk", "name", "health", "state", "rack", "parent", "power_feed", "manager",
+    "attrs",
+)  # fmt: skip
+_NODE_SLOTS = tuple(getattr(Node, name).__set__ for name in NODE_FIELDS)
+
+
+def _device_node(
+    node_id: str,
+    pk: int,
+    name: str,
+    health: str,
+    state: str,
+    rack: str | None,
+    parent: str | None,
+    power_feed: str | None,
+    manager: str,
+    attrs: dict[str, Any],
+) -> Node:
+    """Node(node_id, "device", ...), built without the frozen __init__: a fabric has
+    thousands of devices, and this is most of what loading them costs in Python."""
+    node = object.__new__(Node)
+    s_id, s_kind, s_pk, s_name, s_health, s_state, s_rack, s_parent, s_feed, s_mgr, s_attrs = (
+        _NODE_SLOTS
+    )
+    s_id(node, node_id)
+    s_kind(node, "device")
+    s_pk(node, pk)
+    s_name(node, name)
+    s_health(node, health)
+    s_state(node, state)
+    s_rack(node, rack)
+    s_parent(node, parent)
+    s_feed(node, power_feed)
+    s_mgr(node, manager)
+    s_attrs(node, attrs)
+    return node
 
 
 def _owner(switch: int | None, host: int | None, enclosure: int | None) -> str:

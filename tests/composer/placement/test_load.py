@@ -8,9 +8,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from composer.placement.engine import place
-from composer.placement.load import build_snapshot
+from composer.placement.load import build_snapshot, structure_memo_clear
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
-from fabric.choices import DeviceState, Health
+from fabric.choices import ComponentState, DeviceState, Health, LinkState
+from fabric.models import Enclosure, Host, Link, Switch
 from tests.factories.fabric import fabric_small
 
 pytestmark = pytest.mark.django_db
@@ -53,9 +54,56 @@ def test_build_snapshot_sees_the_free_devices_and_what_each_host_reaches() -> No
         )  # fmt: skip
     with CaptureQueriesContext(connection) as captured:
         bigger = build_snapshot()
-    assert len(captured) == queries == 9
+    assert len(captured) == queries == 5  # load_graph(lean=True, device_attributes=True)
     assert len(bigger.devices) == len(snapshot.devices) + 4
 
     plan = place(PlacementRequest(items=(DeviceItem("gpu", 3),), host=host_b), snapshot)
     assert isinstance(plan, Placement)
     assert {d.name for d in plan.devices} == {"gpu-b-0", "gpu-b-2", "gpu-b-3"}
+
+
+def test_reach_is_reused_until_a_link_or_an_active_set_changes() -> None:
+    """The memo of reach (composer.placement.load._structure) is keyed on the link rows and
+    the active hosts and enclosures read for each snapshot: reused while they are the same,
+    recomputed the moment one changes; devices are read fresh either way."""
+    fabric = fabric_small()
+    structure_memo_clear()
+    host_a, host_b = (f"host:{h.pk}" for h in fabric.hosts)
+    gpu_a, gpu_b, _box = (f"enclosure:{e.pk}" for e in fabric.enclosures)
+    host_link, _enc_link, _host_b_link, _enc_b_link, isl = fabric.links
+
+    first = build_snapshot()
+    again = build_snapshot()
+    assert again.reach[host_a][gpu_b] is first.reach[host_a][gpu_b]  # reused, not recomputed
+
+    fabric.gpus[1].state = DeviceState.BOUND  # not part of the key: read fresh anyway
+    fabric.gpus[1].save()
+    assert f"device:{fabric.gpus[1].pk}" not in build_snapshot().devices
+
+    Link.objects.filter(pk=isl.pk).update(latency_ns=500)
+    assert build_snapshot().reach[host_a][gpu_b].latency_ns == 120 + 500 + 250
+    Link.objects.filter(pk=isl.pk).update(bandwidth_gbps=16.0)
+    assert build_snapshot().reach[host_a][gpu_b].bottleneck_gbps == 16.0
+    Link.objects.filter(pk=isl.pk).update(state=LinkState.DOWN)
+    assert set(build_snapshot().reach[host_a]) == {gpu_a}
+    Link.objects.filter(pk=isl.pk).update(state=LinkState.UP)
+    assert set(build_snapshot().reach[host_a]) == {gpu_a, gpu_b}
+
+    Host.objects.filter(pk=fabric.hosts[0].pk).update(state=ComponentState.MAINTENANCE)
+    assert host_a not in build_snapshot().reach
+    Host.objects.filter(pk=fabric.hosts[0].pk).update(state=ComponentState.ACTIVE)
+    Enclosure.objects.filter(pk=fabric.enclosures[1].pk).update(state=ComponentState.MAINTENANCE)
+    assert set(build_snapshot().reach[host_b]) == {gpu_a}
+    Enclosure.objects.filter(pk=fabric.enclosures[1].pk).update(state=ComponentState.ACTIVE)
+    Switch.objects.filter(pk=fabric.switches[1].pk).update(state=ComponentState.MAINTENANCE)
+    assert build_snapshot().reach[host_b] == {}
+    Switch.objects.filter(pk=fabric.switches[1].pk).update(state=ComponentState.ACTIVE)
+    Link.objects.filter(pk=host_link.pk).update(is_present=False)
+    assert build_snapshot().hosts[host_a].uplink_gbps == 0.0
+
+    # Back where it started: the same figures as a snapshot computed from scratch.
+    Link.objects.filter(pk=host_link.pk).update(is_present=True)
+    Link.objects.filter(pk=isl.pk).update(latency_ns=300, bandwidth_gbps=isl.bandwidth_gbps)
+    memoised = build_snapshot()
+    structure_memo_clear()
+    assert build_snapshot().reach == memoised.reach == first.reach

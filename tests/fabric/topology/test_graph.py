@@ -6,6 +6,7 @@ import pytest
 
 from fabric.topology.graph import (
     FabricGraph,
+    enclosure_distances,
     paths_between,
     reachable_devices,
     reachable_enclosures,
@@ -160,6 +161,23 @@ def test_reachable_enclosures_gives_one_path_per_enclosure() -> None:
     reach = reachable_enclosures(two_racks(), "host:3")
     assert set(reach) == {"enclosure:1", "enclosure:2", "enclosure:3"}
     assert reach["enclosure:3"].nodes == ("host:3", "switch:4", "enclosure:3")
+
+
+@pytest.mark.parametrize("down", [(), (8,), (1, 8)])
+@pytest.mark.parametrize("host", ["host:1", "host:2", "host:3"])
+def test_enclosure_distances_are_the_figures_of_reachable_enclosures(
+    host: str, down: tuple[int, ...]
+) -> None:
+    graph = two_racks(down=down)
+    paths = reachable_enclosures(graph, host)
+    figures = {e: (p.latency_ns, p.bottleneck_gbps, p.hops) for e, p in paths.items()}
+    assert enclosure_distances(graph, host) == figures
+    assert list(enclosure_distances(graph, host)) == list(paths)  # nearest first, alike
+    ceiling = frozenset({"switch:1"})
+    assert enclosure_distances(graph, host, max_latency_ns=300, exclude=ceiling) == {
+        e: (p.latency_ns, p.bottleneck_gbps, p.hops)
+        for e, p in reachable_enclosures(graph, host, max_latency_ns=300, exclude=ceiling).items()
+    }
 
 
 def test_a_dual_homed_enclosure_has_no_single_point_at_the_switch_level() -> None:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from fabric.choices import ComponentState, DeviceState
 from fabric.models import Device, Host, Link
-from fabric.topology.load import load_graph
+from fabric.topology.graph import Node
+from fabric.topology.load import NODE_FIELDS, _device_node, load_graph
 from fabric.topology.render import node_url, topology_json
 from tests.factories.fabric import DeviceFactory, SmallFabric, fabric_small
 
@@ -107,3 +111,33 @@ def test_render_urls_are_the_console_pages(small: SmallFabric) -> None:
         assert node_url(node) == reverse(f"fabric:{view}", args=[node.pk])
     rack = graph.of_kind("rack")[0]
     assert node_url(rack) == f"{reverse('fabric:device_list')}?rack={rack.pk}"
+
+
+def test_device_nodes_built_through_the_slots_equal_nodes_built_by_init() -> None:
+    assert tuple(f.name for f in fields(Node)) == NODE_FIELDS
+    attrs = {"device_kind": "gpu"}
+    fast = _device_node("device:1", 1, "gpu-0", "ok", "free", "rack:1", "enclosure:2", None,
+                        "manager:3", attrs)  # fmt: skip
+    assert fast == Node("device:1", "device", 1, "gpu-0", "ok", "free", rack="rack:1",
+                        parent="enclosure:2", manager="manager:3", attrs=attrs)  # fmt: skip
+
+
+def test_a_lean_load_leaves_out_racks_and_names_and_may_carry_device_attributes(
+    small: SmallFabric,
+) -> None:
+    Device.objects.filter(pk=small.gpus[0].pk).update(attributes={"tflops": 60})
+    full = load_graph()
+    with CaptureQueriesContext(connection) as captured:
+        lean = load_graph(lean=True, device_attributes=True)
+    assert len(captured) == LOAD_QUERIES - 3
+    assert lean.counts() == {**full.counts(), "racks": 0}
+    assert (lean.managers, lean.power_feeds) == ({}, {})
+    gpu = f"device:{small.gpus[0].pk}"
+    assert lean.nodes[gpu].attrs["attributes"] == {"tflops": 60}
+    assert "attributes" not in full.nodes[gpu].attrs
+    assert {k: v for k, v in lean.nodes[gpu].attrs.items() if k != "attributes"} == dict(
+        full.nodes[gpu].attrs
+    )
+    host = f"host:{small.hosts[0].pk}"
+    assert lean.nodes[host].rack == full.nodes[host].rack and lean.nodes[host].parent is None
+    assert lean.edges == full.edges
