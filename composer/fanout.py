@@ -34,6 +34,7 @@ import contextlib
 import logging
 import os
 import random
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -121,12 +122,22 @@ def _sync_client(url: str) -> redis.Redis:
     return client
 
 
-def publish_many(items: Sequence[tuple[str, int, int | None, str]]) -> bool:
+def ledger_key(prefix: str) -> str:
+    """The sorted set of events published but not yet marked so in the database."""
+    return f"{prefix}:published"
+
+
+def publish_many(
+    items: Sequence[tuple[str, int, int | None, str]], *, ledger: Sequence[str] = ()
+) -> bool:
     """PUBLISH each (group, event id, tenant id, text) frame, in one round trip.
 
-    False when no Redis layer is configured (the caller uses the layer instead). Raises
-    redis.RedisError when Redis is unreachable: the caller leaves the event unpublished,
-    and the outbox sweep sends it later.
+    The event tokens in `ledger` are added to the published ledger in the same round trip: the
+    outbox sweep marks them published in the database later, in one UPDATE for many,
+    instead of one UPDATE (and one commit) per event on the path of the change that made
+    it. False when no Redis layer is configured (the caller uses the layer instead).
+    Raises redis.RedisError when Redis is unreachable: the caller leaves the event
+    unpublished, and the outbox sweep sends it later.
     """
     where = events_redis()
     if where is None:
@@ -135,8 +146,45 @@ def publish_many(items: Sequence[tuple[str, int, int | None, str]]) -> bool:
     pipe = _sync_client(url).pipeline(transaction=False)
     for group, event_id, tenant_id, text in items:
         pipe.publish(channel_name(prefix, group), frame_build(event_id, tenant_id, text))
+    if ledger:
+        now = time.time()
+        pipe.zadd(ledger_key(prefix), dict.fromkeys(ledger, now))
     pipe.execute()
     return True
+
+
+LEDGER_KEEP_S = 24 * 3600  # an entry no sweep claimed by then is dropped (its event is old)
+
+
+def ledger_published(tokens: Sequence[str]) -> set[str]:
+    """Which event `tokens` the ledger says went out; empty without Redis or when it cannot
+    be read (the sweep then sends them again: clients de-duplicate by id)."""
+    where = events_redis()
+    if where is None or not tokens:
+        return set()
+    url, prefix = where
+    try:
+        scores = _sync_client(url).zmscore(ledger_key(prefix), list(tokens))
+    except redis.RedisError as exc:
+        logger.warning("published ledger unreadable (%s); unmarked events go out again", exc)
+        return set()
+    return {token for token, score in zip(tokens, scores, strict=True) if score is not None}
+
+
+def ledger_forget(tokens: Sequence[str]) -> None:
+    """Drop `tokens` (their events now marked in the database) and entries over a day old."""
+    where = events_redis()
+    if where is None:
+        return
+    url, prefix = where
+    try:
+        pipe = _sync_client(url).pipeline(transaction=False)
+        if tokens:
+            pipe.zrem(ledger_key(prefix), *tokens)
+        pipe.zremrangebyscore(ledger_key(prefix), "-inf", time.time() - LEDGER_KEEP_S)
+        pipe.execute()
+    except redis.RedisError as exc:  # harmless: the entries only cost a little memory
+        logger.warning("published ledger not trimmed: %s", exc)
 
 
 def publish(group: str, event_id: int, tenant_id: int | None, text: str) -> bool:

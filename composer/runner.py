@@ -7,7 +7,10 @@ runner guarantees that
   finds the job already claimed and exits;
 - what the work logs (loggers under "fabric" and "composer", INFO and up, from the
   job's own thread) is stored as JobLogLine rows;
-- progress reaches the row at most once a second, and the last report always does;
+- progress and log lines reach the database at most once a second each, counted from
+  the start (which is itself announced), and the last ones always do: a job done within
+  a second writes its log in one INSERT at the end instead of one per line, off the path
+  to READY, and a long job still shows its progress and log as it goes;
 - every run ends SUCCEEDED (with the function's result) or FAILED (with the error),
   except a transient DriverError while retries remain: then the job goes back to
   QUEUED and `JobRetry` tells the task to retry with back-off.
@@ -24,8 +27,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from composer.choices import JobStatus
@@ -61,9 +62,10 @@ class JobRetry(Exception):
 class _JobLogHandler(logging.Handler):
     """Stores the job thread's log records as JobLogLine rows.
 
-    Records are written as they come unless the work is inside a transaction (where
-    they would be invisible until commit, or lost with a rollback); then they wait for
-    the next record outside it, a progress write, or the end of the job.
+    Records are buffered and written together: by a record that comes at least
+    PROGRESS_INTERVAL_S after the last write, by a progress write, and at the end of the
+    job. Never inside a transaction of the work (the lines would be invisible until its
+    commit, or lost with a rollback); they wait for the next chance outside it.
     """
 
     def __init__(self, job_id: int) -> None:
@@ -73,6 +75,7 @@ class _JobLogHandler(logging.Handler):
         self.buffer: list[JobLogLine] = []
         self.count = 0
         self.last_id: int | None = None  # newest line written, for the job.progress event
+        self.last_write = time.monotonic()  # the start, announced by the RUNNING event
         self.setFormatter(logging.Formatter("%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -92,13 +95,15 @@ class _JobLogHandler(logging.Handler):
                     message=message[:MAX_LINE_CHARS],
                 )
             )
-            if not connection.in_atomic_block:
+            due = time.monotonic() - self.last_write >= PROGRESS_INTERVAL_S
+            if due and not connection.in_atomic_block:
                 self.write()
         except Exception:  # logging must never break the job
             self.handleError(record)
 
     def write(self) -> None:
         if self.buffer:
+            self.last_write = time.monotonic()
             lines, self.buffer = self.buffer, []
             if len(lines) == 1:
                 # Most writes are one line. A plain INSERT commits on its own; bulk_create
@@ -136,7 +141,7 @@ class _Progress:
         self.job = job
         self.handler = handler
         self.pending: tuple[int, int, str] | None = None
-        self.last_write = float("-inf")
+        self.last_write = time.monotonic()  # the RUNNING event has just told where it stands
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
         self.pending = (max(0, int(done)), max(0, int(total)), str(message)[:300])
@@ -194,13 +199,15 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
     """
     now = timezone.now()
     try:
+        # Plain values, not F() expressions that would cost a read back: the compare-and-set
+        # on QUEUED lets one process through, and the caller has just loaded the job.
         job_transition(
             job,
             JobStatus.RUNNING,
-            started_at=Coalesce(F("started_at"), Value(now)),
+            started_at=job.started_at or now,
             heartbeat_at=now,
             finished_at=None,
-            attempts=F("attempts") + 1,
+            attempts=job.attempts + 1,
             error="",
         )
     except (StaleState, InvalidTransition):

@@ -52,21 +52,24 @@ def job_transition(job: Job, to: JobStatus | str, **fields: Any) -> Job:
             f"Job {job.pk} cannot go from {current} to {target}.", field="status"
         )
     values = {"status": target, "updated_at": timezone.now(), **fields}
-    updated = Job.objects.filter(pk=job.pk, status=current).update(**values)
-    if not updated:
-        job.refresh_from_db()
-        raise StaleState(
-            f"Job {job.pk} is {job.status}, not {current}; another worker changed it first."
-        )
-    expressions = [name for name, value in values.items() if hasattr(value, "resolve_expression")]
-    for name, value in values.items():
-        if name not in expressions:
-            setattr(job, name, value)
-    if expressions:
-        job.refresh_from_db(fields=expressions)
-    # Every change of a job's status is heard live (start, retry, end, a sweep's cancel).
-    first_start = target == JobStatus.RUNNING and job.attempts <= 1  # no log lines yet
-    job_progress_record(job, last_log_line_id=None if first_start else job_last_log_line_id(job))
+    # The change and its event commit together: one commit, and never one without the other.
+    with transaction.atomic():
+        updated = Job.objects.filter(pk=job.pk, status=current).update(**values)
+        if not updated:
+            job.refresh_from_db()
+            raise StaleState(
+                f"Job {job.pk} is {job.status}, not {current}; another worker changed it first."
+            )
+        expressions = [n for n, value in values.items() if hasattr(value, "resolve_expression")]
+        for name, value in values.items():
+            if name not in expressions:
+                setattr(job, name, value)
+        if expressions:
+            job.refresh_from_db(fields=expressions)
+        # Every change of a job's status is heard live (start, retry, end, a sweep's cancel).
+        first_start = target == JobStatus.RUNNING and job.attempts <= 1  # no log lines yet
+        last_line = None if first_start else job_last_log_line_id(job)
+        job_progress_record(job, last_log_line_id=last_line)
     return job
 
 

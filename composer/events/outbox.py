@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -68,15 +68,19 @@ def event_layer_messages(
 
 
 def event_publish(event: Event, *, tenant_ids: Collection[int] | None = None) -> bool:
-    """Fan `event` out now and mark it published; False (logged, not raised) on failure.
+    """Fan `event` out now; False (logged, not raised) on failure.
 
-    Runs after commit (`event_record`) and from the outbox sweep. `tenant_ids` is the
-    audience; read from the database when not given.
+    Runs after commit (`event_record`). `tenant_ids` is the audience; read from the
+    database when not given. Through Redis the event joins the published ledger in the
+    same round trip and the sweep marks it published later, many at once, so publishing
+    writes nothing to the database on the path of the change; through the channel layer
+    (no Redis) it is marked now.
     """
     try:
         if tenant_ids is None:
             tenant_ids = list(event.audience.values_list("tenant_id", flat=True))
-        publish_many(event_layer_messages(event, tenant_ids))
+        if publish_many(event_layer_messages(event, tenant_ids), ledger=(ledger_token(event),)):
+            return True
     except Exception as exc:  # Redis down, a broken layer: the sweep sends it later
         logger.warning("event %s not published (%s); the sweep will retry", event.pk, exc)
         return False
@@ -89,46 +93,75 @@ def event_publish(event: Event, *, tenant_ids: Collection[int] | None = None) ->
     return True
 
 
+def ledger_token(event: Event) -> str:
+    """The event in the published ledger: its id and its time, so that a ledger outliving
+    its database (a test run, a restore) never vouches for another event of that id."""
+    return f"{event.pk}@{int(event.at.timestamp() * 1_000_000)}"
+
+
 REPUBLISH_AFTER_S = 2.0
 SWEEP_BATCH = 500
 
 
 def events_publish_pending(
-    *, older_than_s: float = REPUBLISH_AFTER_S, limit: int = SWEEP_BATCH
+    *, older_than_s: float = REPUBLISH_AFTER_S, limit: int = SWEEP_BATCH, rounds: int = 20
 ) -> int:
-    """The outbox sweep: publish events still unpublished `older_than_s` after they happened.
+    """The outbox sweep: mark what went out, publish what did not.
 
-    Their after-commit publish failed (Redis down) or their process died before it ran.
-    Oldest first; stops at the first failure (Redis still down) and leaves the rest for
-    the next run. An event may so go out twice; clients de-duplicate by id. Returns how
-    many were published. A fixed number of queries per batch.
+    Events still unmarked `older_than_s` after they happened are either in the published
+    ledger (sent after commit: marked now, in one UPDATE) or not: their publish failed
+    (Redis down) or their process died before it ran, and they are published now. Oldest
+    first, `limit` at a time, up to `rounds` batches while batches come full; stops at the
+    first failure (Redis still down) and leaves the rest for the next run. An event may so
+    go out twice (a ledger lost with a Redis restart); clients de-duplicate by id. Returns
+    how many were published now. A fixed number of queries per batch.
     """
     cutoff = timezone.now() - timedelta(seconds=older_than_s)
+    total = 0
+    for _ in range(max(1, rounds)):
+        published, more = _sweep_batch(cutoff, limit)
+        total += published
+        if not more:
+            break
+    return total
+
+
+def _sweep_batch(cutoff: datetime, limit: int) -> tuple[int, bool]:
+    """One batch of the sweep: (events published now, whether another batch may follow)."""
     events = list(
         Event.objects.filter(published_at__isnull=True, at__lte=cutoff)
         .select_related("job", "composition")
         .order_by("id")[:limit]
     )
     if not events:
-        return 0
-    audience: dict[int, list[int]] = {event.pk: [] for event in events}
-    for event_id, tenant in EventAudience.objects.filter(event_id__in=audience).values_list(
-        "event_id", "tenant_id"
-    ):
-        audience[event_id].append(tenant)
-    published: list[int] = []
+        return 0, False
+    tokens = {event.pk: ledger_token(event) for event in events}
+    sent = fanout.ledger_published(list(tokens.values()))
+    missed = [event for event in events if tokens[event.pk] not in sent]
+    audience: dict[int, list[int]] = {event.pk: [] for event in missed}
+    if missed:
+        for event_id, tenant in EventAudience.objects.filter(event_id__in=audience).values_list(
+            "event_id", "tenant_id"
+        ):
+            audience[event_id].append(tenant)
+    published: set[int] = set()
+    failed = False
     try:
-        for event in events:
+        for event in missed:
             publish_many(event_layer_messages(event, audience[event.pk]))
-            published.append(event.pk)
+            published.add(event.pk)
     except Exception as exc:
+        failed = True
         logger.warning("outbox sweep stopped after %d events: %s", len(published), exc)
-    if published:
-        Event.objects.filter(pk__in=published, published_at__isnull=True).update(
+    done = [pk for pk, token in tokens.items() if pk in published or token in sent]
+    if done:
+        Event.objects.filter(pk__in=done, published_at__isnull=True).update(
             published_at=timezone.now()
         )
+        fanout.ledger_forget([tokens[pk] for pk in done])
+    if published:
         logger.info("outbox sweep published %d events", len(published))
-    return len(published)
+    return len(published), len(events) == limit and not failed
 
 
 def publish(group: str, message: Mapping[str, Any]) -> None:
@@ -140,21 +173,25 @@ def publish(group: str, message: Mapping[str, Any]) -> None:
     publish_many([(group, message)])
 
 
-def publish_many(items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+def publish_many(
+    items: Sequence[tuple[str, Mapping[str, Any]]], *, ledger: Sequence[str] = ()
+) -> bool:
     """`publish` several (group, message) pairs in one round trip.
 
     On Redis, through `composer.fanout` (one PUBLISH per group of the pre-encoded frame;
-    each web process fans it out to its connections); with the in-memory layer of a test
-    run without Redis, through the layer's `group_send`.
+    each web process fans it out to its connections), with the `ledger` tokens
+    added to the published ledger: returns True. With the in-memory layer of a test run
+    without Redis, through the layer's `group_send`: returns False (no ledger).
     """
     if not items:
-        return
+        return False
     frames = [(group, m["id"], m["tenant_id"], m["text"]) for group, m in items]
-    if fanout.publish_many(frames):
-        return
+    if fanout.publish_many(frames, ledger=ledger):
+        return True
     layer = get_channel_layer()
     if layer is not None:
         async_to_sync(_group_send_all)(layer, items)
+    return False
 
 
 async def _group_send_all(layer: Any, items: Sequence[tuple[str, Mapping[str, Any]]]) -> None:

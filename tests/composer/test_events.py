@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from datetime import timedelta
 from typing import Any
 from unittest import mock
 
 import pytest
+import redis
 from django.db import transaction
 from django.utils import timezone
 
+from composer import fanout
 from composer.choices import CompositionState, EventType, JobKind, JobStatus
 from composer.events import (
     event_layer_messages,
@@ -67,8 +70,9 @@ def composition(acme: Any) -> Composition:
 def test_an_event_and_its_audience_are_written_and_published_after_commit(
     acme: Any, globex: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
+    # Through the channel layer (no Redis ledger), a published event is marked at once.
     with (
-        mock.patch.object(outbox, "publish_many") as sent,
+        mock.patch.object(outbox, "publish_many", return_value=False) as sent,
         django_capture_on_commit_callbacks(execute=True),
         transaction.atomic(),
     ):
@@ -118,7 +122,7 @@ def test_the_payload_type_must_match_the_event_type(acme: Any) -> None:
         event_record("no.such.type", {})
 
 
-def test_recording_costs_two_queries_and_one_after_commit(
+def test_recording_costs_two_queries_and_publishing_through_redis_none(
     acme: Any, django_assert_num_queries: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     with (
@@ -128,7 +132,19 @@ def test_recording_costs_two_queries_and_one_after_commit(
         django_assert_num_queries(2),
     ):
         event_record(EventType.DEVICE_HEALTH, {"device": {"id": 1}}, tenant_ids=[acme.pk])
-    with mock.patch.object(outbox, "publish_many"), django_assert_num_queries(1):
+    # Redis takes the ledger entry with the frames: the sweep marks it later, with others.
+    with (
+        mock.patch.object(outbox, "publish_many", return_value=True) as sent,
+        django_assert_num_queries(0),
+    ):
+        for callback in callbacks:
+            callback()
+    assert sent.call_args.kwargs["ledger"] == (outbox.ledger_token(Event.objects.get()),)
+    # Through the channel layer there is no ledger: one UPDATE marks it at once.
+    with (
+        mock.patch.object(outbox, "publish_many", return_value=False),
+        django_assert_num_queries(1),
+    ):
         for callback in callbacks:
             callback()
 
@@ -150,26 +166,40 @@ def test_a_composition_transition_records_its_state_event(composition: Compositi
     assert list(event.audience.values_list("tenant_id", flat=True)) == [composition.tenant_id]
 
 
-def test_a_job_run_records_its_start_progress_and_end(acme: Any, composition: Composition) -> None:
-    job = Job.objects.create(
-        kind=JobKind.COMPOSE,
-        tenant=acme,
-        target_type="composition",
-        target_id=composition.pk,
-        target_label="acme-train",
-    )
+def _half_way(progress: Any) -> dict[str, int]:
+    logging.getLogger("composer.test").info("binding")  # captured: a "composer" logger
+    progress(1, 2, "half way")
+    return {}
 
-    def work(progress: Any) -> dict[str, int]:
-        logging.getLogger("composer.test").info("binding")  # captured: a "composer" logger
-        progress(1, 2, "half way")
-        return {}
 
-    run_job(job, work)
+def test_a_job_run_records_its_start_and_end_and_a_quick_one_nothing_between(
+    acme: Any, composition: Composition
+) -> None:
+    job = Job.objects.create(kind=JobKind.COMPOSE, tenant=acme, target_type="composition",
+                             target_id=composition.pk, target_label="acme-train")  # fmt: skip
+    run_job(job, _half_way)  # well within a second of its start
+    payloads = [e.payload for e in Event.objects.filter(job=job).order_by("id")]
+    assert [p["status"] for p in payloads] == ["running", "succeeded"]
+    assert [p["percent"] for p in payloads] == [0, 100]
+    assert payloads[0]["last_log_line_id"] is None
+    # Its log lines were written together at the end, before the last event names them.
+    newest_line = job.log_lines.order_by("-id").first()
+    assert payloads[1]["last_log_line_id"] == newest_line.pk
+    assert [line.message for line in job.log_lines.order_by("id")][1] == "binding"
+    assert all(p["composition_id"] == composition.pk for p in payloads)
+
+
+def test_a_job_run_reports_progress_and_log_as_it_goes_once_a_second_has_passed(
+    acme: Any, composition: Composition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("composer.runner.PROGRESS_INTERVAL_S", 0.0)
+    job = Job.objects.create(kind=JobKind.COMPOSE, tenant=acme, target_type="composition",
+                             target_id=composition.pk, target_label="acme-train")  # fmt: skip
+    run_job(job, _half_way)
     payloads = [e.payload for e in Event.objects.filter(job=job).order_by("id")]
     assert [p["status"] for p in payloads] == ["running", "running", "succeeded"]
     assert [p["percent"] for p in payloads] == [0, 50, 100]
     assert payloads[1]["message"] == "half way"
-    assert payloads[0]["last_log_line_id"] is None
     newest_line = job.log_lines.order_by("-id").first()
     assert payloads[2]["last_log_line_id"] == newest_line.pk
     assert all(p["composition_id"] == composition.pk for p in payloads)
@@ -369,6 +399,68 @@ def test_the_sweep_publishes_what_failed_once_it_is_old_enough(
     with mock.patch.object(outbox, "publish_many") as sent:
         assert events_publish_pending(older_than_s=0) == 1
         assert events_publish_pending(older_than_s=0) == 0
+
+
+@pytest.fixture
+def redis_events(redis_url: str, settings: Any) -> str:
+    """Events on a real Redis under a prefix of their own: the hub's publish and ledger."""
+    prefix = f"composer-test-ledger-{uuid.uuid4().hex[:8]}"
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "prefix": prefix},
+        }
+    }
+    settings.COMPOSER_EVENTS_HUB = True
+    return prefix
+
+
+def test_the_sweep_marks_what_the_ledger_says_went_out_and_sends_the_rest(
+    acme: Any, redis_events: str, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        sent = event_record(EventType.DEVICE_HEALTH, {"device": {"id": 1}}, tenant_ids=[acme.pk])
+    with (
+        mock.patch.object(fanout, "publish_many", side_effect=redis.ConnectionError("down")),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        lost = event_record(EventType.DEVICE_HEALTH, {"device": {"id": 2}}, tenant_ids=[acme.pk])
+    sent.refresh_from_db()
+    assert sent.published_at is None, "published through Redis: marked by the sweep"
+    assert fanout.ledger_published([outbox.ledger_token(sent), outbox.ledger_token(lost)]) == {
+        outbox.ledger_token(sent)
+    }
+
+    with mock.patch.object(fanout, "publish_many", wraps=fanout.publish_many) as again:
+        assert events_publish_pending(older_than_s=0) == 1  # only the lost one goes out again
+    assert [frame[1] for frame in again.call_args.args[0]] == [lost.pk, lost.pk]
+    assert Event.objects.filter(published_at__isnull=True).count() == 0
+    assert fanout.ledger_published([outbox.ledger_token(sent)]) == set(), "forgotten once marked"
+
+
+def test_the_ledger_vouches_for_an_event_only_with_its_time(
+    acme: Any, redis_events: str, django_capture_on_commit_callbacks: Any
+) -> None:
+    # Another database's event 1 (a previous test run on the same Redis) was published...
+    with django_capture_on_commit_callbacks(execute=True):
+        event = event_record(EventType.DEVICE_HEALTH, {}, tenant_ids=[acme.pk])
+    # ...this one has the same id but another time: it is not taken as sent.
+    Event.objects.filter(pk=event.pk).update(at=event.at - timedelta(seconds=1))
+    event.refresh_from_db()
+    assert fanout.ledger_published([outbox.ledger_token(event)]) == set()
+    assert events_publish_pending(older_than_s=0) == 1
+
+
+def test_the_sweep_takes_several_batches_while_they_come_full(acme: Any) -> None:
+    for _ in range(5):
+        event_record(EventType.DEVICE_HEALTH, {})
+    Event.objects.update(published_at=None)
+    with mock.patch.object(outbox, "publish_many") as sent:
+        assert events_publish_pending(older_than_s=0, limit=2) == 5
+    assert sent.call_count == 5
+    Event.objects.update(published_at=None)
+    with mock.patch.object(outbox, "publish_many"):
+        assert events_publish_pending(older_than_s=0, limit=2, rounds=2) == 4
 
 
 def test_the_sweep_stops_at_the_first_failure_and_keeps_the_rest(acme: Any) -> None:

@@ -137,26 +137,25 @@ def test_progress_is_written_at_most_once_a_second_but_the_last_report_always(
     monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
     seen: list[tuple[int, int, str]] = []
 
-    def work(progress: Any) -> None:
-        progress(1, 10, "first")  # written: nothing written yet
-        progress(2, 10, "second")  # same second: kept for later
-        seen.append(
-            tuple(
-                Job.objects.values_list("progress_done", "progress_total", "message").get(pk=job.pk)
-            )
+    def row() -> tuple[int, int, str]:
+        return tuple(  # type: ignore[return-value]
+            Job.objects.values_list("progress_done", "progress_total", "message").get(pk=job.pk)
         )
+
+    def work(progress: Any) -> None:
+        progress(1, 10, "first")  # within a second of the start, which RUNNING announced
+        progress(2, 10, "second")
+        seen.append(row())
         clock[0] += 1.5
         progress(3, 10, "third")  # a second later: written
-        seen.append(
-            tuple(
-                Job.objects.values_list("progress_done", "progress_total", "message").get(pk=job.pk)
-            )
-        )
+        seen.append(row())
+        progress(4, 10, "fourth")  # same second: kept for later
+        seen.append(row())
         progress(7, 10, "seventh")  # never written by a tick: by the end
         raise RuntimeError("stop here")
 
     run_job(job, work)
-    assert seen == [(1, 10, "first"), (3, 10, "third")]
+    assert seen == [(0, 0, ""), (3, 10, "third"), (3, 10, "third")]
     job = _reloaded(job)
     assert (job.progress_done, job.progress_total, job.message) == (7, 10, "seventh")
 

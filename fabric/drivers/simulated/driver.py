@@ -317,34 +317,6 @@ class SimulatedDriver:
 
     # -- writes -------------------------------------------------------------------------
 
-    def _element(self, fabric: SimulatedFabric, kind: str, external_id: str) -> SimulatedElement:
-        element = SimulatedElement.objects.filter(
-            fabric=fabric, kind=kind, external_id=external_id, is_present=True
-        ).first()
-        if element is None:
-            raise DriverError(f"Unknown {kind} {external_id!r}.", permanent=True)
-        return element
-
-    def _effective_of(
-        self, fabric: SimulatedFabric, *elements: SimulatedElement
-    ) -> dict[str, Effective]:
-        """The effective health of devices and hosts, reading only their ancestors.
-
-        One query whatever the number of elements: the enclosures and power feeds they name,
-        and (a subquery) their enclosures' power feeds. A bind checks its device and host
-        with it, on every call, so it is one round trip rather than one per ancestor.
-        """
-        named = {e.data.get(k) for e in elements for k in ("enclosure_id", "power_feed_id")}
-        enclosures = [e.data["enclosure_id"] for e in elements if e.data.get("enclosure_id")]
-        their_feeds = SimulatedElement.objects.filter(
-            fabric=fabric, external_id__in=enclosures
-        ).values(feed=KeyTextTransform("power_feed_id", "data"))
-        ancestors = SimulatedElement.objects.filter(fabric=fabric).filter(
-            Q(external_id__in=named - {None, ""}) | Q(external_id__in=Subquery(their_feeds))
-        )
-        effective = effective_health([*elements, *ancestors])
-        return {e.external_id: effective[e.external_id] for e in elements}
-
     def _lock_device(self, fabric: SimulatedFabric, device_id: str) -> SimulatedElement:
         """Lock the device's row for the rest of the transaction: binds of it serialise here.
 
@@ -373,11 +345,10 @@ class SimulatedDriver:
         fabric, timed_out = self._begin("bind")
         if size_gib is not None and size_gib <= 0:
             raise DriverError(f"size_gib must be positive; got {size_gib}.", permanent=True)
-        host = self._element(fabric, Kind.HOST, host_id)
         try:
             with transaction.atomic():
                 device = self._lock_device(fabric, device_id)
-                binding = self._bind_locked(fabric, device, host, size_gib)
+                binding = self._bind_locked(fabric, device, host_id, size_gib)
         except IntegrityError as exc:
             # The database constraint caught what the lock should have prevented.
             raise DriverError(f"Device {device_id!r} is already bound.", permanent=True) from exc
@@ -385,11 +356,46 @@ class SimulatedDriver:
             raise self._timed_out("bind")
         return binding
 
+    def _host_and_health(
+        self, fabric: SimulatedFabric, device: SimulatedElement, host_id: str
+    ) -> tuple[SimulatedElement, dict[str, Effective]]:
+        """The host, and the effective health of it and of `device`, in one query.
+
+        Reads the ancestors propagation needs (the device's enclosure and that enclosure's
+        power feed, the host's power feed) with the host row itself: a bind costs one
+        round trip for the host and the health of everything above both.
+        """
+        host_rows = SimulatedElement.objects.filter(
+            fabric=fabric, kind=Kind.HOST, external_id=host_id, is_present=True
+        )
+        enclosure = device.data.get("enclosure_id") or ""
+        named = {enclosure, device.data.get("power_feed_id") or ""} - {""}
+        enclosure_feed = SimulatedElement.objects.filter(
+            fabric=fabric, external_id=enclosure
+        ).values(feed=KeyTextTransform("power_feed_id", "data"))
+        host_feed = host_rows.values(feed=KeyTextTransform("power_feed_id", "data"))
+        rows = list(
+            SimulatedElement.objects.filter(fabric=fabric).filter(
+                Q(pk__in=host_rows.values("pk"))
+                | Q(external_id__in=named)
+                | Q(external_id__in=Subquery(enclosure_feed))
+                | Q(external_id__in=Subquery(host_feed))
+            )
+        )
+        host = next(
+            (r for r in rows if r.kind == Kind.HOST and r.external_id == host_id and r.is_present),
+            None,
+        )
+        if host is None:
+            raise DriverError(f"Unknown host {host_id!r}.", permanent=True)
+        effective = effective_health([device, *rows])
+        return host, {e.external_id: effective[e.external_id] for e in (device, host)}
+
     def _bind_locked(
         self,
         fabric: SimulatedFabric,
         device: SimulatedElement,
-        host: SimulatedElement,
+        host_id: str,
         size_gib: int | None,
     ) -> Binding:
         existing = list(
@@ -403,11 +409,11 @@ class SimulatedDriver:
                 permanent=True,
             )
         for other in existing:
-            if other.host_id == host.external_id:
+            if other.host_id == host_id:
                 if other.size_gib == size_gib:
                     return _binding(other)
                 raise DriverError(
-                    f"Host {host.external_id!r} already holds a {other.size_gib or 'whole'}"
+                    f"Host {host_id!r} already holds a {other.size_gib or 'whole'}"
                     f"{' GiB' if other.size_gib else ''} binding of {device.external_id!r}; "
                     "unbind it before binding a different size.",
                     permanent=True,
@@ -432,7 +438,7 @@ class SimulatedDriver:
                     f"GiB; cannot bind {size_gib} GiB.",
                     permanent=True,
                 )
-        effective = self._effective_of(fabric, device, host)
+        host, effective = self._host_and_health(fabric, device, host_id)
         for element in (device, host):
             eff = effective[element.external_id]
             if eff.health == CRITICAL:
