@@ -72,39 +72,48 @@ class _JobLogHandler(logging.Handler):
         super().__init__(level=logging.INFO)
         self.job_id = job_id
         self.thread_id = threading.get_ident()
+        self.threads = {self.thread_id}  # the job's own, and helper threads it adopted
         self.buffer: list[JobLogLine] = []
+        self.buffer_lock = threading.Lock()
         self.count = 0
         self.last_id: int | None = None  # newest line written, for the job.progress event
         self.last_write = time.monotonic()  # the start, announced by the RUNNING event
         self.setFormatter(logging.Formatter("%(message)s"))
 
+    def adopt(self) -> None:
+        """Take the calling thread's records as the job's (a helper thread of the job)."""
+        self.threads.add(threading.get_ident())
+
     def emit(self, record: logging.LogRecord) -> None:
-        if record.thread != self.thread_id or self.count > MAX_LOG_LINES:
+        if record.thread not in self.threads or self.count > MAX_LOG_LINES:
             return
         try:
-            self.count += 1
             message = self.format(record)
-            if self.count > MAX_LOG_LINES:
-                message = f"log truncated after {MAX_LOG_LINES} lines"
-            self.buffer.append(
-                JobLogLine(
-                    job_id=self.job_id,
-                    at=datetime.fromtimestamp(record.created, tz=UTC),
-                    level=record.levelname[:10],
-                    logger=record.name[:100],
-                    message=message[:MAX_LINE_CHARS],
+            with self.buffer_lock:
+                self.count += 1
+                if self.count > MAX_LOG_LINES:
+                    message = f"log truncated after {MAX_LOG_LINES} lines"
+                self.buffer.append(
+                    JobLogLine(
+                        job_id=self.job_id,
+                        at=datetime.fromtimestamp(record.created, tz=UTC),
+                        level=record.levelname[:10],
+                        logger=record.name[:100],
+                        message=message[:MAX_LINE_CHARS],
+                    )
                 )
-            )
+            # Written by the job's own thread only (on its connection, between its steps).
             due = time.monotonic() - self.last_write >= PROGRESS_INTERVAL_S
-            if due and not connection.in_atomic_block:
+            if due and record.thread == self.thread_id and not connection.in_atomic_block:
                 self.write()
         except Exception:  # logging must never break the job
             self.handleError(record)
 
     def write(self) -> None:
-        if self.buffer:
-            self.last_write = time.monotonic()
+        with self.buffer_lock:
             lines, self.buffer = self.buffer, []
+        if lines:
+            self.last_write = time.monotonic()
             if len(lines) == 1:
                 # Most writes are one line. A plain INSERT commits on its own; bulk_create
                 # would wrap it in BEGIN ... COMMIT: three round trips a line instead of one.
@@ -114,9 +123,20 @@ class _JobLogHandler(logging.Handler):
             self.last_id = lines[-1].pk or self.last_id
 
 
+_running = threading.local()  # the log handler of the job this thread runs, if any
+
+
+def job_log_adopter() -> Callable[[], None]:
+    """For work that hands steps to helper threads: a function each of them calls first,
+    so that what it logs is the running job's log. A no-op outside a job."""
+    handler: _JobLogHandler | None = getattr(_running, "handler", None)
+    return handler.adopt if handler is not None else lambda: None
+
+
 @contextmanager
 def _capture_logs(job: Job) -> Iterator[_JobLogHandler]:
     handler = _JobLogHandler(job.pk)
+    _running.handler = handler
     restore: list[tuple[logging.Logger, int]] = []
     for name in CAPTURED_LOGGERS:
         log = logging.getLogger(name)
@@ -128,6 +148,7 @@ def _capture_logs(job: Job) -> Iterator[_JobLogHandler]:
     try:
         yield handler
     finally:
+        _running.handler = None
         for name in CAPTURED_LOGGERS:
             logging.getLogger(name).removeHandler(handler)
         for log, level in restore:

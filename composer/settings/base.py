@@ -195,6 +195,12 @@ CELERY_BEAT_SCHEDULE = {
 }
 # A job still RUNNING this long after its last heartbeat is taken as lost.
 COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
+# How many devices a compose job binds at once (PostgreSQL; one after the other on SQLite):
+# a fabric manager binds devices independently, so slow binds need not wait for each other...
+COMPOSER_BIND_PARALLELISM = env_int("COMPOSER_BIND_PARALLELISM", 4)
+# ...once the first bind took this long: each parallel bind opens a database connection of
+# its own, which costs more than the whole bind on a fast manager.
+COMPOSER_BIND_PARALLEL_AFTER_MS = env_int("COMPOSER_BIND_PARALLEL_AFTER_MS", 20)
 # Health polling (fabric.health.poll): a new fabric manager's poll interval (each manager
 # has its own), how often a poll stores a sample of every element (in between, only those
 # unwell or changed), and how long samples are kept before health_samples_prune deletes them.

@@ -279,7 +279,9 @@ class FabricDriver(Protocol):
     Implementations are constructed as `Driver(endpoint=..., settings=...)` by
     `fabric.drivers.registry.get_driver`, must be safe to construct per call (no
     connection is opened in `__init__`), and raise `DriverError` for every failure the
-    caller should handle; anything else is a bug.
+    caller should handle; anything else is a bug. A compose job calls `bind` for several
+    devices at once from threads of its own (COMPOSER_BIND_PARALLELISM), on one instance:
+    it must be safe to call so.
     """
 
     def discover(self) -> Inventory:
