@@ -49,6 +49,7 @@ _REASONS = {
     "latency": "latency ceiling",
     "domain": "failure-domain policy",
     "switch": "same switch",
+    "slice": "one memory slice per device and host",
     "uplink": "uplink bandwidth",
 }
 
@@ -175,7 +176,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     if tried < reaching and not plans:
         funnel.append(("hosts: not tried (the best ranked are planned)", survivors, tried))
         survivors = tried
-    for reason in ("latency", "domain", "switch", "uplink"):
+    for reason in ("latency", "domain", "switch", "slice", "uplink"):
         if reason in failures:
             funnel.append((f"hosts: {_REASONS[reason]}", survivors, survivors - failures[reason]))
             survivors -= failures[reason]
@@ -191,7 +192,9 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
             tuple(funnel),
         )
     worst = max(failures, key=lambda r: (failures[r], r))
-    code = {"latency": "latency", "uplink": "no_capacity"}.get(worst, "domain_conflict")
+    code = {"latency": "latency", "uplink": "no_capacity", "slice": "no_capacity"}.get(
+        worst, "domain_conflict"
+    )
     return _reject(
         code,
         f"Every host that reaches enough devices fails the {_REASONS[worst]}.",

@@ -86,4 +86,10 @@ def nearest_policy(
             f"Enough devices are free but not within {request.max_latency_ns} ns of one "
             "host; raise the latency ceiling or wait."
         )
+    if reason == "slice":
+        return (
+            "The CXL memory in reach already holds a slice for each candidate host, and a "
+            "fabric manager keeps one slice of a device per host; ask for another host or "
+            "less memory, or wait."
+        )
     return "Every candidate host's uplink would be oversubscribed; ask for fewer devices."

@@ -21,6 +21,11 @@ from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Sna
 __all__ = ["plan_on_host"]
 
 
+def _any_order(device: DeviceInfo) -> tuple[float, ...]:
+    """For asking only whether devices can cover an amount: the order does not matter."""
+    return (0.0,)
+
+
 def plan_on_host(
     request: PlacementRequest,
     snapshot: Snapshot,
@@ -68,10 +73,17 @@ def plan_on_host(
         chosen += picked
 
     slices: list[tuple[DeviceInfo, int]] = []
+    held = snapshot.sliced.get(host.id, frozenset())
     for needed, found in ((request.memory_gib, memory), (storage_gb(request.storage_tb), storage)):
         if not needed:
             continue
         pool = [d for v in near(found)[0].values() for d in v]
+        if held and found is memory:
+            # One slice of a memory device per host: those it already holds one of are out.
+            usable = [d for d in pool if d.id not in held]
+            if len(usable) < len(pool) and choose_capacity(needed, usable, _any_order) is None:
+                return "latency" if choose_capacity(needed, pool, _any_order) is None else "slice"
+            pool = usable
         taken = choose_capacity(needed, pool, _device_order(ranks))
         if taken is None:
             return "latency"

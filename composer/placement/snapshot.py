@@ -93,7 +93,9 @@ class Snapshot:
 
     `holders`: switch or enclosure id -> tenants that hold something there (for critical
     isolation); `critical`: switch or enclosure id -> the tenant that holds it critically
-    (no other tenant may enter). Both empty until compositions exist.
+    (no other tenant may enter); `sliced`: host id -> the memory devices that already hold
+    a slice for that host (a fabric manager keeps one slice of a device per host, so a host
+    cannot take a second one). All empty until compositions exist.
     """
 
     hosts: Mapping[str, HostInfo]
@@ -103,6 +105,7 @@ class Snapshot:
     switch_names: Mapping[str, str]
     holders: Mapping[str, frozenset[str]]
     critical: Mapping[str, str]
+    sliced: Mapping[str, frozenset[str]]
     oversubscription: float
     # --- indexes (derived by build) ---
     host_order: tuple[str, ...]
@@ -138,6 +141,7 @@ class Snapshot:
         switch_names: Mapping[str, str] | None = None,
         holders: Mapping[str, frozenset[str]] | None = None,
         critical: Mapping[str, str] | None = None,
+        sliced: Mapping[str, frozenset[str]] | None = None,
         oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
     ) -> Snapshot:
         """A snapshot with its indexes. Devices are kept in id order within an enclosure,
@@ -200,6 +204,7 @@ class Snapshot:
             switch_names=dict(switch_names or {}),
             holders=dict(holders or {}),
             critical=dict(critical or {}),
+            sliced=dict(sliced or {}),
             oversubscription=oversubscription,
             host_order=tuple(host_map),
             by_kind=_freeze(by_kind),
@@ -260,6 +265,7 @@ class Snapshot:
             switch_names=self.switch_names,
             holders=self.holders,
             critical=self.critical,
+            sliced=self.sliced,
             oversubscription=self.oversubscription,
         )
 

@@ -63,7 +63,8 @@ PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
 def _snapshot() -> Snapshot:
     """The free inventory less what compositions hold but the console tables do not show as
     taken yet: unbound GiB slices, host cores and memory; plus who holds which switch and
-    enclosure (critical isolation)."""
+    enclosure (critical isolation), and which memory devices already hold a slice for which
+    host (one slice of a device per host)."""
     active = (
         Allocation.objects.filter(released_at__isnull=True)
         .select_related("device", "composition")
@@ -74,9 +75,11 @@ def _snapshot() -> Snapshot:
             "device__enclosure_id",
             "composition__tenant_id",
             "composition__spec",
+            "composition__host_id",
         )
     )
     slices: dict[str, int] = defaultdict(int)
+    sliced: dict[str, set[str]] = defaultdict(set)
     bound_gib: dict[str, int] = {}
     held: list[tuple[str, str, bool]] = []  # (enclosure, tenant, critical)
     for allocation in active:
@@ -85,6 +88,8 @@ def _snapshot() -> Snapshot:
         if allocation.gib:
             slices[key] += allocation.gib
             bound_gib[key] = int((device.attributes or {}).get("bound_gib", 0))
+            if allocation.composition.host_id is not None:
+                sliced[f"host:{allocation.composition.host_id}"].add(key)
         held.append(
             (
                 f"enclosure:{device.enclosure_id}",
@@ -113,7 +118,10 @@ def _snapshot() -> Snapshot:
                 critical[domain] = tenant
     if holders:
         snapshot = replace(
-            snapshot, holders={k: frozenset(v) for k, v in holders.items()}, critical=critical
+            snapshot,
+            holders={k: frozenset(v) for k, v in holders.items()},
+            critical=critical,
+            sliced={k: frozenset(v) for k, v in sliced.items()},
         )
     return snapshot
 

@@ -115,6 +115,23 @@ def test_memory_fits_in_the_smallest_device_that_holds_it() -> None:
     assert [(m.name, m.gib) for m in plan.memory] == [("mem-1", 200)]
 
 
+def test_a_host_takes_no_second_slice_of_a_memory_device() -> None:
+    held = {"host:a": frozenset({"device:mem-1"})}  # host:a holds a slice of mem-1 already
+    plan = placed(PlacementRequest(memory_gib=200, host="host:a"), memory=(512, 256), sliced=held)
+    assert [(m.name, m.gib) for m in plan.memory] == [("mem-0", 200)]
+
+    both = {"host:a": frozenset({"device:mem-0", "device:mem-1"})}
+    rejection = rejected(PlacementRequest(memory_gib=200, host="host:a"), sliced=both)
+    assert rejection.code == "no_capacity"
+    assert rejection.funnel[-1] == ("hosts: one memory slice per device and host", 1, 0)
+    assert "one slice of a device per host" in (rejection.nearest or "")
+    assert placed(PlacementRequest(memory_gib=200), sliced=both).host == "host:b"
+    # Spanning devices: 768 GiB needs both, and host:a holds one of them.
+    assert rejected(PlacementRequest(memory_gib=768, host="host:a"), sliced=held).code == (
+        "no_capacity"
+    )
+
+
 def test_the_latency_ceiling_excludes_far_enclosures() -> None:
     plan = placed(PlacementRequest(items=gpus(4), host="host:b", max_latency_ns=600))
     assert {d.enclosure for d in plan.devices} == {"enclosure:b1"}

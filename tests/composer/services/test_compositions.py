@@ -19,7 +19,7 @@ from composer.services.compositions import (
 )
 from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
-from fabric.models import Device, FabricManager
+from fabric.models import Device, FabricManager, Host
 
 pytestmark = pytest.mark.django_db
 
@@ -178,6 +178,28 @@ def test_a_request_that_does_not_fit_now_is_rejected_with_the_reason_and_funnel(
         "placing",
         "rejected",
     ]
+
+
+def test_a_host_never_gets_a_second_slice_of_a_memory_device_it_holds_one_of(
+    synced: FabricManager, acme: Any, alice: Any
+) -> None:
+    # The tiny world has one memory device. The manager keeps one slice of it per host: a
+    # second request on the same host is refused by placement, with the reason, rather
+    # than planned onto that device and lost at the claim; another host may have one.
+    host = Host.objects.order_by("name").first()
+    first = request(acme, alice, {"memory_gib": 128, "host": host.name})
+    assert first.state == CompositionState.PLACING, first.failure_reason
+
+    second = request(acme, alice, {"memory_gib": 128, "host": host.name}, name="c2")
+    assert second.state == CompositionState.REJECTED
+    assert second.placement["code"] == "no_capacity"
+    assert ["hosts: one memory slice per device and host", 1, 0] in second.placement["funnel"]
+    assert "one slice of a device per host" in second.placement["nearest"]
+
+    other = Host.objects.exclude(pk=host.pk).order_by("name").first()
+    third = request(acme, alice, {"memory_gib": 128, "host": other.name}, name="c3")
+    assert third.state == CompositionState.PLACING, third.failure_reason
+    assert third.allocations.get().device == first.allocations.get().device
 
 
 def test_preview_shows_the_plan_and_writes_nothing(synced: FabricManager, acme: Any) -> None:
