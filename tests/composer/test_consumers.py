@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,20 +34,10 @@ from tests.support.websocket import (
     run,
     send,
     session_cookie,
+    use_layer,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def use_layer(settings: Any, url: str) -> str:
-    prefix = f"composer-test-{uuid.uuid4().hex[:10]}"
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [url], "prefix": prefix},
-        }
-    }
-    return prefix
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from datetime import timedelta
 from typing import Any
 from unittest import mock
@@ -27,6 +26,7 @@ from composer.models import Composition, Event, EventAudience, Job
 from composer.runner import run_job
 from composer.states import composition_transition
 from tests.factories.composer import MembershipFactory, UserFactory
+from tests.support.websocket import use_layer
 
 pytestmark = pytest.mark.django_db
 
@@ -404,15 +404,8 @@ def test_the_sweep_publishes_what_failed_once_it_is_old_enough(
 @pytest.fixture
 def redis_events(redis_url: str, settings: Any) -> str:
     """Events on a real Redis under a prefix of their own: the hub's publish and ledger."""
-    prefix = f"composer-test-ledger-{uuid.uuid4().hex[:8]}"
-    settings.CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "prefix": prefix},
-        }
-    }
     settings.COMPOSER_EVENTS_HUB = True
-    return prefix
+    return use_layer(settings, redis_url)
 
 
 def test_the_sweep_marks_what_the_ledger_says_went_out_and_sends_the_rest(

@@ -9,6 +9,7 @@ whatever settings say: the websocket tests point it at a real Redis
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -123,3 +124,17 @@ async def send(ws: WebsocketCommunicator, message: Any) -> dict[str, Any]:
     """Send a client message and return the answer."""
     await ws.send_json_to(message)
     return await receive(ws)
+
+
+def use_layer(settings: Any, url: str) -> str:
+    """Point the channel layer (and with it the event hub and the published ledger) at the
+    Redis at `url`, under a prefix of its own so that tests never hear each other; returns
+    the prefix."""
+    prefix = f"composer-test-{uuid.uuid4().hex[:10]}"
+    settings.CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [url], "prefix": prefix},
+        }
+    }
+    return prefix

@@ -13,11 +13,11 @@ from composer.runner import JobRetry
 from composer.services.composition_jobs import composition_compose_run
 from composer.services.compositions import composition_decompose, composition_request
 from composer.tasks import composition_compose_task, composition_decompose_task
-from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
-from fabric.models import Device, FabricManager
+from fabric.models import FabricManager
+from tests.support.rollback import assert_rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -52,15 +52,6 @@ def fail_after_first_bind(monkeypatch: pytest.MonkeyPatch, mode: str, count: int
         return real(self, **kwargs)
 
     monkeypatch.setattr(SimulatedDriver, "bind", bind)
-
-
-def assert_rolled_back(composition: Composition, driver: FabricDriver) -> None:
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.FAILED
-    assert composition.failure_reason
-    assert driver.bindings() == []
-    assert not Allocation.objects.filter(released_at__isnull=True).exists()
-    assert set(Device.objects.values_list("state", flat=True)) == {DeviceState.FREE}
 
 
 def test_a_permanent_bind_error_after_one_binding_rolls_everything_back(

@@ -17,13 +17,13 @@ import pytest
 from django.db import connection
 
 from composer.choices import CompositionState, JobKind, JobStatus
-from composer.models import Allocation, Composition, Job
+from composer.models import Composition, Job
 from composer.services.compositions import composition_request
-from fabric.choices import DeviceState
 from fabric.drivers.base import DriverError, FabricDriver
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
-from fabric.models import Device, FabricManager
+from fabric.models import FabricManager
+from tests.support.rollback import assert_rolled_back
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -120,11 +120,8 @@ def test_a_failed_bind_among_parallel_ones_rolls_every_binding_back(
     monkeypatch.setattr(SimulatedDriver, "bind", bind)
     composition = request(acme, alice)
 
-    assert composition.state == CompositionState.FAILED
+    assert_rolled_back(composition, driver)
     assert "refused" in composition.failure_reason
-    assert driver.bindings() == []
-    assert not Allocation.objects.filter(released_at__isnull=True).exists()
-    assert set(Device.objects.values_list("state", flat=True)) == {DeviceState.FREE}
     job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
     assert job.status == JobStatus.FAILED
     # The first bind, and the one in flight beside the refused one, were recorded, then

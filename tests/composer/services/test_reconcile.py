@@ -14,9 +14,9 @@ from composer.services.allocations import allocation_mark_bound
 from composer.services.compositions import composition_request
 from composer.services.reconcile import compositions_reconcile
 from composer.tasks import jobs_sweep_stale_task
-from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
-from fabric.models import Device, FabricManager
+from fabric.models import FabricManager
+from tests.support.rollback import assert_rolled_back
 
 pytestmark = pytest.mark.django_db
 
@@ -53,12 +53,8 @@ def test_beat_rolls_back_a_compose_whose_worker_died(
 
     jobs_sweep_stale_task.delay()
 
-    half_bound.refresh_from_db()
-    assert half_bound.state == CompositionState.FAILED
+    assert_rolled_back(half_bound, driver)
     assert "lost" in half_bound.failure_reason
-    assert driver.bindings() == []
-    assert not Allocation.objects.filter(released_at__isnull=True).exists()
-    assert set(Device.objects.values_list("state", flat=True)) == {DeviceState.FREE}
     job = Job.objects.get(kind=JobKind.COMPOSE, target_id=half_bound.pk)
     assert job.status == JobStatus.CANCELLED
 
