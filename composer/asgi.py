@@ -15,14 +15,18 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "composer.settings.dev")
 # COMPOSER_DB_POOL overrides). Set only while they load, so that a process this one starts
 # (a test's worker, say) does not inherit it; a process whose settings are already loaded
 # (runserver, the tests) keeps what it has.
+_before = os.environ.get("COMPOSER_ASGI")
 os.environ["COMPOSER_ASGI"] = "1"
 try:
     django_asgi_app = get_asgi_application()
 finally:
-    del os.environ["COMPOSER_ASGI"]
+    if _before is None:
+        del os.environ["COMPOSER_ASGI"]
+    else:
+        os.environ["COMPOSER_ASGI"] = _before
 
-from channels.routing import ProtocolTypeRouter  # after Django is set up
+from channels.routing import ProtocolTypeRouter  # noqa: E402 - after Django is set up
 
-from composer.routing import websocket_application  # imports models
+from composer.routing import websocket_application  # noqa: E402 - imports models
 
 application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application()})

@@ -164,7 +164,11 @@ def ledger_published(tokens: Sequence[str]) -> set[str]:
         return set()
     url, prefix = where
     try:
-        scores = _sync_client(url).zmscore(ledger_key(prefix), list(tokens))
+        # ZSCORE in one pipeline rather than ZMSCORE, which needs Redis 6.2.
+        pipe = _sync_client(url).pipeline(transaction=False)
+        for token in tokens:
+            pipe.zscore(ledger_key(prefix), token)
+        scores = pipe.execute()
     except redis.RedisError as exc:
         logger.warning("published ledger unreadable (%s); unmarked events go out again", exc)
         return set()

@@ -221,10 +221,12 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
     now = timezone.now()
     try:
         # Plain values, not F() expressions that would cost a read back: the compare-and-set
-        # on QUEUED lets one process through, and the caller has just loaded the job.
+        # on QUEUED and on the attempts this process read lets one process through, and a
+        # delivery that ran meanwhile makes this one stale.
         job_transition(
             job,
             JobStatus.RUNNING,
+            expect={"attempts": job.attempts},
             started_at=job.started_at or now,
             heartbeat_at=now,
             finished_at=None,

@@ -12,6 +12,7 @@ is raised, so no job runs twice and no terminal status is overwritten.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
@@ -36,11 +37,14 @@ JOB_ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
 }
 
 
-def job_transition(job: Job, to: JobStatus | str, **fields: Any) -> Job:
+def job_transition(
+    job: Job, to: JobStatus | str, *, expect: Mapping[str, Any] | None = None, **fields: Any
+) -> Job:
     """Move `job` to status `to`, setting `fields` in the same UPDATE.
 
-    Compare-and-set on the status the caller holds: raises StaleState when the row's
-    status changed meanwhile (the caller's `job` is refreshed so it can look), and
+    Compare-and-set on the status the caller holds (and on the `expect` field values):
+    raises StaleState when the row changed meanwhile (the caller's `job` is refreshed so it
+    can look), and
     InvalidTransition when the table forbids the move. Field values may be expressions
     such as `F("attempts") + 1`; the instance is refreshed for those. Records a
     `job.progress` event with the new status (published after commit).
@@ -54,7 +58,7 @@ def job_transition(job: Job, to: JobStatus | str, **fields: Any) -> Job:
     values = {"status": target, "updated_at": timezone.now(), **fields}
     # The change and its event commit together: one commit, and never one without the other.
     with transaction.atomic():
-        updated = Job.objects.filter(pk=job.pk, status=current).update(**values)
+        updated = Job.objects.filter(pk=job.pk, status=current, **(expect or {})).update(**values)
         if not updated:
             job.refresh_from_db()
             raise StaleState(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
 from django.conf import settings
@@ -126,15 +126,15 @@ def _bind_each(
     record: Callable[[Allocation, Binding], None],
     adopt: Callable[[], None],
 ) -> None:
-    """Bind `allocations` and `record` each binding, in order, as soon as it is made.
+    """Bind `allocations` and `record` each binding as soon as it is made.
 
     The first bind runs here. When it was slow (COMPOSER_BIND_PARALLEL_AFTER_MS), up to
     COMPOSER_BIND_PARALLELISM of the others are in flight at once: a fabric manager binds
     devices independently, so five 400 ms binds take 800 ms, not 2 s. A fast manager
-    binds the rest here too, one after the other. The first failure is raised once every
-    bind already in flight has ended and every one that succeeded is recorded (rule 2: a
-    binding is recorded or undone; the rollback and a retry also ask the manager), and
-    binds not yet started are cancelled.
+    binds the rest here too, one after the other. The first failure (or an interruption,
+    such as the time limit) cancels the binds not yet started and is raised once every
+    bind in flight has ended and every one that succeeded is recorded (rule 2: a binding
+    is recorded or undone; the rollback and a retry also ask the manager).
     """
     width = _parallel_binds(len(allocations))
     rest = list(allocations)
@@ -150,23 +150,30 @@ def _bind_each(
         return
     pool = ThreadPoolExecutor(max_workers=min(width, len(rest)), thread_name_prefix="bind")
     futures = [pool.submit(_bind_in_thread, driver, allocation, host, adopt) for allocation in rest]
+    pending = dict(zip(futures, rest, strict=True))
     failure: BaseException | None = None
     try:
-        for allocation, future in zip(rest, futures, strict=True):
-            if failure is None:
-                try:
-                    binding = future.result()
-                except BaseException as exc:
-                    failure = exc
-                    pool.shutdown(wait=True, cancel_futures=True)
-                    continue
-            elif future.cancelled() or future.exception() is not None:
-                continue
-            else:
-                binding = future.result()
-            record(allocation, binding)
+        while pending and failure is None:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in [f for f in futures if f in finished]:  # in request order
+                allocation = pending.pop(future)
+                error = future.exception()
+                if error is not None:
+                    failure = failure or error
+                else:
+                    record(allocation, future.result())
+    except BaseException as exc:  # a time limit while waiting, a failed record
+        failure = exc
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        # Binds that ended while the failure was handled are recorded before it goes up.
+        for future, allocation in pending.items():
+            if future.cancelled() or future.exception() is not None:
+                continue
+            try:
+                record(allocation, future.result())
+            except Exception:  # the rollback still finds it: it asks the manager
+                logger.exception("could not record the binding of %s", allocation.device.name)
     if failure is not None:
         raise failure
 

@@ -95,6 +95,17 @@ def test_a_duplicate_delivery_exits_without_running_the_work(job: Job) -> None:
     assert _reloaded(job).attempts == 1
 
 
+def test_a_copy_read_before_another_delivery_ran_and_requeued_the_job_is_stale(
+    job: Job,
+) -> None:
+    stale = Job.objects.get(pk=job.pk)  # read, then another worker ran it and requeued it
+    Job.objects.filter(pk=job.pk).update(attempts=1)
+    calls: list[int] = []
+    run_job(stale, lambda progress: calls.append(1) or {})
+    assert calls == []
+    assert (_reloaded(job).status, _reloaded(job).attempts) == (JobStatus.QUEUED, 1)
+
+
 def test_a_transient_driver_error_hands_the_job_back_for_a_retry(job: Job) -> None:
     def work(progress: Any) -> None:
         raise DriverError("manager busy", permanent=False)

@@ -130,6 +130,33 @@ def test_a_failed_bind_among_parallel_ones_rolls_every_binding_back(
     assert job.log_lines.filter(message__startswith="unbound ").count() == 2
 
 
+def test_a_time_limit_while_binds_are_in_flight_records_them_then_rolls_back(
+    postgres: None,
+    synced: FabricManager,
+    driver: FabricDriver,
+    acme: Any,
+    alice: Any,
+    calls: list[tuple[str, float, float, int]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise SoftTimeLimitExceeded()  # as the signal would, while the job waits on binds
+
+    monkeypatch.setattr("composer.services.composition_jobs.wait", interrupted)
+    composition = request(acme, alice)
+
+    assert_rolled_back(composition, driver)
+    assert "time limit" in composition.failure_reason
+    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
+    messages = list(job.log_lines.values_list("message", flat=True))
+    # The two binds in flight finished, were recorded, and were undone with the first.
+    assert len(calls) == 3
+    assert sum(m.startswith("bound ") for m in messages) == 3
+    assert sum(m.startswith("unbound ") for m in messages) == 3
+
+
 @pytest.mark.parametrize(
     "setting", [{"COMPOSER_BIND_PARALLELISM": 1}, {"COMPOSER_BIND_PARALLEL_AFTER_MS": 10_000}]
 )
