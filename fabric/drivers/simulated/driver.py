@@ -17,8 +17,7 @@ from dataclasses import fields as dataclass_fields
 from typing import Any, TypeVar
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q, Subquery, Sum
-from django.db.models.fields.json import KeyTextTransform
+from django.db.models import F, Sum
 
 from fabric.drivers.base import (
     Binding,
@@ -184,6 +183,7 @@ class SimulatedDriver:
         self.endpoint = endpoint
         self.settings = dict(settings or {})
         self.fabric_name = str(self.settings.get("fabric") or "")
+        self._feeds: dict[str, str] = {}  # element -> the power feed its row named last
 
     def __repr__(self) -> str:
         return f"SimulatedDriver(fabric={self.fabric_name!r})"
@@ -359,37 +359,33 @@ class SimulatedDriver:
     def _host_and_health(
         self, fabric: SimulatedFabric, device: SimulatedElement, host_id: str
     ) -> tuple[SimulatedElement, dict[str, Effective]]:
-        """The host, and the effective health of it and of `device`, in one query.
+        """The host, and the effective health of it and of `device`.
 
-        Reads the ancestors propagation needs (the device's enclosure and that enclosure's
-        power feed, the host's power feed) with the host row itself: a bind costs one
-        round trip for the host and the health of everything above both.
+        Propagation needs the device's enclosure and that enclosure's power feed, and the
+        host's power feed. Every row is read fresh; which feed powers what is remembered
+        by this instance (one job), so its later binds read the host and all those
+        ancestors in one plain query, and a feed it has not seen yet costs a second one.
         """
-        host_rows = SimulatedElement.objects.filter(
-            fabric=fabric, kind=Kind.HOST, external_id=host_id, is_present=True
-        )
         enclosure = device.data.get("enclosure_id") or ""
-        named = {enclosure, device.data.get("power_feed_id") or ""} - {""}
-        enclosure_feed = SimulatedElement.objects.filter(
-            fabric=fabric, external_id=enclosure
-        ).values(feed=KeyTextTransform("power_feed_id", "data"))
-        host_feed = host_rows.values(feed=KeyTextTransform("power_feed_id", "data"))
-        rows = list(
-            SimulatedElement.objects.filter(fabric=fabric).filter(
-                Q(pk__in=host_rows.values("pk"))
-                | Q(external_id__in=named)
-                | Q(external_id__in=Subquery(enclosure_feed))
-                | Q(external_id__in=Subquery(host_feed))
-            )
-        )
-        host = next(
-            (r for r in rows if r.kind == Kind.HOST and r.external_id == host_id and r.is_present),
-            None,
-        )
-        if host is None:
+        wanted = {host_id, enclosure, device.data.get("power_feed_id") or ""}
+        wanted |= {self._feeds.get(host_id, ""), self._feeds.get(enclosure, "")}
+        wanted.discard("")
+        rows = {r.external_id: r for r in self._rows(fabric, wanted)}
+        for element in (host_id, enclosure):
+            if element in rows:
+                self._feeds[element] = rows[element].data.get("power_feed_id") or ""
+        missing = {self._feeds.get(e, "") for e in (host_id, enclosure)} - set(rows) - {""}
+        if missing:
+            rows.update((r.external_id, r) for r in self._rows(fabric, missing))
+        host = rows.get(host_id)
+        if host is None or host.kind != Kind.HOST or not host.is_present:
             raise DriverError(f"Unknown host {host_id!r}.", permanent=True)
-        effective = effective_health([device, *rows])
+        effective = effective_health([device, *rows.values()])
         return host, {e.external_id: effective[e.external_id] for e in (device, host)}
+
+    @staticmethod
+    def _rows(fabric: SimulatedFabric, external_ids: set[str]) -> list[SimulatedElement]:
+        return list(SimulatedElement.objects.filter(fabric=fabric, external_id__in=external_ids))
 
     def _bind_locked(
         self,
