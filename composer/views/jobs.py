@@ -80,8 +80,10 @@ def job_list(request: HttpRequest) -> HttpResponse:
         except BadPage as exc:
             status = exc.status
             errors.append(exc.message)
-    is_live = page is not None and any(j.status not in TERMINAL_JOB_STATUSES for j in page)
-    context = {"form": form, "page": page, "errors": errors, "is_live": is_live}
+    # The table reloads on job events; it polls only while live updates are down, and only
+    # when a job it shows can still change.
+    unfinished = page is not None and any(j.status not in TERMINAL_JOB_STATUSES for j in page)
+    context = {"form": form, "page": page, "errors": errors, "unfinished": unfinished}
     template = "composer/_job_table.html" if is_htmx_partial(request, TABLE_TARGET) else None
     response = render(request, template or "composer/job_list.html", context, status=status)
     patch_vary_headers(response, ["HX-Request", "HX-Target"])

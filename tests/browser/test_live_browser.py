@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
-from composer.choices import CompositionState, EventType
+from composer.choices import CompositionState, EventType, JobKind
 from composer.events import event_record
-from composer.models import Composition
+from composer.models import Composition, Job
+from composer.services.compositions import composition_request
 from composer.states import composition_transition
+from fabric.services.sync import inventory_sync
+from tests.fabric.simulated_world import simulated_manager
 from tests.factories.composer import PASSWORD
 from tests.support.asgi import AsgiServer  # the `asgi_server` fixture: tests/browser/conftest.py
 
@@ -79,3 +82,25 @@ def test_the_page_hears_events_live_and_after_a_server_restart(
         assert page.evaluate("window.got.length") == 3, "an event was delivered twice"
     finally:
         context.close()
+
+
+def test_the_job_list_shows_a_new_job_as_it_runs_without_a_reload(
+    asgi_login_page: Any, alice: Any, acme: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    inventory_sync(manager=simulated_manager())
+    page = asgi_login_page(alice, "/jobs/")  # Acme has no job yet: nothing to poll for
+    table = page.locator("#job-table")
+    expect(table).to_contain_text("No jobs")
+    page.evaluate("window.reloads = 0; window.addEventListener('load', () => window.reloads++)")
+
+    composition = composition_request(
+        tenant=acme, requested_by=alice, spec={"items": [{"kind": "gpu", "count": 1}]}, name="seen"
+    )  # its compose job runs (eagerly) once the request commits
+
+    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
+    row = table.locator("tr", has_text="seen")
+    expect(row).to_be_visible(timeout=5_000)
+    expect(row).to_contain_text(job.get_status_display())
+    assert page.evaluate("window.reloads") == 0, "the page reloaded instead of its table"

@@ -129,17 +129,23 @@ def test_the_job_list_filters_and_rejects_bad_values(
     assert client.get(url, {"page": "x"}).status_code == 400
 
 
-def test_the_job_list_refreshes_itself_while_a_job_runs(
+def test_the_job_list_reloads_on_job_events_and_polls_only_without_them(
     sync_job: Job, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     client = client_as(admin_user)
-    assert 'hx-trigger="every 5s"' in client.get(reverse("composer:job_list")).content.decode()
+    page = client.get(reverse("composer:job_list")).content.decode()
+    assert 'data-live-type="job.progress composition.state"' in page
+    assert 'hx-trigger="refresh, every 5s [composerPollFallback()]"' in page
     partial = client.get(
         reverse("composer:job_list"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="job-table"
     )
     assert partial.content.decode().lstrip().startswith('<div id="job-table"')
     Job.objects.filter(pk=sync_job.pk).update(status=JobStatus.SUCCEEDED)
-    assert "every 5s" not in client.get(reverse("composer:job_list")).content.decode()
+    page = client.get(reverse("composer:job_list")).content.decode()
+    assert 'hx-trigger="refresh"' in page and "every 5s" not in page
+    assert (
+        'data-live-type="job.progress composition.state"' in page
+    )  # a new job still shows up at once
 
 
 def test_an_unknown_job_is_404(admin_user: Any, client_as: Callable[[Any], Client]) -> None:
