@@ -8,6 +8,7 @@ docs/img/ (dashboard.png, devices.png, used by the README) when COMPOSER_SCREENS
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,17 @@ def test_an_operator_and_a_tenant_member_use_the_inventory(
     page.click(f"#device-table >> text={gpu.name}")
     expect(page.locator("#device-serial")).to_have_text(gpu.serial)
     expect(page.locator("#uplinks")).to_contain_text("sw-a")
+
+    # The operator's navbar fits one row at 1,400 px; the fabric pages are one menu away.
+    bar = "document.querySelector('nav.console-navbar > .container-fluid')"
+    assert page.evaluate(f"{bar}.scrollWidth <= {bar}.clientWidth")
+    expect(page.locator("nav >> text=Hosts")).to_be_hidden()
+    page.click("#fabric-menu")
+    page.click("nav >> text=Switches")
+    page.wait_for_url(lambda url: url.endswith("/fabric/switches/"))
+    expect(page.locator("#fabric-menu")).to_have_class(re.compile(r"\bactive\b"))
+    page.click("#user-menu")
+    expect(page.locator("nav .dropdown-menu >> text=API docs")).to_be_visible()
 
     # Alice (a tenant admin): no serial on the same page, and switches do not exist for her.
     tenant = login_page(alice)

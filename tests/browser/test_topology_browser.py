@@ -193,6 +193,7 @@ def test_failure_domains_chosen_on_the_list_open_on_the_topology(
     enc_a = FailureDomain.objects.get(key=f"enclosure:{small.enclosures[0].pk}")
     enc_b = FailureDomain.objects.get(key=f"enclosure:{small.enclosures[1].pk}")
     page = login_page(admin_user)
+    page.click("#fabric-menu")
     page.click("nav >> text=Failure domains")
     page.check(f"#domain-{enc_a.pk}")
     page.check(f"#domain-{enc_b.pk}")
