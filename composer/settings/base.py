@@ -78,8 +78,11 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web, worker and beat share one file: wait for a lock rather than fail.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Web, worker and beat share one file: wait for a lock rather than fail. A transaction
+    # takes the write lock when it begins (IMMEDIATE): one that read first and wanted to
+    # write later could otherwise not wait for another writer (SQLite refuses at once with
+    # "database is locked", since waiting could deadlock).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 # A connection pool (psycopg_pool) in web processes on PostgreSQL. Under ASGI each request
 # runs its sync code in a thread of its own, and Django's connections are per thread, so
