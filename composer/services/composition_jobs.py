@@ -2,7 +2,7 @@
 
 Compose: reserve (the request already claimed) -> bind each allocation -> verify -> READY.
 The binds run side by side when the manager is slow (up to COMPOSER_BIND_PARALLELISM at
-once, on PostgreSQL), and each binding's id is committed on its Allocation as soon as it
+once), and each binding's id is committed on its Allocation as soon as it
 is made, so a retried or redelivered job skips what is bound and never binds twice (and
 the driver's bind is idempotent besides). A bind that times out may have happened: the job
 asks the manager (`bindings()`) and records what it finds. Transient driver errors go back
@@ -103,18 +103,18 @@ def _bind_in_thread(
 def _parallel_binds(count: int) -> int:
     """How many of `count` binds to run at once (1: one after the other, in this thread).
 
-    In parallel only on PostgreSQL and outside a transaction: each bind runs in a thread
-    with its own connection, which sees only what is committed (and on SQLite would only
-    queue for the one write lock)."""
+    In parallel only outside a transaction: each bind runs in a thread with its own
+    connection, which sees only what is committed. (On SQLite the threads take the one
+    write lock in turn; the manager's latency, outside any transaction, still overlaps.)"""
     width = int(getattr(settings, "COMPOSER_BIND_PARALLELISM", 4))
-    if count < 2 or width < 2 or connection.vendor != "postgresql":
+    if count < 2 or width < 2:
         return 1
     return 1 if connection.in_atomic_block else min(width, count)
 
 
 def _slow(seconds: float) -> bool:
     """Whether a bind that took `seconds` makes the rest worth a thread and a connection
-    each (opening a PostgreSQL connection costs a few milliseconds: a fast manager binds
+    each (opening a database connection costs a few milliseconds: a fast manager binds
     sooner than that)."""
     return seconds * 1000 >= float(getattr(settings, "COMPOSER_BIND_PARALLEL_AFTER_MS", 20))
 

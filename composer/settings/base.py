@@ -198,7 +198,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 # A job still RUNNING this long after its last heartbeat is taken as lost.
 COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
-# How many devices a compose job binds at once (PostgreSQL; one after the other on SQLite):
+# How many devices a compose job binds at once:
 # a fabric manager binds devices independently, so slow binds need not wait for each other...
 COMPOSER_BIND_PARALLELISM = env_int("COMPOSER_BIND_PARALLELISM", 4)
 # ...once the first bind took this long: each parallel bind opens a database connection of
