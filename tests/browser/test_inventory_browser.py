@@ -131,16 +131,17 @@ def test_logging_out_in_the_browser(login_page: Any, bob: Any) -> None:
 
 
 def test_screenshots_of_a_realistic_data_centre(
-    login_page: Any, admin_user: Any, tmp_path: Path
+    asgi_login_page: Any, admin_user: Any, tmp_path: Path
 ) -> None:
+    # On the ASGI server (websockets): the pages as they are used, live updates connected.
     expect = _expect()
     _realistic_data_centre()
-    page = login_page(admin_user)
+    page = asgi_login_page(admin_user)
     expect(page.locator("#pool-capacity .progress-stacked")).to_have_count(5)
     shots = {"dashboard.png": "/", "devices.png": "/fabric/devices/?kind=gpu&per_page=25"}
     for name, url in shots.items():
         page.goto(url)
-        page.wait_for_load_state("networkidle")
+        expect(page.locator("#live-status")).to_have_attribute("data-status", "live")
         page.screenshot(path=str(tmp_path / name), full_page=False)
         assert (tmp_path / name).stat().st_size > 10_000
     if os.environ.get("COMPOSER_SCREENSHOTS") == "1":
