@@ -130,6 +130,8 @@ def test_logging_out_in_the_browser(login_page: Any, bob: Any) -> None:
     assert "/accounts/login/" in page.url
 
 
+# WhiteNoise serves static files to the ASGI handler as a synchronous stream.
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume:Warning")
 def test_screenshots_of_a_realistic_data_centre(
     asgi_login_page: Any, admin_user: Any, tmp_path: Path
 ) -> None:
