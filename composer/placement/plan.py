@@ -78,16 +78,16 @@ def plan_on_host(
         if not needed:
             continue
         pool = [d for v in near(found)[0].values() for d in v]
-        if held and found is memory:
-            # One slice of a memory device per host: those it already holds one of are out.
-            usable = [d for d in pool if d.id not in held]
-            if len(usable) < len(pool) and choose_capacity(needed, usable, _any_order) is None:
-                return "latency" if choose_capacity(needed, pool, _any_order) is None else "slice"
-            pool = usable
-        taken = choose_capacity(needed, pool, _device_order(ranks))
+        # One slice of a memory device per host: those it already holds one of are out.
+        usable = [d for d in pool if d.id not in held] if held and found is memory else pool
+        taken = choose_capacity(needed, usable, _device_order(ranks))
         if taken is None:
+            # Only the held devices would have covered it: say so rather than "latency".
+            held_back = len(usable) < len(pool)
+            if held_back and choose_capacity(needed, pool, _any_order) is not None:
+                return "slice"
             return "latency"
-        if pool[0].kind == PARTITIONABLE:
+        if usable[0].kind == PARTITIONABLE:
             slices += taken
         else:
             chosen += [d for d, _ in taken]

@@ -310,6 +310,15 @@ def _compose_steps(
     }
 
 
+def manager_bindings(driver: FabricDriver) -> list[Binding] | None:
+    """What the manager reports bound, or None when it cannot be read: an undo then goes by
+    the recorded binding ids alone (a reply that was lost stays for the reconciliation)."""
+    try:
+        return driver.bindings()
+    except DriverError:
+        return None
+
+
 def _undo(
     driver: FabricDriver,
     allocations: Iterable[Allocation],
@@ -359,11 +368,7 @@ def composition_rollback(
     if host is not None and allocations:
         try:
             driver = driver or get_driver(host.manager)
-            try:
-                reported: list[Binding] | None = driver.bindings()
-            except DriverError:
-                reported = None
-            failed = _undo(driver, allocations, host, reported)
+            failed = _undo(driver, allocations, host, manager_bindings(driver))
         except DriverError as exc:  # no driver at all: undo only what was never bound
             logger.error("rollback of composition %s: %s", composition.pk, exc.message)
             failed = [a.pk for a in allocations if a.binding_id]

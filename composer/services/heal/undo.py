@@ -14,7 +14,7 @@ from composer.choices import AllocationState, CompositionState
 from composer.errors import InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
 from composer.services.allocations import allocations_release
-from composer.services.composition_jobs import _matches
+from composer.services.composition_jobs import _matches, manager_bindings
 from composer.services.heal.common import (
     HEALED_KEY,
     HEALING_KEY,
@@ -195,10 +195,7 @@ def _rollback(
     if spares and host is not None:
         try:
             driver = driver or get_driver(host.manager)
-            try:
-                reported: list[Binding] | None = driver.bindings()
-            except DriverError:
-                reported = None
+            reported = manager_bindings(driver)
             left = {a.pk: _unbind_all(driver, a, host, reported) for a in spares}
         except DriverError as exc:  # no driver at all: what was bound stays recorded
             logger.error("heal rollback of composition %s: %s", composition.pk, exc.message)
