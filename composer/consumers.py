@@ -40,8 +40,9 @@ import logging
 import random
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
@@ -77,7 +78,10 @@ REPLAY_LIMIT = 1000  # more missed than this: "resync" (reload the page), not a 
 MAX_SUBSCRIPTIONS = 200
 MAX_SEEN = 1000
 SCOPE_REFRESH_S = 60.0
-TARGETS = {"composition": (Composition, composition_group), "job": (Job, job_group)}
+TARGETS: dict[str, tuple[type[Composition] | type[Job], Callable[[int], str]]] = {
+    "composition": (Composition, composition_group),
+    "job": (Job, job_group),
+}
 
 
 class EventsConsumer(AsyncJsonWebsocketConsumer):
@@ -475,7 +479,7 @@ def _newest_of_all() -> int:
     return Event.objects.aggregate(newest=Max("id"))["newest"] or 0
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -515,6 +519,8 @@ def _event_text(heard: Scope, event_id: int) -> str | None:
 def _user_and_scope(user_id: int | None, token: str | None = None) -> tuple[Any, Scope]:
     """The user as the database has it now, and its scope: NOBODY when the user is gone or
     inactive, or when the connection came with an API token that has since been revoked."""
+    if user_id is None:
+        return None, NOBODY
     user = get_user_model().objects.filter(pk=user_id).first()
     if token is not None and not Token.objects.filter(key=token, user_id=user_id).exists():
         return user, NOBODY

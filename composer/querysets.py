@@ -9,7 +9,7 @@ from django.db import models
 from fabric.permissions import is_operator
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AbstractUser, AnonymousUser
 
 
 class TenantScopedQuerySet(models.QuerySet[Any]):
@@ -17,7 +17,7 @@ class TenantScopedQuerySet(models.QuerySet[Any]):
 
     tenant_field = "tenant"
 
-    def for_user(self, user: AbstractBaseUser | AnonymousUser) -> TenantScopedQuerySet:
+    def for_user(self, user: AbstractUser | AnonymousUser) -> TenantScopedQuerySet:
         if not user.is_authenticated:
             return self.none()
         if is_operator(user):

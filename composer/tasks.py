@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from celery import shared_task
 
@@ -28,10 +28,31 @@ logger = logging.getLogger(__name__)
 SYNC_MAX_RETRIES = 5
 COMPOSE_MAX_RETRIES = 5
 
+
+class JobTaskOptions(TypedDict):
+    """The `shared_task` options every job task shares (bound: it reads its retry count)."""
+
+    bind: Literal[True]
+    acks_late: bool
+    reject_on_worker_lost: bool
+    autoretry_for: tuple[type[BaseException], ...]
+    retry_jitter: bool
+
+
+class CompositionJobTaskOptions(JobTaskOptions):
+    """A composition job task's options: the shared ones, its time limits and retries."""
+
+    soft_time_limit: int
+    time_limit: int
+    max_retries: int
+    retry_backoff: int
+    retry_backoff_max: int
+
+
 # Every job task: redelivered if its worker dies (acks_late + reject_on_worker_lost; the
 # runner's compare-and-set makes a duplicate harmless), retried with jittered back-off on
 # JobRetry (a transient driver error), stopped at its hard limit.
-JOB_TASK = {
+JOB_TASK: JobTaskOptions = {
     "bind": True,
     "acks_late": True,
     "reject_on_worker_lost": True,
@@ -41,7 +62,7 @@ JOB_TASK = {
 
 
 # The jobs that bind and unbind a composition's devices: minutes at most, retried sooner.
-COMPOSITION_JOB_TASK = {
+COMPOSITION_JOB_TASK: CompositionJobTaskOptions = {
     **JOB_TASK,
     "soft_time_limit": 300,
     "time_limit": 360,

@@ -74,7 +74,7 @@ class EventsOriginValidator(OriginValidator):
     def __init__(self, application: Any) -> None:
         super().__init__(application, allowed_origins=[])
 
-    @property  # type: ignore[override]
+    @property
     def allowed_origins(self) -> list[str]:
         hosts = list(settings.ALLOWED_HOSTS)
         if settings.DEBUG and not hosts:

@@ -172,6 +172,7 @@ def _fault_action(action: str) -> Callable[[Any, HttpRequest, QuerySet[Any]], No
             )
 
     inject.__name__ = f"inject_{action}"
+    # What @admin.action(description=...) sets, for an action built at run time.
     inject.short_description = f"Inject fault: {action}"  # type: ignore[attr-defined]
     return inject
 

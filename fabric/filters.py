@@ -148,7 +148,8 @@ class StrictBooleanField(forms.NullBooleanField):
 
     widget = forms.TextInput
 
-    def to_python(self, value: Any) -> bool | None:
+    # NullBooleanField's own stub widens BooleanField.to_python's return the same way.
+    def to_python(self, value: Any) -> bool | None:  # type: ignore[override]
         if value in (None, ""):
             return None
         word = str(value).strip().lower()

@@ -12,7 +12,7 @@ Usage: `Paginator(IdsFirst(queryset), per_page)` wherever `IdsFirst.applies(quer
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.db.models import QuerySet
 
@@ -29,7 +29,7 @@ class IdsFirst:
         self.queryset = queryset
 
     @staticmethod
-    def applies(queryset: Any) -> bool:
+    def applies(queryset: object) -> TypeGuard[QuerySet[Any]]:
         """Plain querysets only: DISTINCT, GROUP BY or annotations change what an id means."""
         if not isinstance(queryset, QuerySet):
             return False

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AbstractUser, AnonymousUser
 
 
-def is_operator(user: AbstractBaseUser | AnonymousUser | None) -> bool:
+def is_operator(user: AbstractUser | AnonymousUser | None) -> bool:
     """True for an authenticated, active staff user."""
     return bool(user is not None and user.is_authenticated and user.is_active and user.is_staff)

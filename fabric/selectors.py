@@ -285,8 +285,8 @@ def port_links(*, ports: QuerySet[Port]) -> list[PortLink]:
                 by_port[mine.pk] = (link, peer)
     result = []
     for port in port_list:
-        link, peer = by_port.get(port.pk, (None, None))
-        result.append(PortLink(port=port, link=link, peer=peer))
+        port_link, port_peer = by_port.get(port.pk, (None, None))
+        result.append(PortLink(port=port, link=port_link, peer=port_peer))
     return result
 
 

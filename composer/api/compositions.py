@@ -469,10 +469,12 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         request (a viewset instance serves one request), since a POST asks twice."""
         cached: list[Membership] | None = getattr(self, "_memberships_cache", None)
         if cached is None:
+            user = self.request.user
+            assert user.is_authenticated  # OperatorWrites lets no anonymous caller in
             cached = self._memberships_cache = list(
-                Membership.objects.filter(
-                    user=self.request.user, tenant__is_active=True
-                ).select_related("tenant")
+                Membership.objects.filter(user=user, tenant__is_active=True).select_related(
+                    "tenant"
+                )
             )
         return cached
 
@@ -663,6 +665,7 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         user = self.request.user
         if is_operator(user):
             return
+        assert user.is_authenticated  # OperatorWrites lets no anonymous caller in
         membership = Membership.objects.filter(user=user, tenant=tenant).first()
         if membership is None or not membership.can_write:
             raise PermissionDenied(f"You have read-only access to {tenant.name}.")

@@ -64,7 +64,9 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Stable snake_case error code.")
     detail = serializers.CharField(help_text="Human-readable message.")
     field = serializers.CharField(allow_null=True, help_text="The offending input field, or null.")
-    errors = serializers.DictField(
+    # The stubs see Serializer.errors overridden; DRF's metaclass takes declared fields off the
+    # class, so the property stays.
+    errors = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Every message by field; empty when the error is not about input.",
     )
@@ -109,7 +111,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # WWW-Authenticate challenge; API clients need the 401 to know a token is missing.
         status_code = status.HTTP_401_UNAUTHORIZED
         headers["WWW-Authenticate"] = getattr(exc, "auth_header", None) or "Token"
-    if getattr(exc, "wait", None):
+    if getattr(exc, "wait", None):  # Throttled (and any exception like it) carries `wait`
         headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
     set_rollback()
     return Response(body, status=status_code, headers=headers)

@@ -75,8 +75,8 @@ class EventCursorPagination(BasePagination):
     """`?since=<id>&limit=<1..500>`; the body is `{results, next, last_event_id}`."""
 
     def paginate_queryset(
-        self, queryset: QuerySet[Event], request: Request, view: APIView | None = None
-    ) -> list[Event]:
+        self, queryset: QuerySet[Any], request: Request, view: APIView | None = None
+    ) -> list[Any]:
         self.request = request
         self.since = _int_param(request, "since", minimum=0, default=0)
         self.limit = min(_int_param(request, "limit", minimum=1, default=DEFAULT_LIMIT), MAX_LIMIT)

@@ -40,7 +40,9 @@ class Pagination(PageNumberPagination):
     ) -> list[Any]:
         self.request = request
         rows = IdsFirst(queryset) if IdsFirst.applies(queryset) else queryset
-        paginator = self.django_paginator_class(rows, self.get_page_size(request))
+        # django-stubs' _SupportsPagination asks for indexing and iteration too; Paginator
+        # only counts and slices what it pages, which is all IdsFirst does.
+        paginator = self.django_paginator_class(rows, self.get_page_size(request))  # type: ignore[arg-type]
         number = self.get_page_number(request, paginator)
         if number > paginator.num_pages:
             pages = paginator.num_pages
@@ -53,7 +55,7 @@ class Pagination(PageNumberPagination):
         self.display_page_controls = paginator.num_pages > 1 and self.template is not None
         return list(self.page)
 
-    def get_page_number(self, request: Request, paginator: Paginator) -> int:  # type: ignore[override]
+    def get_page_number(self, request: Request, paginator: Paginator) -> int:
         raw = request.query_params.get(self.page_query_param, "").strip()
         if not raw:
             return 1

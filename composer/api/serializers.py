@@ -6,7 +6,7 @@ size (no serial, slot or enclosure), and a placement without the snapshot ids.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
@@ -25,6 +25,9 @@ from composer.models import (
     Tenant,
 )
 from composer.specs import spec_normalise
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class TenantRefSerializer(serializers.ModelSerializer):
@@ -54,7 +57,7 @@ class JobSerializer(serializers.HyperlinkedModelSerializer):
     id = serializers.IntegerField(read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:job_detail")
     tenant = TenantRefSerializer(read_only=True, allow_null=True)
-    requested_by = serializers.SlugRelatedField(
+    requested_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         slug_field="username",
         read_only=True,
         allow_null=True,
@@ -168,7 +171,10 @@ class QuotaSerializer(serializers.HyperlinkedModelSerializer):
     tenant = serializers.SlugRelatedField(
         slug_field="slug", queryset=Tenant.objects.all(), help_text="The tenant's slug."
     )
-    label = serializers.CharField(read_only=True, help_text='e.g. "GPU (H100 PCIe 80GB)".')
+    # The stubs see Field.label overridden; DRF's metaclass takes declared fields off the class.
+    label = serializers.CharField(  # type: ignore[assignment]
+        read_only=True, help_text='e.g. "GPU (H100 PCIe 80GB)".'
+    )
     usage = serializers.SerializerMethodField()
 
     class Meta:
@@ -347,7 +353,9 @@ class AllocationSerializer(serializers.ModelSerializer):
 class StateChangeSerializer(serializers.ModelSerializer):
     """One audited state change: before -> after, why, who, when."""
 
-    actor = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    actor: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = StateChange
@@ -366,9 +374,11 @@ class CompositionSerializer(serializers.HyperlinkedModelSerializer):
     id = serializers.IntegerField(read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:composition_detail")
     tenant = TenantRefSerializer(read_only=True)
-    template = serializers.SlugRelatedField(slug_field="slug", read_only=True, allow_null=True)
+    template: serializers.SlugRelatedField[Template] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True, allow_null=True
+    )
     host = HostRefSerializer(read_only=True, allow_null=True)
-    requested_by = serializers.SlugRelatedField(
+    requested_by: serializers.SlugRelatedField[User] = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
     job = serializers.SerializerMethodField(help_text="URL of the latest compose/decompose job.")
@@ -432,6 +442,10 @@ class PlacementRejectedSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="`placement_rejected`.")
     detail = serializers.CharField()
     field = serializers.CharField(allow_null=True)
-    errors = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    # The stubs see Serializer.errors overridden; DRF's metaclass takes declared fields off the
+    # class, so the property stays.
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField())
+    )
     rejection = PlanSerializer()
     composition = serializers.URLField(help_text="The rejected composition's URL.")

@@ -60,7 +60,7 @@ class FaultRequestSerializer(serializers.Serializer):
     )
 
     def validate_manager(self, value: int | str) -> FabricManager:
-        lookup = {"pk": value} if isinstance(value, int) else {"name": value}
+        lookup: dict[str, int | str] = {"pk": value} if isinstance(value, int) else {"name": value}
         manager = FabricManager.objects.filter(**lookup).first()
         if manager is None:
             raise serializers.ValidationError(f"No fabric manager {value!r}.")

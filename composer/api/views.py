@@ -192,7 +192,9 @@ class AuthTokenView(GenericAPIView):
         return Response(TokenSerializer(token).data)
 
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        deleted, _ = Token.objects.filter(user=request.user).delete()
+        user = request.user
+        assert user.is_authenticated  # get_permissions: only POST lets anonymous callers in
+        deleted, _ = Token.objects.filter(user=user).delete()
         if deleted:
             logger.info("api token revoked user_id=%s", request.user.pk)
         return Response(status=status.HTTP_204_NO_CONTENT)

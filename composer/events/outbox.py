@@ -28,9 +28,9 @@ logger = logging.getLogger(__name__)
 
 def _subject_tenant(event: Event) -> int | None:
     """The tenant that owns what the event is about (its job's, else its composition's)."""
-    if event.job_id:
+    if event.job is not None:
         return event.job.tenant_id
-    if event.composition_id:
+    if event.composition is not None:
         return event.composition.tenant_id
     return None
 

@@ -12,7 +12,7 @@ from composer.models import Event, EventAudience, Membership
 from fabric.permissions import is_operator
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+    from django.contrib.auth.models import AbstractUser, AnonymousUser
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Scope:
 NOBODY = Scope(user_id=None, operator=False, tenant_ids=frozenset())
 
 
-def scope_for(user: AbstractBaseUser | AnonymousUser | None) -> Scope:
+def scope_for(user: AbstractUser | AnonymousUser | None) -> Scope:
     """The user's scope now (one query for a member: its memberships)."""
     if user is None or not user.is_authenticated or not user.is_active:
         return NOBODY
@@ -63,9 +63,7 @@ def events_for_scope(scope: Scope) -> QuerySet[Event]:
     return Event.objects.filter(pk__in=heard).order_by("id")
 
 
-def events_visible(
-    user: AbstractBaseUser | AnonymousUser | None, *, since: int = 0
-) -> QuerySet[Event]:
+def events_visible(user: AbstractUser | AnonymousUser | None, *, since: int = 0) -> QuerySet[Event]:
     """Events `user` may see with an id above `since`, oldest first.
 
     Operators see every event; tenant members the events with an audience row for one of

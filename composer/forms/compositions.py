@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.db.models import QuerySet
@@ -161,7 +161,7 @@ class CompositionRequestForm(forms.Form):
     ) -> None:
         kwargs.setdefault("initial", {}).setdefault("idempotency_key", uuid.uuid4().hex)
         super().__init__(*args, **kwargs)
-        self.fields["tenant"].queryset = tenants
+        cast("forms.ModelChoiceField[Tenant]", self.fields["tenant"]).queryset = tenants
         self.fields["tenant"].widget.attrs["class"] = "form-select"
         self.single_tenant = tenants.count() == 1
         self._only_tenant = tenants.first() if self.single_tenant else None
@@ -171,7 +171,7 @@ class CompositionRequestForm(forms.Form):
             self.fields["tenant"].widget = forms.HiddenInput()
         if operator:
             hosts = Host.objects.exclude(state=ComponentState.ABSENT).order_by("name")
-            self.fields["host"].choices = [
+            cast(forms.ChoiceField, self.fields["host"]).choices = [
                 ("", "Any host"),
                 *((str(pk), name) for pk, name in hosts.values_list("pk", "name")),
             ]
@@ -312,5 +312,6 @@ class CompositionRequestForm(forms.Form):
 
     def template_specs(self) -> dict[str, Any]:
         """Active templates' specs by id, for the page script that fills the locked fields."""
-        queryset = self.fields["template"].queryset
+        queryset = cast("forms.ModelChoiceField[Template]", self.fields["template"]).queryset
+        assert queryset is not None  # the field is declared with one
         return {str(t.pk): {"spec": t.spec, "description": t.description} for t in queryset}

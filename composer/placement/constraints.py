@@ -10,6 +10,7 @@ CXL memory as GiB slices and NVMe capacity. Ordering preferences come from the c
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 from composer.placement.request import POLICIES, PlacementRequest
 from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, Snapshot
@@ -66,7 +67,9 @@ def blocked_domains(request: PlacementRequest, snapshot: Snapshot) -> frozenset[
     tenant = request.tenant
     blocked = {d for d, owner in snapshot.critical.items() if owner != tenant}
     if request.critical:
-        blocked.update(d for d, tenants in snapshot.holders.items() if tenants - {tenant})
+        blocked.update(
+            d for d, tenants in snapshot.holders.items() if any(t != tenant for t in tenants)
+        )
     return frozenset(blocked)
 
 
@@ -90,9 +93,11 @@ def item_candidates(
             _filter(snapshot, kind, model, minima, blocked, steps, label),
             tuple(steps),
         )
-    found, steps_done = known  # type: ignore[misc]
+    found, steps_done = cast(
+        "tuple[dict[str, list[DeviceInfo]], tuple[tuple[str, int, int], ...]]", known
+    )
     funnel.extend(steps_done)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _filter(

@@ -123,7 +123,9 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
 
     # Reach groups that see enough of everything, counted per group (once per snapshot and
     # candidate set: shared.amounts).
-    wanted = [(found, item.count, "count") for item, found in items]
+    wanted: list[tuple[Candidates, float, str]] = [
+        (found, item.count, "count") for item, found in items
+    ]
     if request.memory_gib:
         wanted.append((memory, request.memory_gib, "gib"))
     if request.storage_tb:

@@ -114,7 +114,7 @@ def snapshot_from_graph(
     for node in graph.of_kind("device"):
         attrs = node.attrs
         bound = attrs.get("bound_host")
-        if bound and node.parent in reach.get(bound, {}):
+        if bound and node.parent is not None and node.parent in reach.get(bound, {}):
             used[bound] = used.get(bound, 0.0) + reach[bound][node.parent].bottleneck_gbps
         if node.id not in usable or node.parent not in active:
             continue
@@ -122,7 +122,7 @@ def snapshot_from_graph(
         numbers = {k: float(v) for k, v in extra.items() if isinstance(v, int | float)}
         numbers["memory_gib"] = attrs.get("memory_gib", 0)
         numbers["capacity_gb"] = attrs.get("capacity_gb", 0)
-        enclosure = active[node.parent]  # type: ignore[index]
+        enclosure = active[node.parent]
         kind = attrs.get("device_kind", "")
         devices.append(
             DeviceInfo(

@@ -18,7 +18,7 @@ the memo would grow with every call); empty sets are computed directly, not memo
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from composer.placement.snapshot import DeviceInfo, Snapshot
 
@@ -35,9 +35,10 @@ def memoised(
     key = (tag, tuple(id(a) for a in anchors), extra)
     entry = snapshot.memo.get(key)
     if entry is not None:
-        kept, value = entry  # type: ignore[misc]
+        # The memo holds entries of many shapes; this tag's entries are (anchors, value).
+        kept, value = cast("tuple[tuple[object, ...], T]", entry)
         if all(a is b for a, b in zip(kept, anchors, strict=True)):
-            return value  # type: ignore[no-any-return]
+            return value
     value = compute()
     snapshot.memo[key] = (tuple(anchors), value)
     return value

@@ -83,8 +83,8 @@ def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
         if host is not None:
             most = host.cores
         else:  # one number, not a model instance per host
-            present = Host.objects.exclude(state=ComponentState.ABSENT)
-            most = present.aggregate(most=Max("cores"))["most"] or 0
+            hosts = Host.objects.exclude(state=ComponentState.ABSENT)
+            most = hosts.aggregate(most=Max("cores"))["most"] or 0
         if spec["cores"] > most:
             raise SpecError(
                 f"No host has {spec['cores']} cores; the largest has {most}.", field="cores"
@@ -105,7 +105,7 @@ def composition_check_quotas(*, tenant: Tenant, spec: Mapping[str, Any]) -> None
         used = usage[quota.pk]
         checks: list[tuple[float | None, float, float, str, str]] = []
         if quota.max_count is not None:
-            asked = 0
+            asked: float = 0
             field = ""
             for index, item in enumerate(spec["items"]):
                 if item["kind"] == quota.kind and (not quota.model or item["model"] == quota.model):

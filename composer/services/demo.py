@@ -246,8 +246,8 @@ def demo_catalog_ensure(*, result: DemoSeedResult) -> None:
         if not created:
             if all(getattr(quota, k) == v for k, v in wanted_limits.items()):
                 continue
-            for name, value in wanted_limits.items():
-                setattr(quota, name, value)
+            for field, limit in wanted_limits.items():
+                setattr(quota, field, limit)
             quota.save()
         result.quotas_changed.append(f"{slug}:{kind}:{model or '*'}")
 

@@ -26,6 +26,7 @@ from django.db import transaction
 
 from composer.choices import EventType
 from composer.events import event_record
+from composer.events.payloads import HealthChange as HealthChangeRow
 from composer.models import AlertAudience, Allocation, Tenant
 from composer.services.health import compositions_react_to_health
 from fabric.health.poll import HealthChange, PollOutcome, health_poll
@@ -215,7 +216,7 @@ def _health_event_record(changes: Iterable[HealthChange]) -> None:
             device_id__in=device_ids, released_at__isnull=True
         ).values_list("device_id", "composition__tenant_id", "composition_id")
     }
-    rows = []
+    rows: list[HealthChangeRow] = []
     for change in changes:
         tenant_id, composition_id = holders.get(change.target_id, (None, None))
         if change.target_type != "device":

@@ -113,7 +113,11 @@ def inventory_sync_run(job: Job, *, retryable: bool = True) -> Job:
     """
 
     def work(progress: Any) -> dict[str, Any]:
-        manager = FabricManager.objects.filter(pk=job.target_id).first()
+        manager = (
+            FabricManager.objects.filter(pk=job.target_id).first()
+            if job.target_id is not None
+            else None
+        )
         if manager is None:
             raise ComposerError(
                 f"Fabric manager {job.target_label or job.target_id} no longer exists."

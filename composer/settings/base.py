@@ -6,6 +6,7 @@ See docs/configuration.md for the variables and their defaults.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from celery.schedules import crontab
@@ -147,7 +148,7 @@ COMPOSER_EVENTS_CHANNEL_PREFIX = env_str("COMPOSER_EVENTS_CHANNEL_PREFIX", "comp
 
 # Live events (composer.events, docs/events.md) ride the Redis pub/sub layer: one PUBLISH
 # per group, fanned out in each web process to its connections; under the same prefix.
-CHANNEL_LAYERS = {
+CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
         "CONFIG": {"hosts": [REDIS_URL], "prefix": COMPOSER_EVENTS_CHANNEL_PREFIX},

@@ -79,7 +79,9 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
     """
     radii: list[Mapping[str, Any]] = []
     for alert in alerts:
-        radius = alert.blast_radius if isinstance(alert.blast_radius, dict) else {}
+        radius: Mapping[str, Any] = (
+            alert.blast_radius if isinstance(alert.blast_radius, dict) else {}
+        )
         if not operator:
             radius = payload_for(Event(payload=dict(radius)), tenant_id=tenant_ids) or {}
         radii.append(radius)
@@ -153,8 +155,10 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         else:
             tenant_ids: list[int] = []
             if not operator:
+                user = request.user
+                assert user.is_authenticated  # login_required
                 tenant_ids = list(
-                    Membership.objects.filter(user=request.user).values_list("tenant_id", flat=True)
+                    Membership.objects.filter(user=user).values_list("tenant_id", flat=True)
                 )
             rows = _rows(list(page.object_list), operator=operator, tenant_ids=tenant_ids)
     context = {

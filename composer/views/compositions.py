@@ -134,12 +134,14 @@ def composition_list(request: HttpRequest) -> HttpResponse:
         except BadPage as exc:
             status = exc.status
             errors.append(exc.message)
+    user = request.user
+    assert user.is_authenticated  # login_required
     context = {
         "form": form,
         "page": page,
         "errors": errors,
-        "can_request": writable_tenants(request.user).exists(),
-        "show_tenant": operator or Membership.objects.filter(user=request.user).count() > 1,
+        "can_request": writable_tenants(user).exists(),
+        "show_tenant": operator or Membership.objects.filter(user=user).count() > 1,
     }
     partial = is_htmx_partial(request, TABLE_TARGET)
     template = "composer/_composition_table.html" if partial else "composer/composition_list.html"
@@ -203,8 +205,8 @@ def composition_create(request: HttpRequest) -> HttpResponse:
             _form_context(request, form),
             status=400,
         )
-    form = CompositionRequestForm(tenants=tenants, operator=operator) if tenants.exists() else None
-    return render(request, "composer/composition_form.html", _form_context(request, form))
+    blank = CompositionRequestForm(tenants=tenants, operator=operator) if tenants.exists() else None
+    return render(request, "composer/composition_form.html", _form_context(request, blank))
 
 
 @login_required

@@ -130,8 +130,8 @@ class PoolViewSet(ReadOnlyViewSet):
             return serializers.OperatorPoolSerializer
         return serializers.PoolSerializer
 
-    def paginate_queryset(self, queryset: QuerySet[Pool]) -> list[Pool] | None:
-        page = super().paginate_queryset(queryset)
+    def paginate_queryset(self, queryset: QuerySet[Any]) -> list[Any] | None:
+        page: list[Pool] | None = super().paginate_queryset(queryset)
         if page is not None:
             _attach_availability(page)
         return page
@@ -151,6 +151,7 @@ def _attach_availability(pools: list[Pool]) -> None:
         for capacity in pool_capacities(pools=Pool.objects.filter(pk__in=[p.pk for p in pools]))
     }
     for pool in pools:
+        # Not a model field: an attribute for the serializer's `availability.*` sources.
         pool.availability = capacities[pool.pk]  # type: ignore[attr-defined]
 
 

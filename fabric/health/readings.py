@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import models
-
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
 from fabric.drivers.base import HealthReading
 from fabric.health import rules
@@ -31,6 +29,7 @@ from fabric.models import (
     Rack,
     Switch,
 )
+from fabric.models.base import DiscoveredModel
 
 __all__ = ["METRIC_COLUMNS", "SAMPLED", "HealthChange", "ReadingsResult", "apply_readings"]
 
@@ -38,7 +37,7 @@ SOURCE = "health poll"
 _CHUNK = 900  # ids per WHERE id IN (...)
 _BATCH = 1000
 
-MODELS: dict[str, type[models.Model]] = {
+MODELS: dict[str, type[DiscoveredModel]] = {
     "rack": Rack,
     "power_feed": PowerFeed,
     "switch": Switch,
@@ -115,13 +114,13 @@ def inventory_rows(manager: FabricManager) -> dict[tuple[str, str], ElementRow]:
     rows: dict[tuple[str, str], ElementRow] = {}
     names: dict[str, dict[int, str]] = defaultdict(dict)
     for kind, model in (("rack", Rack), ("power_feed", PowerFeed)):
-        for pk, ext, name, health in model.objects.filter(  # type: ignore[attr-defined]
+        for pk, ext, name, health in model.objects.filter(
             manager=manager, is_present=True
         ).values_list("pk", "external_id", "name", "health"):
             rows[kind, ext] = ElementRow(kind, pk, name, health)
-    for kind, model in (("switch", Switch), ("host", Host), ("enclosure", Enclosure)):
+    for kind, gear in (("switch", Switch), ("host", Host), ("enclosure", Enclosure)):
         for pk, ext, name, health, state, feed in (
-            model.objects.filter(manager=manager)  # type: ignore[attr-defined]
+            gear.objects.filter(manager=manager)
             .exclude(state=ComponentState.ABSENT)
             .values_list("pk", "external_id", "name", "health", "state", "power_feed_id")
         ):
@@ -231,7 +230,7 @@ def sample(
     m = reading.metrics or {}
     values = {name: metric(m, name) for name in METRIC_COLUMNS}
     if values["link_width"] is not None:
-        values["link_width"] = max(0, int(values["link_width"]))  # type: ignore[assignment]
+        values["link_width"] = max(0, int(values["link_width"]))
     return HealthSample(
         manager=manager,
         target_type=row.kind,
@@ -272,7 +271,7 @@ def apply_readings(
         row = inventory.get((reading.target_kind, reading.external_id))
         if row is None:
             continue  # not in the console yet (or absent): the next sync adds it
-        health = reading.health if reading.health in _HEALTH_VALUES else Health.UNKNOWN
+        health: str = reading.health if reading.health in _HEALTH_VALUES else Health.UNKNOWN
         matched.append((row, reading, health))
         health_now[row.kind, row.pk] = health
     result = ReadingsResult(readings=len(matched), seen=set(health_now))
@@ -334,7 +333,7 @@ def apply_readings(
             values["state"] = link_state
         model = MODELS[kind]
         for start in range(0, len(pks), _CHUNK):
-            model.objects.filter(pk__in=pks[start : start + _CHUNK]).update(**values)  # type: ignore[attr-defined]
+            model._default_manager.filter(pk__in=pks[start : start + _CHUNK]).update(**values)
     ChangeRecord.objects.bulk_create(records, batch_size=_BATCH)
     HealthSample.objects.bulk_create(samples, batch_size=_BATCH)
     result.samples = len(samples)

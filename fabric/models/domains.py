@@ -8,10 +8,15 @@ each kind takes down and docs/topology.md for the model.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 
 from fabric.choices import FailureDomainKind
 from fabric.models.base import TimeStampedModel
+
+if TYPE_CHECKING:
+    from fabric.models.inventory import Device
 
 
 class FailureDomain(TimeStampedModel):
@@ -31,7 +36,7 @@ class FailureDomain(TimeStampedModel):
     name = models.CharField(max_length=200)
     device_count = models.PositiveIntegerField(default=0)
     host_count = models.PositiveIntegerField(default=0)
-    devices = models.ManyToManyField(
+    devices: models.ManyToManyField[Device, DeviceDomain] = models.ManyToManyField(
         "fabric.Device", through="DeviceDomain", related_name="failure_domains", blank=True
     )
 

@@ -8,6 +8,7 @@ JSON-friendly [before, after] values.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -69,7 +70,7 @@ def json_value(value: Any) -> Any:
 def change_record(
     obj: models.Model,
     action: ChangeAction | str,
-    changes: dict[str, tuple[Any, Any] | list[Any]] | None = None,
+    changes: Mapping[str, tuple[Any, Any] | list[Any]] | None = None,
     *,
     label: str | None = None,
     message: str = "",

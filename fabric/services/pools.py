@@ -98,11 +98,12 @@ def pools_assign(
         if wanted == pool_id:
             continue
         moves[wanted].append(pk)
+        wanted_name = matcher.names.get(wanted) if wanted is not None else None
         records.append(
             change_record(
                 Device(pk=pk),
                 ChangeAction.CHANGED,
-                {"pool": (matcher.names.get(pool_id), matcher.names.get(wanted))},
+                {"pool": (matcher.names.get(pool_id), wanted_name)},
                 label=name,
                 message="pool membership recomputed",
                 actor=actor,
@@ -110,9 +111,9 @@ def pools_assign(
             )
         )
     with transaction.atomic():
-        for pool_id, pks in moves.items():
+        for target, pks in moves.items():
             for start in range(0, len(pks), _CHUNK):
-                Device.objects.filter(pk__in=pks[start : start + _CHUNK]).update(pool_id=pool_id)
+                Device.objects.filter(pk__in=pks[start : start + _CHUNK]).update(pool_id=target)
         ChangeRecord.objects.bulk_create(records, batch_size=500)
     moved = sum(len(pks) for pks in moves.values())
     if moved:
@@ -120,7 +121,7 @@ def pools_assign(
     return moved
 
 
-_PLURAL = {
+_PLURAL: dict[str, str] = {
     DeviceKind.GPU: "GPUs",
     DeviceKind.NIC: "NICs",
     DeviceKind.DPU: "DPUs",

@@ -178,8 +178,8 @@ def derive_domains(graph: FabricGraph) -> list[DomainSpec]:
     ]
     for manager in sorted(m for m in managers_seen if m):
         name = graph.managers.get(manager, manager)
-        ids = frozenset(manager_switches.get(manager, ()))
-        specs.append(DomainSpec(f"fabric_{manager}", "fabric_manager", name, ids))
+        switch_ids = frozenset(manager_switches.get(manager, ()))
+        specs.append(DomainSpec(f"fabric_{manager}", "fabric_manager", name, switch_ids))
     return specs
 
 

@@ -10,7 +10,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 NODE_KINDS = ("rack", "host", "switch", "enclosure", "device")
 LINK_DOWN = "down"  # fabric.choices.LinkState.DOWN, spelt out so this module stays pure
@@ -145,7 +145,7 @@ class FabricGraph:
     def memo(self, key: str, build: Callable[[], T]) -> T:
         """The value cached under `key`, built once by `build()` (the graph never changes)."""
         try:
-            return self._memo[key]  # type: ignore[no-any-return]
+            return cast(T, self._memo[key])  # each key is built by one `build` only
         except KeyError:
             value = self._memo[key] = build()
             return value

@@ -359,12 +359,14 @@ def _enclosure_devices(graph: FabricGraph) -> dict[str, tuple[str, ...]]:
 
 
 # The slot descriptors of Path: writing through them is what the frozen __init__ does.
+# Read from the class's namespace, where they are the descriptors (`Path.nodes` is the
+# same object, but typed as the field's value).
 _PATH_SLOTS = (
-    Path.nodes.__set__,  # type: ignore[attr-defined]
-    Path.links.__set__,  # type: ignore[attr-defined]
-    Path.hops.__set__,  # type: ignore[attr-defined]
-    Path.latency_ns.__set__,  # type: ignore[attr-defined]
-    Path.bottleneck_gbps.__set__,  # type: ignore[attr-defined]
+    vars(Path)["nodes"].__set__,
+    vars(Path)["links"].__set__,
+    vars(Path)["hops"].__set__,
+    vars(Path)["latency_ns"].__set__,
+    vars(Path)["bottleneck_gbps"].__set__,
 )
 
 

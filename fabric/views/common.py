@@ -37,6 +37,7 @@ def operator_required(view: ViewFunc) -> ViewFunc:
             raise Http404("No such page.")
         return view(request, *args, **kwargs)
 
+    # wraps() keeps the view's name and signature; mypy cannot tie `wrapper` to ViewFunc.
     return login_required(wrapper)  # type: ignore[return-value]
 
 
@@ -59,7 +60,9 @@ def paginate(
     """
     # Cut big tables' pages on the base table first, then join only the page's rows.
     pageable = IdsFirst(object_list) if IdsFirst.applies(object_list) else object_list
-    paginator = Paginator(pageable, per_page, allow_empty_first_page=True)
+    # django-stubs' _SupportsPagination asks for indexing and iteration too; Paginator
+    # only counts and slices what it pages, which is all IdsFirst does.
+    paginator = Paginator(pageable, per_page, allow_empty_first_page=True)  # type: ignore[arg-type]
     if page in (None, ""):
         number = 1
     else:

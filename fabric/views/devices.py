@@ -172,7 +172,7 @@ def device_list(request: HttpRequest) -> HttpResponse:
             errors.append(exc.message)
 
     columns = [c for c in COLUMNS if operator or not c.operator_only]
-    context = {
+    context: dict[str, Any] = {
         "filter": filterset,
         "page": page,
         "errors": errors,
@@ -221,9 +221,12 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "is_storage": device.kind == DeviceKind.NVME,
         # Free and healthy, and not in an enclosure an operator took out of service.
         "is_usable": device.is_usable
-        and not Enclosure.objects.filter(
-            pk=device.enclosure_id, state=ComponentState.MAINTENANCE
-        ).exists(),
+        and not (
+            device.enclosure_id is not None
+            and Enclosure.objects.filter(
+                pk=device.enclosure_id, state=ComponentState.MAINTENANCE
+            ).exists()
+        ),
         "health_choices": Health,
         "state_choices": DeviceState,
     }

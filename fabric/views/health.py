@@ -9,7 +9,7 @@ without JavaScript), so the detail pages do not pay for the graph on every view.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -72,7 +72,11 @@ def maintenance(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     htmx, a page otherwise). POST `on` (1 or 0) and `reason`: put it in maintenance or
     take it out, then back to its page with a message."""
     model, detail_name, label = MAINTENANCE_TARGETS[kind]
-    target = get_object_or_404(model.objects.select_related("manager"), pk=pk)
+    # One of the three models (mypy would join the union of querysets to their base class).
+    target = cast(
+        "Device | Switch | Enclosure",
+        get_object_or_404(model.objects.select_related("manager"), pk=pk),
+    )
     detail_url = reverse(detail_name, args=[target.pk])
     if request.method == "POST":
         on = request.POST.get("on", "") in ("1", "true", "on")

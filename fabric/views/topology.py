@@ -15,6 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
+from fabric.choices import FailureDomainKind
 from fabric.filters import FailureDomainFilterSet
 from fabric.forms import BadIds, parse_domain_ids
 from fabric.models import FabricManager, FailureDomain, Rack
@@ -25,7 +26,7 @@ DOMAIN_PAGE_SIZE = 100
 
 
 def _domain_kinds() -> list[tuple[str, str]]:
-    return [(str(v), str(label)) for v, label in FailureDomain._meta.get_field("kind").choices]
+    return [(str(v), str(label)) for v, label in FailureDomainKind.choices]
 
 
 def _api_urls() -> dict[str, str]:
@@ -129,8 +130,8 @@ def failure_domain_what_if(request: HttpRequest) -> HttpResponse:
     try:
         ids = parse_domain_ids(request.GET.getlist("ids"))
     except BadIds as exc:
-        context = {"error": str(exc), "report": None}
-        return render(request, "fabric/failure_domain_what_if.html", context, status=400)
+        failed: dict[str, Any] = {"error": str(exc), "report": None}
+        return render(request, "fabric/failure_domain_what_if.html", failed, status=400)
     found = {d.pk: d for d in FailureDomain.objects.filter(pk__in=ids).select_related("manager")}
     missing = [str(pk) for pk in ids if pk not in found]
     if missing:

@@ -299,6 +299,8 @@ class SimulatedDriver:
                 state = eff.link_state
             else:
                 state = "unavailable" if eff.health == CRITICAL else "enabled"
+            # The model's choices and the propagation keep kind and health within the
+            # reading's literals; the columns are typed str.
             readings.append(
                 HealthReading(
                     target_kind=element.kind,  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
 from fabric.models import ChangeRecord, FabricManager
+from fabric.models.base import DiscoveredModel
 from fabric.services.history import change_record, json_value
 from fabric.services.sync.result import KindCounts, SyncResult
 
@@ -127,7 +128,9 @@ def _differs(obj: models.Model, values: dict[str, Any]) -> bool:
 def locked_rows(model: type[models.Model], pks: list[int]) -> Iterator[Any]:
     """The rows `pks`, locked until the end of the transaction (PostgreSQL) and re-read."""
     for start in range(0, len(pks), _CHUNK):
-        yield from model.objects.select_for_update().filter(pk__in=pks[start : start + _CHUNK])
+        yield from model._default_manager.select_for_update().filter(
+            pk__in=pks[start : start + _CHUNK]
+        )
 
 
 def write_updates(model: type[models.Model], updates: list[tuple[Any, dict[str, Any]]]) -> None:
@@ -158,9 +161,9 @@ def write_updates(model: type[models.Model], updates: list[tuple[Any, dict[str, 
         values = {**members[0][1], "updated_at": stamp}
         pks = [obj.pk for obj, _ in members]
         for start in range(0, len(pks), _CHUNK):
-            model.objects.filter(pk__in=pks[start : start + _CHUNK]).update(**values)
+            model._default_manager.filter(pk__in=pks[start : start + _CHUNK]).update(**values)
     if singles:
-        model.objects.bulk_update(
+        model._default_manager.bulk_update(
             singles, sorted({*single_fields, "updated_at"}), batch_size=_BATCH
         )
 
@@ -169,7 +172,7 @@ def sync_kind(
     ctx: SyncContext,
     *,
     key: str,
-    model: type[models.Model],
+    model: type[DiscoveredModel],
     presence: Presence,
     infos: Sequence[Any],
     desired: Callable[[Any, Any], dict[str, Any] | None],
@@ -186,7 +189,7 @@ def sync_kind(
     manager = ctx.manager
     with transaction.atomic():
         lock_manager(manager)
-        existing = {obj.external_id: obj for obj in model.objects.filter(manager=manager)}
+        existing = {obj.external_id: obj for obj in model._default_manager.filter(manager=manager)}
         creates: list[Any] = []
         reported: dict[str, Any] = {}  # external id -> info, for rows that exist already
         candidates: list[str] = []  # rows that (probably) change
@@ -272,10 +275,10 @@ def sync_kind(
             )
 
         if creates:
-            model.objects.bulk_create(creates, batch_size=_BATCH)
+            model._default_manager.bulk_create(creates, batch_size=_BATCH)
             if any(obj.pk is None for obj in creates):  # databases that cannot RETURNING
                 pks = dict(
-                    model.objects.filter(
+                    model._default_manager.filter(
                         manager=manager, external_id__in=[o.external_id for o in creates]
                     ).values_list("external_id", "pk")
                 )
@@ -285,7 +288,7 @@ def sync_kind(
         write_updates(model, updates)
         # Everything still reported was seen now: one UPDATE, not one per row (rows added
         # just now already carry the time).
-        model.objects.filter(
+        model._default_manager.filter(
             Q(last_seen_at__lt=ctx.now) | Q(last_seen_at__isnull=True), manager=manager
         ).exclude(**{presence.field: presence.absent}).update(last_seen_at=ctx.now)
 
