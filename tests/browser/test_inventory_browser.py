@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -155,13 +156,13 @@ def test_screenshots_of_a_realistic_data_centre(
 def _realistic_data_centre() -> None:
     """Four racks behind two spine switches: H100 and H200 chassis, CXL memory, NVMe, DPUs,
     with some devices bound, one GPU failed, a box in maintenance and a degraded link."""
-    manager = FabricManagerFactory(
+    manager = FabricManagerFactory.create(
         name="hall-1-fm", endpoint="https://fm.hall-1.dc:8443", last_synced_at=timezone.now()
     )
     FabricManagerFactory(
         name="hall-2-fm",
         endpoint="https://fm.hall-2.dc:8443",
-        last_synced_at=timezone.now() - timezone.timedelta(minutes=7),
+        last_synced_at=timezone.now() - timedelta(minutes=7),
     )
     pools = {
         "h100": PoolFactory(
@@ -330,7 +331,7 @@ def _realistic_data_centre() -> None:
         (12, JobStatus.FAILED, ""),
         (1, JobStatus.RUNNING, "Reading enclosures (7 of 12)"),
     ]:
-        job = JobFactory(
+        job = JobFactory.create(
             status=status,
             target_type="fabric_manager",
             target_id=manager.pk,
@@ -341,9 +342,9 @@ def _realistic_data_centre() -> None:
             else "",
             progress_done=7 if status == JobStatus.RUNNING else 12,
             progress_total=12,
-            started_at=now - timezone.timedelta(minutes=minutes),
+            started_at=now - timedelta(minutes=minutes),
             finished_at=None
             if status == JobStatus.RUNNING
-            else now - timezone.timedelta(minutes=minutes - 1),
+            else now - timedelta(minutes=minutes - 1),
         )
-        Job.objects.filter(pk=job.pk).update(created_at=now - timezone.timedelta(minutes=minutes))
+        Job.objects.filter(pk=job.pk).update(created_at=now - timedelta(minutes=minutes))

@@ -43,7 +43,7 @@ def operator_client(db: None) -> Client:
     Template.objects.create(name="t", slug="t", spec={"items": [{"kind": "gpu", "count": 1}]})
     Quota.objects.create(tenant=tenant, kind="gpu", max_count=8)
     composition = Composition.objects.create(tenant=tenant, name="c1", spec={})
-    Allocation.objects.create(composition=composition, device=DeviceFactory())
+    Allocation.objects.create(composition=composition, device=DeviceFactory.create())
     StateChange.objects.create(composition=composition, to_state="requested", reason="test")
     event = Event.objects.create(type="composition.state", composition=composition, payload={})
     EventAudience.objects.create(event=event, tenant=tenant)

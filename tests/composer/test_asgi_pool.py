@@ -46,7 +46,7 @@ def probe(entry: str, **env: str) -> dict[str, object]:
         check=True,
         timeout=60,
     ).stdout
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def test_an_asgi_process_gets_a_pool_and_leaves_no_flag_for_its_children() -> None:

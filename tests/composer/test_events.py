@@ -326,7 +326,7 @@ def test_anonymous_and_inactive_users_see_nothing(acme: Any, alice: Any) -> None
 
 
 def test_a_member_of_two_tenants_sees_an_event_once(acme: Any, globex: Any) -> None:
-    user = UserFactory(username="dave")
+    user = UserFactory.create(username="dave")
     MembershipFactory(user=user, tenant=acme)
     MembershipFactory(user=user, tenant=globex)
     event_record(EventType.FABRIC_ALERT, {}, tenant_ids=[acme.pk, globex.pk])

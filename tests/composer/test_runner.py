@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -84,12 +85,22 @@ def test_log_lines_written_inside_a_transaction_are_kept(job: Job) -> None:
     assert list(job.log_lines.values_list("message", flat=True)).count("inside") == 1
 
 
+def _recording(calls: list[int], mark: int) -> Callable[[Any], dict[str, Any]]:
+    """Work that only appends `mark` to `calls`."""
+
+    def work(progress: Any) -> dict[str, Any]:
+        calls.append(mark)
+        return {}
+
+    return work
+
+
 def test_a_duplicate_delivery_exits_without_running_the_work(job: Job) -> None:
     calls: list[int] = []
-    run_job(job, lambda progress: calls.append(1) or {})
+    run_job(job, _recording(calls, 1))
     duplicate = Job.objects.get(pk=job.pk)
     duplicate.status = JobStatus.QUEUED  # what a stale copy of the message believes
-    run_job(duplicate, lambda progress: calls.append(2) or {})
+    run_job(duplicate, _recording(calls, 2))
     assert calls == [1]
     assert _reloaded(job).status == JobStatus.SUCCEEDED
     assert _reloaded(job).attempts == 1
@@ -101,7 +112,7 @@ def test_a_copy_read_before_another_delivery_ran_and_requeued_the_job_is_stale(
     stale = Job.objects.get(pk=job.pk)  # read, then another worker ran it and requeued it
     Job.objects.filter(pk=job.pk).update(attempts=1)
     calls: list[int] = []
-    run_job(stale, lambda progress: calls.append(1) or {})
+    run_job(stale, _recording(calls, 1))
     assert calls == []
     assert (_reloaded(job).status, _reloaded(job).attempts) == (JobStatus.QUEUED, 1)
 

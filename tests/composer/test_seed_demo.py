@@ -40,7 +40,8 @@ def _snapshot() -> dict[str, list[tuple[Any, ...]]]:
     snapshot = {}
     for model in models:
         fields = [f.attname for f in model._meta.concrete_fields if f.name not in VOLATILE]
-        snapshot[model.__name__] = sorted(map(tuple, model.objects.values_list(*fields)), key=repr)
+        rows = model._default_manager.values_list(*fields)
+        snapshot[model.__name__] = sorted(map(tuple, rows), key=repr)
     return snapshot
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from factory.django import DjangoModelFactory
 
 from composer.choices import JobKind, Role
@@ -12,7 +13,13 @@ from composer.models import Job, Membership, Tenant
 PASSWORD = "correct-horse-battery"
 
 
-class UserFactory(DjangoModelFactory):
+def _set_password(user: User, create: bool, extracted: str | None, **_: object) -> None:
+    user.set_password(extracted or PASSWORD)
+    if create:
+        user.save(update_fields=["password"])
+
+
+class UserFactory(DjangoModelFactory[User]):
     class Meta:
         model = get_user_model()
         django_get_or_create = ("username",)
@@ -20,15 +27,11 @@ class UserFactory(DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
-
-    @factory.post_generation
-    def password(self, create: bool, extracted: str | None, **_: object) -> None:
-        self.set_password(extracted or PASSWORD)
-        if create:
-            self.save(update_fields=["password"])
+    # Called with the user just built (not the factory): a plain function, not a method.
+    password = factory.PostGeneration(_set_password)
 
 
-class TenantFactory(DjangoModelFactory):
+class TenantFactory(DjangoModelFactory[Tenant]):
     class Meta:
         model = Tenant
         django_get_or_create = ("slug",)
@@ -37,7 +40,7 @@ class TenantFactory(DjangoModelFactory):
     slug = factory.Sequence(lambda n: f"tenant-{n}")
 
 
-class MembershipFactory(DjangoModelFactory):
+class MembershipFactory(DjangoModelFactory[Membership]):
     class Meta:
         model = Membership
 
@@ -46,7 +49,7 @@ class MembershipFactory(DjangoModelFactory):
     role = Role.MEMBER
 
 
-class JobFactory(DjangoModelFactory):
+class JobFactory(DjangoModelFactory[Job]):
     class Meta:
         model = Job
 

@@ -7,6 +7,7 @@ API or selectors build rows directly with these factories instead.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import factory
 from factory.django import DjangoModelFactory
@@ -32,9 +33,12 @@ from fabric.models import (
     Rack,
     Switch,
 )
+from fabric.models.base import DiscoveredModel
+
+M = TypeVar("M", bound=DiscoveredModel)
 
 
-class FabricManagerFactory(DjangoModelFactory):
+class FabricManagerFactory(DjangoModelFactory[FabricManager]):
     class Meta:
         model = FabricManager
         django_get_or_create = ("name",)
@@ -45,7 +49,7 @@ class FabricManagerFactory(DjangoModelFactory):
     settings = factory.LazyFunction(lambda: {"fabric": "test"})
 
 
-class DiscoveredFactory(DjangoModelFactory):
+class DiscoveredFactory(DjangoModelFactory[M]):
     class Meta:
         abstract = True
 
@@ -54,7 +58,7 @@ class DiscoveredFactory(DjangoModelFactory):
     health = Health.OK
 
 
-class RackFactory(DiscoveredFactory):
+class RackFactory(DiscoveredFactory[Rack]):
     class Meta:
         model = Rack
 
@@ -62,7 +66,7 @@ class RackFactory(DiscoveredFactory):
     location = "Hall 1"
 
 
-class PowerFeedFactory(DiscoveredFactory):
+class PowerFeedFactory(DiscoveredFactory[PowerFeed]):
     class Meta:
         model = PowerFeed
 
@@ -71,7 +75,7 @@ class PowerFeedFactory(DiscoveredFactory):
     capacity_kw = 17.3
 
 
-class SwitchFactory(DiscoveredFactory):
+class SwitchFactory(DiscoveredFactory[Switch]):
     class Meta:
         model = Switch
 
@@ -83,7 +87,7 @@ class SwitchFactory(DiscoveredFactory):
     tier = SwitchTier.LEAF
 
 
-class HostFactory(DiscoveredFactory):
+class HostFactory(DiscoveredFactory[Host]):
     class Meta:
         model = Host
 
@@ -95,7 +99,7 @@ class HostFactory(DiscoveredFactory):
     memory_gib = 768
 
 
-class EnclosureFactory(DiscoveredFactory):
+class EnclosureFactory(DiscoveredFactory[Enclosure]):
     class Meta:
         model = Enclosure
 
@@ -107,7 +111,7 @@ class EnclosureFactory(DiscoveredFactory):
     slots = 8
 
 
-class PoolFactory(DjangoModelFactory):
+class PoolFactory(DjangoModelFactory[Pool]):
     class Meta:
         model = Pool
         django_get_or_create = ("slug",)
@@ -117,7 +121,7 @@ class PoolFactory(DjangoModelFactory):
     kind = DeviceKind.GPU
 
 
-class DeviceFactory(DiscoveredFactory):
+class DeviceFactory(DiscoveredFactory[Device]):
     class Meta:
         model = Device
 
@@ -131,7 +135,7 @@ class DeviceFactory(DiscoveredFactory):
     enclosure = factory.SubFactory(EnclosureFactory)
 
 
-class PortFactory(DiscoveredFactory):
+class PortFactory(DiscoveredFactory[Port]):
     class Meta:
         model = Port
 
@@ -140,7 +144,7 @@ class PortFactory(DiscoveredFactory):
     switch = factory.SubFactory(SwitchFactory)
 
 
-class LinkFactory(DiscoveredFactory):
+class LinkFactory(DiscoveredFactory[Link]):
     class Meta:
         model = Link
 
@@ -169,26 +173,30 @@ class SmallFabric:
 
 def fabric_small() -> SmallFabric:
     """Build the small fabric in the database (the names are stable for assertions)."""
-    manager = FabricManagerFactory(name="fm-small", settings={"fabric": "small"})
-    racks = [RackFactory(manager=manager, name=f"rack-{x}", external_id=f"rack-{x}") for x in "ab"]
+    manager = FabricManagerFactory.create(name="fm-small", settings={"fabric": "small"})
+    racks = [
+        RackFactory.create(manager=manager, name=f"rack-{x}", external_id=f"rack-{x}") for x in "ab"
+    ]
     feeds = [
-        PowerFeedFactory(
+        PowerFeedFactory.create(
             manager=manager, name=f"pdu-{r.name[-1]}", external_id=f"pdu-{r.name[-1]}", rack=r
         )
         for r in racks
     ]
     switches, hosts, enclosures, gpus, links = [], [], [], [], []
-    gpu_pool = PoolFactory(name="H100 GPUs", slug="h100", kind=DeviceKind.GPU, model="H100 SXM")
-    mem_pool = PoolFactory(name="CXL memory", slug="cxl-memory", kind=DeviceKind.CXL_MEMORY)
+    gpu_pool = PoolFactory.create(
+        name="H100 GPUs", slug="h100", kind=DeviceKind.GPU, model="H100 SXM"
+    )
+    mem_pool = PoolFactory.create(name="CXL memory", slug="cxl-memory", kind=DeviceKind.CXL_MEMORY)
     for i, (rack, feed) in enumerate(zip(racks, feeds, strict=True)):
         x = rack.name[-1]
-        sw = SwitchFactory(
+        sw = SwitchFactory.create(
             manager=manager, name=f"sw-{x}", external_id=f"sw-{x}", rack=rack, power_feed=feed
         )
-        host = HostFactory(
+        host = HostFactory.create(
             manager=manager, name=f"host-{x}", external_id=f"host-{x}", rack=rack, power_feed=feed
         )
-        enc = EnclosureFactory(
+        enc = EnclosureFactory.create(
             manager=manager, name=f"gpu-{x}", external_id=f"gpu-{x}", rack=rack, power_feed=feed
         )
         switches.append(sw)
@@ -196,7 +204,7 @@ def fabric_small() -> SmallFabric:
         enclosures.append(enc)
         for slot in range(4):
             gpus.append(
-                DeviceFactory(
+                DeviceFactory.create(
                     manager=manager,
                     name=f"gpu-{x}-{slot}",
                     external_id=f"gpu-{x}-{slot}",
@@ -205,26 +213,34 @@ def fabric_small() -> SmallFabric:
                     pool=gpu_pool,
                 )
             )
-        host_port = PortFactory(
+        host_port = PortFactory.create(
             manager=manager, switch=None, host=host, role=PortRole.UPLINK, name="up0"
         )
-        sw_host_port = PortFactory(manager=manager, switch=sw, role=PortRole.HOST, name=f"p{i}0")
-        links.append(
-            LinkFactory(manager=manager, a_port=sw_host_port, b_port=host_port, latency_ns=120)
+        sw_host_port = PortFactory.create(
+            manager=manager, switch=sw, role=PortRole.HOST, name=f"p{i}0"
         )
-        enc_port = PortFactory(
+        links.append(
+            LinkFactory.create(
+                manager=manager, a_port=sw_host_port, b_port=host_port, latency_ns=120
+            )
+        )
+        enc_port = PortFactory.create(
             manager=manager, switch=None, enclosure=enc, role=PortRole.UPLINK, name="up0"
         )
-        sw_enc_port = PortFactory(
+        sw_enc_port = PortFactory.create(
             manager=manager, switch=sw, role=PortRole.DOWNSTREAM, name=f"p{i}1"
         )
         links.append(
-            LinkFactory(manager=manager, a_port=sw_enc_port, b_port=enc_port, latency_ns=250)
+            LinkFactory.create(manager=manager, a_port=sw_enc_port, b_port=enc_port, latency_ns=250)
         )
-    isl_a = PortFactory(manager=manager, switch=switches[0], role=PortRole.FABRIC, name="isl")
-    isl_b = PortFactory(manager=manager, switch=switches[1], role=PortRole.FABRIC, name="isl")
-    links.append(LinkFactory(manager=manager, a_port=isl_a, b_port=isl_b, latency_ns=300))
-    box = EnclosureFactory(
+    isl_a = PortFactory.create(
+        manager=manager, switch=switches[0], role=PortRole.FABRIC, name="isl"
+    )
+    isl_b = PortFactory.create(
+        manager=manager, switch=switches[1], role=PortRole.FABRIC, name="isl"
+    )
+    links.append(LinkFactory.create(manager=manager, a_port=isl_a, b_port=isl_b, latency_ns=300))
+    box = EnclosureFactory.create(
         manager=manager,
         name="mem-a",
         external_id="mem-a",
@@ -235,7 +251,7 @@ def fabric_small() -> SmallFabric:
     )
     enclosures.append(box)
     memory = [
-        DeviceFactory(
+        DeviceFactory.create(
             manager=manager,
             name=f"mem-a-{slot}",
             external_id=f"mem-a-{slot}",

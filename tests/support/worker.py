@@ -117,5 +117,6 @@ class WorkerProcess:
 def _reset_connections() -> None:
     """Drop the app's cached broker connections so the next send uses the current URL."""
     kombu_pools.reset()
-    celery_app._pool = None
-    celery_app.amqp._producer_pool = None
+    # Private attributes, which celery-types does not describe.
+    celery_app._pool = None  # type: ignore[attr-defined]
+    celery_app.amqp._producer_pool = None  # type: ignore[attr-defined]

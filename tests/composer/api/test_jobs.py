@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def jobs(acme: Any, globex: Any, admin_user: Any, alice: Any) -> dict[str, Any]:
     """A fabric job (no tenant), an Acme job and a Globex job."""
-    sync = JobFactory(
+    sync = JobFactory.create(
         kind=JobKind.INVENTORY_SYNC,
         requested_by=admin_user,
         target_type="fabric_manager",

@@ -83,7 +83,7 @@ def test_asking_again_while_pending_returns_the_same_job(
 
 
 def test_a_disabled_manager_is_400_naming_the_manager(api_as: Any, admin_user: Any) -> None:
-    manager = FabricManagerFactory(name="fm-off", is_enabled=False)
+    manager = FabricManagerFactory.create(name="fm-off", is_enabled=False)
     response = api_as(admin_user).post(f"/api/v1/fabric-managers/{manager.pk}/sync/")
     body = assert_error(response, 400, "composer_error", field="manager")
     assert "disabled" in body["detail"]
@@ -108,7 +108,7 @@ def test_the_sync_runs_and_its_devices_appear_in_the_api(
             nics=0,
         ),
     )
-    manager = FabricManagerFactory(
+    manager = FabricManagerFactory.create(
         name="fm-e2e", driver="simulated", settings={"fabric": "api-e2e"}
     )
     client = api_as(admin_user)

@@ -18,6 +18,7 @@ import pytest
 
 from bench.bench_packing import (
     FULL,
+    Cluster,
     FixedSim,
     Fragmentation,
     Pod,
@@ -34,7 +35,7 @@ from bench.bench_packing import (
 from bench.packing_bound import Host, after_drop, ceiling, drop_split, gap_fill
 
 
-def cluster(*nodes: tuple[int, int, int, str]):
+def cluster(*nodes: tuple[int, int, int, str]) -> Cluster:
     """Nodes as (cores, memory GiB, GPUs, model)."""
     return cluster_from_rows(
         [
@@ -329,7 +330,7 @@ def test_ceiling_is_tight_on_forced_big_fractions():
     assert ceiling(hosts, pods, 2, pooled=True).milli == 1620
 
 
-def best_any_policy(cl, domains, pods) -> int:
+def best_any_policy(cl: Cluster, domains: np.ndarray, pods: list[Pod]) -> int:
     """Exhaustive search over every composable policy (every placement a pod has, forced
     when it has one): the most GPU milli allocated at the end."""
     ngpu = int(cl.gpus.sum())
@@ -339,7 +340,7 @@ def best_any_policy(cl, domains, pods) -> int:
         if i == len(pods):
             return sum(FULL - f for f in free)
         p = pods[i]
-        options = []
+        options: list[tuple[int, list[int]]] = []
         for h in range(len(cpu)):
             if cpu[h] < p.cpu or mem[h] < p.mem:
                 continue
@@ -391,8 +392,8 @@ def test_ceiling_bounds_every_policy_on_small_instances():
             bound = ceiling(hosts, pods, int(cl.gpus.sum()), pooled)
             best = best_any_policy(cl, domains, pods)
             assert best <= bound.milli + 1e-9, (seed, pooled)
-            for name, milli in bound.parts.items():  # each argument on its own
-                assert best <= milli + 1e-9, (seed, pooled, name)
+            for name, part in bound.parts.items():  # each argument on its own
+                assert best <= part + 1e-9, (seed, pooled, name)
             biting += bound.milli < min(bound.arrived, int(cl.gpus.sum()) * FULL)
     assert biting >= 5
 

@@ -47,7 +47,7 @@ def run_race(target: Any, jobs: list[dict[str, Any]]) -> list[tuple[Any, Any, st
 def test_eight_processes_requesting_a_gpu_each_get_exactly_the_four_free_ones(
     postgres: None, synced: FabricManager
 ) -> None:
-    tenants = [TenantFactory() for _ in range(PROCESSES)]
+    tenants = [TenantFactory.create() for _ in range(PROCESSES)]
     jobs = [
         {"tenant": t.pk, "name": f"race-{i}", "spec": {"items": [{"kind": "gpu", "count": 1}]}}
         for i, t in enumerate(tenants)

@@ -47,7 +47,7 @@ def test_a_heal_and_three_requests_racing_for_the_last_spare_get_it_once(
     monkeypatch.setattr("composer.services.heal.job._enqueue_heal", lambda job, c: None)
     heal = heal_request(composition=composition, actor=alice)
     [spare] = Device.objects.filter(model="L40S 48GB", state="free")
-    tenants = [TenantFactory() for _ in range(3)]
+    tenants = [TenantFactory.create() for _ in range(3)]
     racers = [(heal_race.heal_child, {"job": heal.pk})] + [
         (race.request_child, {"tenant": t.pk, "name": f"race-{i}", "spec": L40S})
         for i, t in enumerate(tenants)

@@ -75,7 +75,11 @@ def test_reacting_twice_changes_nothing_the_second_time(
 ) -> None:
     gpu = gpu_of(ready)
     fault(synced, "device", gpu.name)
-    args = {"unhealthy_device_ids": [gpu.pk], "healthy_device_ids": [], "reason": "failed"}
+    args: dict[str, Any] = {
+        "unhealthy_device_ids": [gpu.pk],
+        "healthy_device_ids": [],
+        "reason": "failed",
+    }
     compositions_react_to_health(**args)
     changes = StateChange.objects.count()
 
@@ -138,7 +142,11 @@ def test_a_self_heal_composition_gets_one_heal_job(
     composition = compose(acme, alice, {**L40S, "self_heal": True})
     gpu = gpu_of(composition)
     fault(synced, "device", gpu.name)
-    args = {"unhealthy_device_ids": [gpu.pk], "healthy_device_ids": [], "reason": "failed"}
+    args: dict[str, Any] = {
+        "unhealthy_device_ids": [gpu.pk],
+        "healthy_device_ids": [],
+        "reason": "failed",
+    }
 
     with django_capture_on_commit_callbacks() as callbacks:
         first = compositions_react_to_health(**args)

@@ -95,7 +95,7 @@ def test_recovery_closes_the_alert_and_the_composition_is_ready_again(
         manager=synced, target_type="enclosure", target_id=enclosure.name, action="recover"
     )
 
-    closed = ()
+    closed: tuple[int, ...] = ()
     for _ in range(3):  # recovery is damped: a few clean polls close it
         closed += health_poll_run(manager=synced).closed
     alert.refresh_from_db()

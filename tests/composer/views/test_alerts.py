@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db
 
 ALERTS = reverse("composer:alert_list")
 L40S = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}]}
-HTMX_TABLE = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "alert-table"}
+HTMX_TABLE: dict[str, Any] = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "alert-table"}
 
 
 @dataclass

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _console_urls(small: SmallFabric) -> list[str]:
-    job = JobFactory()
+    job = JobFactory.create()
     return [
         reverse("composer:dashboard"),
         reverse("composer:pool_list"),

@@ -19,7 +19,7 @@ from tests.composer.services.test_health import fault, gpu_of
 
 pytestmark = pytest.mark.django_db
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
 SPEC = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}]}
 
 

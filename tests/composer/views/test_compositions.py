@@ -18,7 +18,7 @@ from tests.support.personas import PERSONAS
 
 pytestmark = pytest.mark.django_db
 
-HTMX = {"HTTP_HX_REQUEST": "true"}
+HTMX: dict[str, Any] = {"HTTP_HX_REQUEST": "true"}
 TWO_GPUS = {"item_0_kind": "gpu", "item_0_count": "2", "policy": "none"}
 
 

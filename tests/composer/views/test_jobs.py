@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def sync_job(small: SmallFabric, admin_user: Any) -> Job:
-    job = JobFactory(
+    job = JobFactory.create(
         status=JobStatus.RUNNING,
         target_type="fabric_manager",
         target_id=small.manager.pk,
@@ -46,7 +46,9 @@ def sync_job(small: SmallFabric, admin_user: Any) -> Job:
 
 @pytest.fixture
 def acme_job(acme: Any) -> Job:
-    return JobFactory(tenant=acme, status=JobStatus.SUCCEEDED, target_label="acme-training-1")
+    return JobFactory.create(
+        tenant=acme, status=JobStatus.SUCCEEDED, target_label="acme-training-1"
+    )
 
 
 def test_operators_see_sync_jobs_with_progress_and_log(

@@ -69,8 +69,8 @@ def test_operators_get_the_pool_s_device_list(
 def test_tenant_members_see_availability_only(
     who: str, small: SmallFabric, persona: Callable[[str], Any], client_as: Callable[[Any], Client]
 ) -> None:
-    body = client_as(persona(who)).get(reverse("composer:pool_detail", args=["h100"])).content
-    body = body.decode()
+    response = client_as(persona(who)).get(reverse("composer:pool_detail", args=["h100"]))
+    body = response.content.decode()
     assert 'id="pool-devices-link"' not in body
     assert "?pool=h100" not in body
     for gpu in small.gpus:

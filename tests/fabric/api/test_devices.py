@@ -92,7 +92,9 @@ def test_operators_get_every_field(fabric: Any, api_as: Any, admin_user: Any) ->
 def test_a_device_without_enclosure_has_null_enclosure_and_rack(
     fabric: Any, api_as: Any, admin_user: Any
 ) -> None:
-    loose = DeviceFactory(manager=fabric.manager, name="nic-0", kind=DeviceKind.NIC, enclosure=None)
+    loose = DeviceFactory.create(
+        manager=fabric.manager, name="nic-0", kind=DeviceKind.NIC, enclosure=None
+    )
     row = api_as(admin_user).get(f"/api/v1/devices/{loose.pk}/").json()
     assert (row["enclosure"], row["rack"], row["pool"]) == (None, None, None)
 

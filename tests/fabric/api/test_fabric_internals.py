@@ -142,7 +142,7 @@ def test_bad_filters_on_fabric_internals_are_400_naming_the_field(
 
 
 def test_fabric_manager_secrets_are_masked(api_as: Any, admin_user: Any) -> None:
-    manager = FabricManagerFactory(
+    manager = FabricManagerFactory.create(
         name="fm-secret",
         endpoint="https://ops:s3cr3t@fm.example:8443/redfish/v1?access_token=abc123&site=a",
         settings={

@@ -34,7 +34,9 @@ def domain(key: str) -> FailureDomain:
 # --- topology ---------------------------------------------------------------------------------
 
 
-def test_the_topology_is_the_graph_of_the_whole_fabric(small: SmallFabric, operator: APIClient):
+def test_the_topology_is_the_graph_of_the_whole_fabric(
+    small: SmallFabric, operator: APIClient
+) -> None:
     body = operator.get("/api/v1/topology/").json()
 
     ids = {node["data"]["id"] for node in body["nodes"]}
@@ -201,7 +203,9 @@ def test_bad_what_if_ids_are_a_400_naming_ids(
 @pytest.mark.parametrize(
     "url", ["/api/v1/failure-domains/999999/impact/", "/api/v1/failure-domains/abc/"]
 )
-def test_unknown_failure_domains_are_a_404(small: SmallFabric, operator: APIClient, url: str):
+def test_unknown_failure_domains_are_a_404(
+    small: SmallFabric, operator: APIClient, url: str
+) -> None:
     assert_error(operator.get(url), 404, "not_found")
 
 

@@ -82,7 +82,7 @@ SAMPLED_MODELS = (Device, Link, Switch, Host, Enclosure, PowerFeed)
 
 
 def sampled_count() -> int:
-    return sum(m.objects.count() for m in SAMPLED_MODELS)  # type: ignore[attr-defined]
+    return sum(m.objects.count() for m in SAMPLED_MODELS)
 
 
 # --- samples and health columns ---------------------------------------------------------------

@@ -40,7 +40,7 @@ LINK = Observation(
 
 def test_the_rules_import_nothing_from_django_or_the_database() -> None:
     tree = ast.parse(RULES_PY.read_text())
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -216,7 +216,7 @@ def test_a_flapping_condition_opens_marked_flapping_and_stays_open_until_quiet()
     actions = run("temperature", sequence, step=10)
     assert actions[:7] == ["pending", "none", "pending", "none", "pending", "none", "pending"]
     assert "open" in actions
-    opened = actions.index("open")
+    opened = actions.index(Action.OPEN)
     state = RuleState()
     for i, condition in enumerate(sequence[: opened + 1]):
         state = decide("temperature", state, condition, now=i * 10).state

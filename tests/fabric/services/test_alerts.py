@@ -48,7 +48,7 @@ def make_alert(manager: FabricManager, **fields: Any) -> Alert:
 
 @pytest.fixture
 def manager() -> FabricManager:
-    return FabricManagerFactory(name="fm")
+    return FabricManagerFactory.create(name="fm")
 
 
 def test_acknowledging_is_audited_and_idempotent(
@@ -91,7 +91,7 @@ def test_a_closed_alert_must_say_when(manager: FabricManager) -> None:
 
 
 def test_alert_list_filters(manager: FabricManager) -> None:
-    other = FabricManagerFactory(name="fm-2")
+    other = FabricManagerFactory.create(name="fm-2")
     old = timezone.now() - timedelta(hours=3)
     a = make_alert(manager, opened_at=old, last_seen_at=old)
     b = make_alert(manager, source_type="device", source_id=7, severity="warning", rule="temp")

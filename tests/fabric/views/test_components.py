@@ -66,8 +66,8 @@ def test_the_switch_page_lists_ports_and_what_each_is_cabled_to(
     isl.bandwidth_gbps = 31.5
     isl.save()
     switch = small.switches[0]
-    body = client_as(admin_user).get(reverse("fabric:switch_detail", args=[switch.pk])).content
-    body = body.decode()
+    response = client_as(admin_user).get(reverse("fabric:switch_detail", args=[switch.pk]))
+    body = response.content.decode()
     assert switch.serial in body
     ports = body.split('id="ports"', 1)[1]
     # Host-facing port to host-a (120 ns), downstream to enclosure gpu-a (250 ns), ISL to sw-b.

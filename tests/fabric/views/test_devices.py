@@ -126,7 +126,8 @@ def test_operators_filter_by_enclosure_and_rack(
     assert _names(by_enclosure) == {f"gpu-b-{i}" for i in range(4)}
     by_enclosure_name = client.get(DEVICES, {"enclosure": small.enclosures[1].name.upper()})
     assert _names(by_enclosure_name) == {f"gpu-b-{i}" for i in range(4)}
-    by_rack = client.get(DEVICES, {"rack": small.racks[0].pk, "kind": "cxl_memory"})
+    rack_query: dict[str, int | str] = {"rack": small.racks[0].pk, "kind": "cxl_memory"}
+    by_rack = client.get(DEVICES, rack_query)
     assert _names(by_rack) == {"mem-a-0", "mem-a-1"}
 
 
