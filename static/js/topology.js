@@ -191,6 +191,17 @@
     for (const [state, colour] of Object.entries(STATE_COLOURS)) {
       style.push({ selector: `node[kind = 'device'][state = '${state}']`, style: { "background-color": colour } });
     }
+    // CXL memory is handed out in slices: a memory device in use is a pie of the GiB its
+    // slices hold (the state's colour) over what is still free (green).
+    style.push({
+      selector: "node[kind = 'device'][allocated_gib > 0][memory_gib > 0][state = 'bound'], node[kind = 'device'][allocated_gib > 0][memory_gib > 0][state = 'reserved']",
+      style: {
+        "background-color": STATE_COLOURS.free,
+        "pie-size": "100%",
+        "pie-1-background-color": (ele) => STATE_COLOURS[ele.data("state")],
+        "pie-1-background-size": (ele) => Math.min(100, (100 * ele.data("allocated_gib")) / ele.data("memory_gib")),
+      },
+    });
     style.push(
       { selector: "node[state = 'maintenance'][kind != 'device']", style: { "border-style": "dotted", "border-width": 3 } },
       {
