@@ -71,6 +71,8 @@
   const fmtNs = (ns) => (ns === null || ns === undefined ? "—" : `${Number(ns).toLocaleString()} ns`);
   const fmtGbps = (g) =>
     g === null || g === undefined ? "—" : `${Number(g).toLocaleString(undefined, { maximumFractionDigits: 1 })} GB/s`;
+  // Binary sizes as the console's pages write them: 256 GiB, 1.25 TiB.
+  const fmtGib = (g) => (g >= 1024 ? `${Number((g / 1024).toFixed(2))} TiB` : `${g} GiB`);
   const title = (text) => String(text).replace(/_/g, " ").replace(/^\w/, (c) => c.toUpperCase());
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
   const badge = (value, colours) =>
@@ -287,6 +289,7 @@
         const parts = [`${d.device_count} dev`];
         if (d.devices_bound) parts.push(`${d.devices_bound} bound`);
         if (d.devices_failed) parts.push(`${d.devices_failed} failed`);
+        if (d.memory_gib) parts.push(`${fmtGib(d.allocated_gib)} of ${fmtGib(d.memory_gib)} allocated`);
         d.label = `${d.name || d.label}\n${parts.join(" · ")}`;
       }
     }
