@@ -176,6 +176,11 @@ class Inventory:
                         memory_gib=memory_gib,
                         capacity_gb=capacity_gb,
                         state=state,
+                        # A memory device in use: sliced whole (the GiB its slices hold).
+                        allocated_gib=memory_gib
+                        if kind == DeviceKind.CXL_MEMORY
+                        and state in (DeviceState.BOUND, DeviceState.RESERVED)
+                        else 0,
                         health=self._pick(HEALTHS),
                         pool=self.pools[(kind, model)],
                         bound_host=self.rng.choice(self.hosts)

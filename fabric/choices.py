@@ -15,9 +15,11 @@ class DeviceKind(models.TextChoices):
 
 
 class DeviceState(models.TextChoices):
-    FREE = "free", "Free"  # present, healthy enough, bound to nothing
-    RESERVED = "reserved", "Reserved"  # held for a composition that is being built
-    BOUND = "bound", "Bound"  # bound to a host through the fabric
+    """A CXL memory device is in use while one of its slices is (see fabric.capacity)."""
+
+    FREE = "free", "Free"  # present, healthy enough, bound to nothing (memory: no slice)
+    RESERVED = "reserved", "Reserved"  # held for a composition being built (memory: slices)
+    BOUND = "bound", "Bound"  # bound to a host through the fabric (memory: a slice, at least)
     FAILED = "failed", "Failed"  # the fabric manager reports it broken
     MAINTENANCE = "maintenance", "Maintenance"  # taken out of service by an operator
     ABSENT = "absent", "Absent"  # no longer reported by discovery; history is kept

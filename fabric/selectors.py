@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import Least
 
-from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
+from fabric.capacity import Split, capacity_split, is_partitionable
+from fabric.choices import ComponentState, DeviceState, Health, LinkState
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -27,15 +29,14 @@ from fabric.topology.load import load_graph
 from fabric.topology.render import topology_json
 from fabric.topology.report import impact_report, paths_report, reachable_report
 
-ALLOCATED_STATES = frozenset({DeviceState.RESERVED, DeviceState.BOUND})
-UNAVAILABLE_STATES = frozenset({DeviceState.FAILED, DeviceState.MAINTENANCE})
-
 
 @dataclass(frozen=True)
 class PoolCapacity:
-    """Capacity of one pool, in devices — or in GiB for partitionable memory pools.
+    """Capacity of one pool, in devices — or in GiB for partitionable memory pools, where
+    allocated are the GiB its devices' slices hold (`fabric.capacity`, the one definition).
 
-    capacity = allocated + free + unavailable; absent devices count nowhere.
+    capacity = allocated + free + unavailable; absent devices count nowhere. `devices`: the
+    present devices it is made of.
     """
 
     pool: Pool
@@ -44,6 +45,7 @@ class PoolCapacity:
     allocated: int
     free: int
     unavailable: int
+    devices: int = 0
 
     @property
     def allocated_percent(self) -> float:
@@ -59,31 +61,49 @@ class PoolCapacity:
 
 
 def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity]:
-    """Capacity, allocated and free of each pool, in two queries whatever the device count."""
+    """Capacity, allocated and free of each pool, in two queries whatever the device count.
+
+    The devices are summed per (pool, state, health) in SQL and each group split by
+    `fabric.capacity.capacity_split`, whose definition is linear in the sums.
+    """
     pool_list = list((pools if pools is not None else Pool.objects.all()).select_related("rack"))
     rows = (
         Device.objects.filter(pool__in=[p.pk for p in pool_list])
         .exclude(state=DeviceState.ABSENT)
         .values("pool_id", "state", "health")
-        .annotate(devices=Count("id"), gib=Sum("memory_gib"))
+        .annotate(
+            devices=Count("id"),
+            gib=Sum("memory_gib"),
+            # Per device, never more than it has (a sync may report it smaller meanwhile).
+            held_gib=Sum(Least("allocated_gib", "memory_gib")),
+        )
     )
-    totals: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    memory_pools = {p.pk for p in pool_list if p.kind == DeviceKind.CXL_MEMORY}
+    splits: dict[int, Split] = defaultdict(Split)
+    counts: dict[int, int] = defaultdict(int)
+    memory_pools = {p.pk for p in pool_list if is_partitionable(p.kind)}
     for row in rows:
-        amount = (row["gib"] or 0) if row["pool_id"] in memory_pools else row["devices"]
-        bucket = _bucket(row["state"], row["health"])
-        totals[row["pool_id"]][bucket] += amount
+        pool_id = row["pool_id"]
+        counts[pool_id] += row["devices"]
+        splits[pool_id] += capacity_split(
+            partitionable=pool_id in memory_pools,
+            state=row["state"],
+            health=row["health"],
+            devices=row["devices"],
+            memory_gib=row["gib"] or 0,
+            allocated_gib=row["held_gib"] or 0,
+        )
     result = []
     for pool in pool_list:
-        t = totals[pool.pk]
+        split = splits[pool.pk]
         result.append(
             PoolCapacity(
                 pool=pool,
                 unit="GiB" if pool.pk in memory_pools else "devices",
-                capacity=t["allocated"] + t["free"] + t["unavailable"],
-                allocated=t["allocated"],
-                free=t["free"],
-                unavailable=t["unavailable"],
+                capacity=split.capacity,
+                allocated=split.allocated,
+                free=split.free,
+                unavailable=split.unavailable,
+                devices=counts[pool.pk],
             )
         )
     return result
@@ -92,14 +112,6 @@ def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity
 def pool_capacity(*, pool: Pool) -> PoolCapacity:
     """Capacity of one pool (see `pool_capacities`)."""
     return pool_capacities(pools=Pool.objects.filter(pk=pool.pk))[0]
-
-
-def _bucket(state: str, health: str) -> str:
-    if state in ALLOCATED_STATES:
-        return "allocated"
-    if state in UNAVAILABLE_STATES or health == Health.CRITICAL:
-        return "unavailable"
-    return "free"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from composer.placement.snapshot import (
     Reach,
     Snapshot,
 )
-from fabric.choices import DeviceState, Health
+from fabric.capacity import is_allocatable, is_partitionable
 from fabric.topology.graph import FabricGraph, Node, enclosure_distances, paused_gc
 from fabric.topology.load import load_graph
 from fabric.topology.maintenance import placeable
@@ -49,13 +49,15 @@ def build_snapshot(
     """The usable inventory (of `managers`, or all; devices of `pools`, or all) as a
     Snapshot. Five queries whatever the size.
 
-    Usable: devices FREE with health not CRITICAL; hosts and enclosures ACTIVE; no path
-    through a switch in maintenance (`fabric.topology.maintenance.placeable`). A CXL
-    memory device's free GiB is `memory_gib - attributes["bound_gib"]`.
+    Usable (`fabric.capacity.is_allocatable`): whole devices FREE with health not
+    CRITICAL, CXL memory devices with GiB free (`memory_gib - allocated_gib`, the slices
+    held, as every capacity figure counts them); hosts and enclosures ACTIVE; no path
+    through a switch in maintenance (`fabric.topology.maintenance.placeable`).
 
     Hook for allocations: what compositions hold and the tables do not show as taken
-    (GiB slices, host cores and memory) is subtracted with `memory_gib`, `cores` and
-    `host_memory_gib`, as `Snapshot.taking(...)` would, without building the snapshot twice.
+    (host cores and memory) is subtracted with `cores` and `host_memory_gib`, and more
+    GiB of memory devices with `memory_gib`, as `Snapshot.taking(...)` would, without
+    building the snapshot twice.
     """
     graph = placeable(load_graph(managers=managers, lean=True, device_attributes=True))
     pool_ids = None if pools is None else set(pools)
@@ -63,8 +65,12 @@ def build_snapshot(
     attributes = {
         node.id: node.attrs["attributes"]
         for node in graph.of_kind("device")
-        if node.state == DeviceState.FREE
-        and node.health != Health.CRITICAL
+        if is_allocatable(
+            partitionable=is_partitionable(node.attrs["device_kind"]),
+            state=node.state,
+            health=node.health,
+            free_gib=node.attrs.get("free_gib", 0),
+        )
         and (pool_ids is None or node.attrs["pool"] in pool_ids)
     }
     # Tens of thousands of acyclic objects (10,000 devices): no collector pass meanwhile.
@@ -132,12 +138,7 @@ def snapshot_from_graph(
                 attrs.get("model", ""),
                 enclosure.id,
                 numbers,
-                free_gib=_less(
-                    max(0, attrs.get("memory_gib", 0) - int(extra.get("bound_gib", 0))),
-                    memory_gib.get(node.id),
-                )
-                if kind == "cxl_memory"
-                else 0,
+                free_gib=_less(attrs.get("free_gib", 0), memory_gib.get(node.id)),
                 capacity_gb=attrs.get("capacity_gb", 0),
                 domains=tuple(
                     d

@@ -7,8 +7,15 @@ Rule 1 (never allocate a device or a GiB twice) is enforced in the database:
 - a whole device moves FREE -> RESERVED by compare-and-set on its state, and a partial
   unique index on Allocation(device) (whole, unreleased) refuses a second holder even if
   the Python checks were wrong;
-- a CXL memory slice is granted only when, under the device's row lock, the unreleased
-  slices plus the new one fit its `memory_gib`.
+- a CXL memory slice is granted by one conditional UPDATE of the device's
+  `allocated_gib` (`allocated_gib + gib <= memory_gib`, in the WHERE clause), under the
+  device's row lock, in the same transaction as the Allocation row: the figure every page
+  and the placement snapshot read (`fabric.capacity`) is the one the claim checked.
+
+A memory device's state follows its slices (`fabric.capacity`): FREE -> RESERVED at its
+first claim, -> BOUND when a slice is bound, and back to FREE when the last GiB is given
+back. A slice whose unbind failed stays in `allocated_gib` until the unbind succeeds
+(`slices_give_back`), as a whole device in that case stays BOUND.
 
 A claim that loses raises ClaimConflict and writes nothing (its savepoint is rolled back).
 """
@@ -16,18 +23,20 @@ A claim that loses raises ClaimConflict and writes nothing (its savepoint is rol
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from composer.choices import AllocationState
 from composer.errors import ClaimConflict
 from composer.models import Allocation, Composition
-from fabric.choices import ChangeAction, DeviceKind, DeviceState, Health
+from fabric.capacity import SLICEABLE_STATES
+from fabric.choices import ChangeAction, DeviceState, Health
 from fabric.models import ChangeRecord, Device, Host
 from fabric.services.history import change_record
 
@@ -38,6 +47,7 @@ __all__ = [
     "allocation_mark_bound",
     "allocations_claim",
     "allocations_release",
+    "slices_give_back",
 ]
 
 
@@ -58,11 +68,12 @@ def allocations_claim(
 ) -> list[Allocation]:
     """Claim every device and slice in `claims` for `composition` on `host`, all or nothing.
 
-    Side effects: Allocation rows (RESERVED); whole devices FREE -> RESERVED, each with a
-    ChangeRecord. Raises ClaimConflict (nothing written) when a device is no longer free or
-    usable, a slice no longer fits, another composition on the same host already holds a
-    slice of the same memory device (the manager keeps one slice per device and host), or
-    the database constraint refuses a second holder.
+    Side effects: Allocation rows (RESERVED); whole devices FREE -> RESERVED; memory
+    devices' `allocated_gib` grows by their slices (FREE -> RESERVED at the first); each
+    device changed gets a ChangeRecord. Raises ClaimConflict (nothing written) when a device
+    is no longer free or usable, a slice no longer fits, another composition on the same
+    host already holds a slice of the same memory device (the manager keeps one slice per
+    device and host), or the database refuses a second holder.
     """
     if not claims:
         return []
@@ -76,17 +87,6 @@ def allocations_claim(
                 d.pk: d
                 for d in Device.objects.select_for_update().filter(pk__in=ids).order_by("pk")
             }
-            # Only slices need what is already sliced; whole-device requests skip the query.
-            used: dict[int, int] = {}
-            if any(claim.gib is not None for claim in claims):
-                used = dict(
-                    Allocation.objects.filter(
-                        device_id__in=ids, released_at__isnull=True, gib__isnull=False
-                    )
-                    .values("device_id")
-                    .annotate(total=Sum("gib"))
-                    .values_list("device_id", "total")
-                )
             allocations: list[Allocation] = []
             records: list[ChangeRecord] = []
             whole: list[Device] = []
@@ -110,7 +110,6 @@ def allocations_claim(
                         )
                     )
                 else:
-                    _claim_slice(device, claim.gib, used.get(device.pk, 0))
                     if host is not None and (
                         Allocation.objects.filter(
                             device=device, released_at__isnull=True, composition__host=host
@@ -121,6 +120,7 @@ def allocations_claim(
                         raise ClaimConflict(
                             f"Host {host.name} already holds a slice of {device.name}."
                         )
+                    records.append(_claim_slice(device, claim.gib, composition, actor))
                 allocations.append(
                     Allocation(composition=composition, device=device, gib=claim.gib)
                 )
@@ -176,16 +176,49 @@ def _claim_whole(devices: Sequence[Device]) -> None:
         raise ClaimConflict(f"Device {name} is {state}, no longer free.")
 
 
-def _claim_slice(device: Device, gib: int, used: int) -> None:
-    if device.kind != DeviceKind.CXL_MEMORY:
+def _claim_slice(device: Device, gib: int, composition: Composition, actor: Any) -> ChangeRecord:
+    """`gib` more GiB of `device` (locked by the caller) held, by one conditional UPDATE:
+    the database grants the slice only while it fits and the device takes slices. Returns
+    the ChangeRecord to write; raises ClaimConflict when the slice does not fit."""
+    if not device.is_partitionable:
         raise ClaimConflict(f"Device {device.name} is not partitionable.")
-    if device.state != DeviceState.FREE:
+    if device.state not in SLICEABLE_STATES:
         raise ClaimConflict(f"Device {device.name} is {device.state}.")
-    if gib <= 0 or used + gib > device.memory_gib:
+    free = max(0, device.memory_gib - device.allocated_gib)
+    if gib <= 0 or gib > free:
         raise ClaimConflict(
-            f"Device {device.name} has {device.memory_gib - used} GiB unclaimed of "
-            f"{device.memory_gib} GiB; {gib} GiB asked."
+            f"Device {device.name} has {free} GiB unclaimed of {device.memory_gib} GiB; "
+            f"{gib} GiB asked."
         )
+    granted = Device.objects.filter(
+        pk=device.pk,
+        state__in=SLICEABLE_STATES,
+        allocated_gib__lte=F("memory_gib") - gib,
+    ).update(
+        allocated_gib=F("allocated_gib") + gib,
+        state=Case(
+            When(state=DeviceState.FREE, then=Value(DeviceState.RESERVED)), default=F("state")
+        ),
+        updated_at=timezone.now(),
+    )
+    if not granted:
+        # The row changed since it was read (no row lock on SQLite): it no longer fits.
+        raise ClaimConflict(f"Device {device.name} no longer has {gib} GiB unclaimed.")
+    changes: dict[str, tuple[Any, Any] | list[Any]] = {
+        "allocated_gib": (device.allocated_gib, device.allocated_gib + gib)
+    }
+    if device.state == DeviceState.FREE:
+        changes["state"] = (DeviceState.FREE, DeviceState.RESERVED)
+        device.state = DeviceState.RESERVED
+    device.allocated_gib += gib
+    return change_record(
+        device,
+        ChangeAction.CHANGED,
+        changes,
+        message=f"{gib} GiB reserved for composition {composition.name}",
+        actor=actor,
+        source=_source(composition),
+    )
 
 
 def allocation_mark_bound(
@@ -194,11 +227,12 @@ def allocation_mark_bound(
     """Record that the driver bound `allocation` (its `binding_id`), committed at once.
 
     A whole device moves RESERVED -> BOUND with `bound_host` (compare-and-set; a sync may
-    already have set BOUND from the manager's report). Idempotent.
+    already have set BOUND from the manager's report); a memory device with a slice bound
+    moves to BOUND (its `bound_host` stays empty: slices go to several hosts). Idempotent.
     """
     now = timezone.now()
     with transaction.atomic():
-        Allocation.objects.filter(pk=allocation.pk, released_at__isnull=True).update(
+        marked = Allocation.objects.filter(pk=allocation.pk, released_at__isnull=True).update(
             binding_id=binding_id, state=AllocationState.BOUND, bound_at=now
         )
         if allocation.gib is None:
@@ -216,6 +250,22 @@ def allocation_mark_bound(
                     source=source,
                 ).save()
             device.state, device.bound_host = DeviceState.BOUND, host
+        elif marked:
+            # A slice: the memory device is bound (to this host among others) from now on.
+            device = allocation.device
+            before = device.state
+            updated = Device.objects.filter(
+                pk=device.pk, state__in=[DeviceState.FREE, DeviceState.RESERVED]
+            ).update(state=DeviceState.BOUND, updated_at=now)
+            if updated:
+                change_record(
+                    device,
+                    ChangeAction.CHANGED,
+                    {"state": (before, DeviceState.BOUND)},
+                    message=f"{allocation.gib} GiB bound to {host.name}",
+                    source=source,
+                ).save()
+                device.state = DeviceState.BOUND
     allocation.binding_id, allocation.state, allocation.bound_at = (
         binding_id,
         AllocationState.BOUND,
@@ -235,7 +285,8 @@ def allocations_release(
     """Release the unreleased allocations of `composition` (those in `only`, or all) except
     those in `keep` (allocations whose binding could not be undone: they stay recorded).
     Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device stays
-    FAILED), each with a ChangeRecord. Returns how many were released.
+    FAILED); memory devices give their slices' GiB back (`slices_give_back`); each device
+    changed gets a ChangeRecord. Returns how many were released.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -247,13 +298,33 @@ def allocations_release(
         rows = list(rows_qs.order_by("device_id"))
         if not rows:
             return 0
-        whole = [a.device_id for a in rows if a.gib is None]
+        sliced: dict[int, int] = defaultdict(int)  # device -> GiB given back
+        for row in rows:
+            if row.gib is not None:
+                sliced[row.device_id] += row.gib
         # Lock the devices (id order, as claims do) before giving them back.
-        devices = {
-            d.pk: d for d in Device.objects.select_for_update().filter(pk__in=whole).order_by("pk")
-        }
+        devices = list(
+            Device.objects.select_for_update()
+            .filter(pk__in=[a.device_id for a in rows])
+            .order_by("pk")
+        )
+        Allocation.objects.filter(pk__in=[a.pk for a in rows]).update(
+            state=AllocationState.RELEASED, released_at=now
+        )
         records = []
-        for device in devices.values():
+        message = f"Released by composition {composition.name}"
+        for device in devices:
+            if device.pk in sliced:
+                record = _give_back(
+                    device,
+                    sliced[device.pk],
+                    message=message,
+                    actor=actor,
+                    source=source or _source(composition),
+                )
+                if record is not None:
+                    records.append(record)
+                continue
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
             ).update(state=DeviceState.FREE, bound_host=None, updated_at=now)
@@ -263,14 +334,73 @@ def allocations_release(
                         device,
                         ChangeAction.CHANGED,
                         {"state": (device.state, DeviceState.FREE)},
-                        message=f"Released by composition {composition.name}",
+                        message=message,
                         actor=actor,
                         source=source or _source(composition),
                     )
                 )
-        Allocation.objects.filter(pk__in=[a.pk for a in rows]).update(
-            state=AllocationState.RELEASED, released_at=now
-        )
         ChangeRecord.objects.bulk_create(records)
     logger.info("composition %s released %s allocation(s)", composition.pk, len(rows))
     return len(rows)
+
+
+def slices_give_back(
+    *, device_id: int, gib: int, message: str, actor: Any = None, source: str = ""
+) -> None:
+    """Give `gib` GiB of memory device `device_id` back to its pool, for slices already
+    released whose unbind was pending until now (see `composer.services.heal.undo`). Locks
+    the device; writes a ChangeRecord."""
+    with transaction.atomic():
+        device = Device.objects.select_for_update().filter(pk=device_id).first()
+        if device is None:
+            return
+        record = _give_back(device, gib, message=message, actor=actor, source=source)
+        if record is not None:
+            record.save()
+
+
+def _give_back(
+    device: Device, gib: int, *, message: str, actor: Any, source: str
+) -> ChangeRecord | None:
+    """`gib` fewer GiB held on `device` (locked by the caller, its slices' Allocation rows
+    already released); its state follows what still holds it. Returns the ChangeRecord."""
+    if gib > device.allocated_gib:
+        logger.warning(
+            "device %s gives back %s GiB but held only %s GiB", device.pk, gib, device.allocated_gib
+        )
+    left = max(0, device.allocated_gib - gib)
+    state = device.state
+    if state in SLICEABLE_STATES:
+        state = _sliced_state(device, left)
+    Device.objects.filter(pk=device.pk).update(
+        allocated_gib=left, state=state, updated_at=timezone.now()
+    )
+    changes: dict[str, tuple[Any, Any] | list[Any]] = {
+        "allocated_gib": (device.allocated_gib, left)
+    }
+    if state != device.state:
+        changes["state"] = (device.state, state)
+    device.allocated_gib, device.state = left, state
+    return change_record(
+        device,
+        ChangeAction.CHANGED,
+        changes,
+        message=f"{message}: {gib} GiB given back",
+        actor=actor,
+        source=source,
+    )
+
+
+def _sliced_state(device: Device, held_gib: int) -> str:
+    """The state of a memory device holding `held_gib` GiB: FREE with none; RESERVED while
+    only claimed slices hold it; else BOUND (a bound slice, or one whose unbind is pending)."""
+    if held_gib == 0:
+        return DeviceState.FREE
+    states = set(
+        Allocation.objects.filter(device=device, released_at__isnull=True).values_list(
+            "state", flat=True
+        )
+    )
+    if states and states <= {AllocationState.RESERVED}:
+        return DeviceState.RESERVED
+    return DeviceState.BOUND

@@ -61,35 +61,29 @@ PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
 
 
 def _snapshot() -> Snapshot:
-    """The free inventory less what compositions hold but the console tables do not show as
-    taken yet: unbound GiB slices, host cores and memory; plus who holds which switch and
-    enclosure (critical isolation), and which memory devices already hold a slice for which
-    host (one slice of a device per host)."""
+    """The free inventory (memory devices less the GiB their slices hold, as the tables
+    show) less what compositions hold but the tables do not show as taken: host cores and
+    memory; plus who holds which switch and enclosure (critical isolation), and which
+    memory devices already hold a slice for which host (one slice of a device per host)."""
     active = (
         Allocation.objects.filter(released_at__isnull=True)
         .select_related("device", "composition")
         .only(
             "gib",
             "device__id",
-            "device__attributes",
             "device__enclosure_id",
             "composition__tenant_id",
             "composition__spec",
             "composition__host_id",
         )
     )
-    slices: dict[str, int] = defaultdict(int)
     sliced: dict[str, set[str]] = defaultdict(set)
-    bound_gib: dict[str, int] = {}
     held: list[tuple[str, str, bool]] = []  # (enclosure, tenant, critical)
     for allocation in active:
         device = allocation.device
         key = f"device:{device.pk}"
-        if allocation.gib:
-            slices[key] += allocation.gib
-            bound_gib[key] = int((device.attributes or {}).get("bound_gib", 0))
-            if allocation.composition.host_id is not None:
-                sliced[f"host:{allocation.composition.host_id}"].add(key)
+        if allocation.gib and allocation.composition.host_id is not None:
+            sliced[f"host:{allocation.composition.host_id}"].add(key)
         held.append(
             (
                 f"enclosure:{device.enclosure_id}",
@@ -97,8 +91,6 @@ def _snapshot() -> Snapshot:
                 bool((allocation.composition.spec or {}).get("critical")),
             )
         )
-    # Slices the manager reports bound are already out of the snapshot's free GiB.
-    memory = {k: max(0, v - bound_gib.get(k, 0)) for k, v in slices.items()}
     cores: dict[str, int] = defaultdict(int)
     host_memory: dict[str, int] = defaultdict(int)
     for host_id, spec in Composition.objects.filter(
@@ -107,7 +99,7 @@ def _snapshot() -> Snapshot:
         cores[f"host:{host_id}"] += int((spec or {}).get("cores") or 0)
         host_memory[f"host:{host_id}"] += int((spec or {}).get("host_memory_gib") or 0)
     # Taken as the snapshot is built (what `Snapshot.taking` would do, without building twice).
-    snapshot = build_snapshot(memory_gib=memory, cores=cores, host_memory_gib=host_memory)
+    snapshot = build_snapshot(cores=cores, host_memory_gib=host_memory)
     holders: dict[str, set[str]] = defaultdict(set)
     critical: dict[str, str] = {}
     for enclosure, tenant, is_critical in held:

@@ -145,6 +145,24 @@ def device_size(device: Any) -> str:
 
 
 @register.filter
+def slice_use(device: Any) -> str:
+    """How much of a partitionable device its slices hold: "1.25 TiB allocated, 768 GiB
+    free", "all 2 TiB allocated", "none allocated"; "" for a device bound whole. The
+    figures are the pools' (`fabric.capacity`): GiB that are not held on a device out of
+    service are not free."""
+    if not getattr(device, "is_partitionable", False):
+        return ""
+    split = device.capacity
+    if not split.allocated:
+        return "none allocated"
+    if split.allocated >= split.capacity:
+        return f"all {gib(split.capacity)} allocated"
+    if not split.free:
+        return f"{gib(split.allocated)} allocated"
+    return f"{gib(split.allocated)} allocated, {gib(split.free)} free"
+
+
+@register.filter
 def percent(value: Any, total: Any = 100) -> str:
     """`value` as a share of `total`, one decimal: {{ used|percent:capacity }} -> "42.5%"."""
     try:

@@ -242,6 +242,16 @@ class LinkSerializer(DiscoveredSerializer):
         read_only_fields = fields
 
 
+ALLOCATED_GIB_HELP = (
+    "CXL memory: GiB held by compositions' slices (counted as allocated in its pool); "
+    "0 for a device bound whole."
+)
+FREE_GIB_HELP = (
+    "CXL memory: GiB a new slice may take now (0 when the device is failed, critical or in "
+    "maintenance); null for a device bound whole."
+)
+
+
 class DeviceSerializer(DiscoveredSerializer):
     """A device as operators see it: everything, including where it sits and what holds it."""
 
@@ -256,6 +266,8 @@ class DeviceSerializer(DiscoveredSerializer):
     )
     bound_host = NamedRefSerializer(read_only=True, allow_null=True)
     is_partitionable = serializers.BooleanField(read_only=True)
+    allocated_gib = serializers.IntegerField(read_only=True, help_text=ALLOCATED_GIB_HELP)
+    free_gib = serializers.IntegerField(read_only=True, allow_null=True, help_text=FREE_GIB_HELP)
 
     class Meta:
         model = Device
@@ -271,6 +283,8 @@ class DeviceSerializer(DiscoveredSerializer):
             "memory_gib",
             "capacity_gb",
             "is_partitionable",
+            "allocated_gib",
+            "free_gib",
             "state",
             "pool",
             "enclosure",
@@ -333,6 +347,8 @@ class TenantDeviceSerializer(serializers.HyperlinkedModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:device_detail")
     pool = PoolRefSerializer(read_only=True, allow_null=True)
     is_partitionable = serializers.BooleanField(read_only=True)
+    allocated_gib = serializers.IntegerField(read_only=True, help_text=ALLOCATED_GIB_HELP)
+    free_gib = serializers.IntegerField(read_only=True, allow_null=True, help_text=FREE_GIB_HELP)
 
     class Meta:
         model = Device
@@ -346,6 +362,8 @@ class TenantDeviceSerializer(serializers.HyperlinkedModelSerializer):
             "memory_gib",
             "capacity_gb",
             "is_partitionable",
+            "allocated_gib",
+            "free_gib",
             "state",
             "health",
             "pool",
@@ -376,12 +394,17 @@ class PoolSerializer(serializers.HyperlinkedModelSerializer):
         read_only=True,
         help_text="allocated + free + unavailable; absent devices count nowhere.",
     )
-    allocated = serializers.IntegerField(source="availability.allocated", read_only=True)
+    allocated = serializers.IntegerField(
+        source="availability.allocated",
+        read_only=True,
+        help_text="Reserved or bound devices; in a memory pool, the GiB its slices hold.",
+    )
     free = serializers.IntegerField(source="availability.free", read_only=True)
     unavailable = serializers.IntegerField(
         source="availability.unavailable",
         read_only=True,
-        help_text="Failed, in maintenance, or critical health.",
+        help_text="Failed, in maintenance, or critical health (in a memory pool, the GiB of "
+        "such devices that no slice holds).",
     )
 
     class Meta:

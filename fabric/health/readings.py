@@ -196,6 +196,14 @@ def power_state(metrics: Mapping[str, float]) -> str:
     return "on" if value else "off"
 
 
+def temperature(metrics: Mapping[str, float]) -> float | None:
+    """The temperature read, or None: also when the element is powered off, whose sensor
+    reads nothing (a manager may still send 0 °C, which is no reading)."""
+    if power_state(metrics) == "off":
+        return None
+    return metric(metrics, "temperature_c")
+
+
 def observation(
     row: ElementRow, reading: HealthReading, health: str, quiet: bool
 ) -> rules.Observation:
@@ -207,7 +215,7 @@ def observation(
         health=health,
         state=reading.state,
         detail=reading.detail,
-        temperature_c=metric(m, "temperature_c"),
+        temperature_c=temperature(m),
         correctable_errors=metric(m, "correctable_errors"),
         uncorrectable_errors=metric(m, "uncorrectable_errors"),
         poison_count=metric(m, "poison_count"),
@@ -229,6 +237,7 @@ def sample(
     """The HealthSample row of one reading (unsaved: the poll bulk-creates them)."""
     m = reading.metrics or {}
     values = {name: metric(m, name) for name in METRIC_COLUMNS}
+    values["temperature_c"] = temperature(m)
     if values["link_width"] is not None:
         values["link_width"] = max(0, int(values["link_width"]))
     return HealthSample(
@@ -247,6 +256,48 @@ def sample(
         },
         **values,
     )
+
+
+def device_states_follow(
+    changes: Sequence[HealthChange], records: Mapping[int, ChangeRecord], *, now: datetime
+) -> None:
+    """A device that fails while FREE becomes FAILED (it is not free: nothing can use it),
+    and a FAILED one that recovers becomes FREE again when nothing holds it (no bound host,
+    no slice); each change goes into the device's ChangeRecord of this poll.
+
+    Compare-and-set from FREE and from FAILED only: a claim in flight (FREE -> RESERVED),
+    a bound device and an operator's MAINTENANCE are never overwritten. A held device keeps
+    its state; inventory sync, which knows the bindings, sets it from the same health. The
+    rows are locked already, by this transaction's UPDATE of their health. No query when
+    no device changed health.
+    """
+    failed = [
+        c.target_id for c in changes if c.target_type == "device" and c.after == Health.CRITICAL
+    ]
+    recovered = [
+        c.target_id
+        for c in changes
+        if c.target_type == "device" and c.before == Health.CRITICAL and c.after != Health.CRITICAL
+    ]
+    moves: tuple[tuple[list[int], str, str, dict[str, Any]], ...] = (
+        (failed, DeviceState.FREE, DeviceState.FAILED, {}),
+        (
+            recovered,
+            DeviceState.FAILED,
+            DeviceState.FREE,
+            {"bound_host__isnull": True, "allocated_gib": 0},
+        ),
+    )
+    for pks, before, after, unheld in moves:
+        for start in range(0, len(pks), _CHUNK):
+            rows = Device.objects.filter(pk__in=pks[start : start + _CHUNK], state=before, **unheld)
+            ids = list(rows.values_list("pk", flat=True))
+            if not ids:
+                continue
+            Device.objects.filter(pk__in=ids, state=before).update(state=after, updated_at=now)
+            for pk in ids:
+                if pk in records:
+                    records[pk].changes["state"] = [before, after]
 
 
 def apply_readings(
@@ -278,6 +329,7 @@ def apply_readings(
 
     column_updates: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     records: list[ChangeRecord] = []
+    device_records: dict[int, ChangeRecord] = {}  # device -> its record of this poll
     samples: list[HealthSample] = []
     ts = now.timestamp()
     for row, reading, health in matched:
@@ -293,17 +345,18 @@ def apply_readings(
                 result.changes.append(HealthChange(row.kind, row.pk, row.name, row.health, health))
             if link_state and link_state != row.state:
                 diff["state"] = [row.state, link_state]
-            records.append(
-                ChangeRecord(
-                    target_type=row.kind,
-                    target_id=row.pk,
-                    target_label=row.name[:200],
-                    action=ChangeAction.CHANGED,
-                    changes=diff,
-                    message=(reading.detail or f"reported {health}")[:300],
-                    source=SOURCE,
-                )
+            record = ChangeRecord(
+                target_type=row.kind,
+                target_id=row.pk,
+                target_label=row.name[:200],
+                action=ChangeAction.CHANGED,
+                changes=diff,
+                message=(reading.detail or f"reported {health}")[:300],
+                source=SOURCE,
             )
+            records.append(record)
+            if row.kind == "device":
+                device_records[row.pk] = record
         if row.kind not in SAMPLED:
             continue
         if full or changed or health != Health.OK:
@@ -334,6 +387,7 @@ def apply_readings(
         model = MODELS[kind]
         for start in range(0, len(pks), _CHUNK):
             model._default_manager.filter(pk__in=pks[start : start + _CHUNK]).update(**values)
+    device_states_follow(result.changes, device_records, now=now)
     ChangeRecord.objects.bulk_create(records, batch_size=_BATCH)
     HealthSample.objects.bulk_create(samples, batch_size=_BATCH)
     result.samples = len(samples)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django.db import models
 
+from fabric.capacity import Split, capacity_split, is_allocatable
 from fabric.choices import (
     ComponentState,
     DeviceKind,
     DeviceState,
     EnclosureKind,
-    Health,
 )
 from fabric.models.base import DiscoveredModel, TimeStampedModel
 
@@ -138,9 +138,11 @@ class Pool(TimeStampedModel):
 class Device(DiscoveredModel):
     """One poolable resource in an enclosure: GPU, CXL memory device, NVMe drive, NIC, DPU, FPGA.
 
-    CXL memory devices are partitionable (`capacity_gib` is sliced in GiB); the others are
-    bound whole. Lifecycle (`state`): FREE -> RESERVED -> BOUND -> FREE; any -> FAILED or
-    MAINTENANCE and back; any -> ABSENT when discovery stops reporting it.
+    CXL memory devices are partitionable (`memory_gib` is sliced in GiB, `allocated_gib`
+    held by slices); the others are bound whole. Lifecycle (`state`): FREE -> RESERVED ->
+    BOUND -> FREE (a memory device: FREE with no slice, RESERVED while its slices are only
+    claimed, BOUND once one is bound); any -> FAILED or MAINTENANCE and back; any -> ABSENT
+    when discovery stops reporting it. What it gives its pool: `fabric.capacity`.
     """
 
     name = models.CharField(max_length=100)
@@ -157,6 +159,12 @@ class Device(DiscoveredModel):
         default=0, help_text="On-board memory (GPU) or capacity (CXL memory) in GiB."
     )
     capacity_gb = models.PositiveIntegerField(default=0, help_text="Storage capacity (NVMe) in GB.")
+    allocated_gib = models.PositiveIntegerField(
+        default=0,
+        help_text="CXL memory: GiB held by compositions' slices (reserved or bound, or "
+        "released with an unbind still pending). Written only by the allocation service, "
+        "under the device's row lock; never above memory_gib when a slice is claimed.",
+    )
     state = models.CharField(max_length=16, choices=DeviceState.choices, default=DeviceState.FREE)
     pool = models.ForeignKey(
         Pool, null=True, blank=True, on_delete=models.SET_NULL, related_name="devices"
@@ -189,6 +197,28 @@ class Device(DiscoveredModel):
         return self.kind == DeviceKind.CXL_MEMORY
 
     @property
+    def capacity(self) -> Split:
+        """What the device gives its pool (one device, or its GiB): `fabric.capacity`."""
+        return capacity_split(
+            partitionable=self.is_partitionable,
+            state=self.state,
+            health=self.health,
+            memory_gib=self.memory_gib,
+            allocated_gib=self.allocated_gib,
+        )
+
+    @property
+    def free_gib(self) -> int | None:
+        """GiB a new slice may take now (partitionable devices only, else None)."""
+        return self.capacity.free if self.is_partitionable else None
+
+    @property
     def is_usable(self) -> bool:
-        """Free and not critical: the placement engine may consider it."""
-        return self.state == DeviceState.FREE and self.health != Health.CRITICAL
+        """The placement engine may consider it: free and not critical; a memory device
+        also while its slices are held, as long as GiB are free."""
+        return is_allocatable(
+            partitionable=self.is_partitionable,
+            state=self.state,
+            health=self.health,
+            free_gib=self.free_gib or 0,
+        )

@@ -56,8 +56,9 @@ def _next_device_state(device: Device, on: bool) -> str:
         return DeviceState.MAINTENANCE
     if state != DeviceState.MAINTENANCE:
         return state
-    # Back to what the fabric says it is: bound, failed, or free.
-    if device.bound_host_id is not None:
+    # Back to what the fabric says it is: bound, failed, or free. A memory device whose
+    # slices are held is bound (maintenance is refused while they are only reserved).
+    if device.bound_host_id is not None or device.allocated_gib > 0:
         return DeviceState.BOUND
     if device.health == Health.CRITICAL:
         return DeviceState.FAILED

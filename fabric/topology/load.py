@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from fabric.capacity import capacity_split, is_partitionable
 from fabric.choices import ComponentState, DeviceState
 from fabric.models import Device, Enclosure, FabricManager, Host, Link, PowerFeed, Rack, Switch
 from fabric.topology.graph import Edge, FabricGraph, Node, paused_gc
@@ -121,11 +122,11 @@ def _load(
     devices = scoped(Device.objects.exclude(state=DeviceState.ABSENT), "enclosure__rack_id")
     columns = (
         "pk", "name", "health", "state", "enclosure_id", "manager_id", "kind", "model",
-        "memory_gib", "capacity_gb", "pool_id", "pool__name", "bound_host_id",
+        "memory_gib", "capacity_gb", "pool_id", "pool__name", "bound_host_id", "allocated_gib",
     )  # fmt: skip
     for row in devices.values_list(*columns, *(("attributes",) if device_attributes else ())):
         pk, name, health, state, enclosure_pk, manager, kind, model = row[:8]
-        memory, capacity, pool, pool_name, bound_host = row[8:13]
+        memory, capacity, pool, pool_name, bound_host, allocated = row[8:14]
         enclosure = enclosures.get(enclosure_pk) if enclosure_pk is not None else None
         if enclosure_pk is not None and enclosure is None:
             continue  # its enclosure is absent (or outside the racks asked for)
@@ -138,8 +139,18 @@ def _load(
             "pool_name": pool_name or "",
             "bound_host": _ref("host", bound_host),
         }
+        if is_partitionable(kind):
+            # The GiB its slices hold and those still free (fabric.capacity).
+            split = capacity_split(
+                partitionable=True,
+                state=state,
+                health=health,
+                memory_gib=memory,
+                allocated_gib=allocated,
+            )
+            attrs["allocated_gib"], attrs["free_gib"] = split.allocated, split.free
         if device_attributes:
-            attrs["attributes"] = row[13]
+            attrs["attributes"] = row[14]
         nodes.append(
             _device_node(
                 f"device:{pk}",

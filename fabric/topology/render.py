@@ -79,6 +79,7 @@ def topology_json(graph: FabricGraph, *, collapse: bool | None = None) -> dict[s
 
 def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
     tallies: dict[str, list[int]] = {}  # enclosure -> [devices, free, failed, bound]
+    memory: dict[str, list[int]] = {}  # enclosure -> [GiB, allocated GiB] of its CXL memory
     for node in graph.nodes.values():
         if node.kind == "device" and node.parent is not None:
             tally = tallies.setdefault(node.parent, [0, 0, 0, 0])
@@ -89,6 +90,10 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
                 tally[2] += 1
             elif node.state == "bound":
                 tally[3] += 1
+            if "allocated_gib" in node.attrs:  # partitionable (fabric.topology.load)
+                gib = memory.setdefault(node.parent, [0, 0])
+                gib[0] += node.attrs.get("memory_gib") or 0
+                gib[1] += node.attrs["allocated_gib"]
 
     present = graph.nodes
     nodes: list[dict[str, Any]] = []
@@ -110,6 +115,8 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
             data.update(
                 device_count=count, devices_free=free, devices_failed=failed, devices_bound=bound
             )
+            if node.id in memory:
+                data.update(memory_gib=memory[node.id][0], allocated_gib=memory[node.id][1])
         nodes.append({"data": data})
     edges = [
         {

@@ -132,6 +132,26 @@ def _multi(filterset: DeviceFilterSet, name: str) -> dict[str, Any]:
     }
 
 
+def _active_filters(filterset: DeviceFilterSet) -> list[str]:
+    """The filters applied, in words ("Kind: CXL memory", "Search: “h100”"), for the line
+    that says why a table is empty."""
+    form = filterset.form
+    words = []
+    for name, field in form.fields.items():
+        value = form.cleaned_data.get(name)
+        if name == "ordering" or value in (None, "", [], ()):
+            continue
+        if isinstance(value, list | tuple):
+            labels = dict(getattr(field, "choices", ()))
+            text = ", ".join(str(labels.get(v, v)) for v in value)
+        elif name in ("q", "model"):
+            text = f"“{value}”"
+        else:
+            text = str(value)
+        words.append(f"{field.label or name.title()}: {text}")
+    return words
+
+
 def _device_queryset(*, operator: bool) -> QuerySet[Device]:
     # Tenant members' rows show pool only; operators' also enclosure, rack and bound host.
     if operator:
@@ -172,6 +192,7 @@ def device_list(request: HttpRequest) -> HttpResponse:
             errors.append(exc.message)
 
     columns = [c for c in COLUMNS if operator or not c.operator_only]
+    is_filtered = any(request.GET.get(name) for name in filterset.form.fields if name != "ordering")
     context: dict[str, Any] = {
         "filter": filterset,
         "page": page,
@@ -182,10 +203,12 @@ def device_list(request: HttpRequest) -> HttpResponse:
         "per_page": per_page,
         "page_sizes": PAGE_SIZES,
         "multi_filters": [_multi(filterset, name) for name in ("kind", "state", "health")],
-        "is_filtered": any(
-            request.GET.get(name) for name in filterset.form.fields if name != "ordering"
-        ),
+        "is_filtered": is_filtered,
     }
+    if page is not None and not page.paginator.count:
+        # Nothing matches: say why, and how many there are without the filters.
+        context["device_total"] = Device.objects.count()
+        context["active_filters"] = _active_filters(filterset) if is_filtered else []
     if is_htmx_partial(request, TABLE_TARGET):
         response = render(
             request, "fabric/_device_table.html", {**context, "oob": True}, status=status

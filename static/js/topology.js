@@ -71,6 +71,8 @@
   const fmtNs = (ns) => (ns === null || ns === undefined ? "—" : `${Number(ns).toLocaleString()} ns`);
   const fmtGbps = (g) =>
     g === null || g === undefined ? "—" : `${Number(g).toLocaleString(undefined, { maximumFractionDigits: 1 })} GB/s`;
+  // Binary sizes as the console's pages write them: 256 GiB, 1.25 TiB.
+  const fmtGib = (g) => (g >= 1024 ? `${Number((g / 1024).toFixed(2))} TiB` : `${g} GiB`);
   const title = (text) => String(text).replace(/_/g, " ").replace(/^\w/, (c) => c.toUpperCase());
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
   const badge = (value, colours) =>
@@ -191,6 +193,17 @@
     for (const [state, colour] of Object.entries(STATE_COLOURS)) {
       style.push({ selector: `node[kind = 'device'][state = '${state}']`, style: { "background-color": colour } });
     }
+    // CXL memory is handed out in slices: a memory device in use is a pie of the GiB its
+    // slices hold (the state's colour) over what is still free (green).
+    style.push({
+      selector: "node[kind = 'device'][allocated_gib > 0][memory_gib > 0][state = 'bound'], node[kind = 'device'][allocated_gib > 0][memory_gib > 0][state = 'reserved']",
+      style: {
+        "background-color": STATE_COLOURS.free,
+        "pie-size": "100%",
+        "pie-1-background-color": (ele) => STATE_COLOURS[ele.data("state")],
+        "pie-1-background-size": (ele) => Math.min(100, (100 * ele.data("allocated_gib")) / ele.data("memory_gib")),
+      },
+    });
     style.push(
       { selector: "node[state = 'maintenance'][kind != 'device']", style: { "border-style": "dotted", "border-width": 3 } },
       {
@@ -276,6 +289,7 @@
         const parts = [`${d.device_count} dev`];
         if (d.devices_bound) parts.push(`${d.devices_bound} bound`);
         if (d.devices_failed) parts.push(`${d.devices_failed} failed`);
+        if (d.memory_gib) parts.push(`${fmtGib(d.allocated_gib)} of ${fmtGib(d.memory_gib)} allocated`);
         d.label = `${d.name || d.label}\n${parts.join(" · ")}`;
       }
     }

@@ -263,8 +263,9 @@ def _realistic_data_centre() -> None:
                     memory_gib=512,
                     pool=pools["cxl"],
                     serial=f"SMC{next(serial):08d}",
+                    # Sliced whole for compositions on several hosts.
                     state=DeviceState.BOUND if slot == 0 else DeviceState.FREE,
-                    bound_host=hosts[0] if slot == 0 else None,
+                    allocated_gib=512 if slot == 0 else 0,
                 )
         if r in (1, 3):
             jbof = EnclosureFactory(

@@ -62,3 +62,30 @@ def claim_child(database_url: str, barrier: Any, results: Any, job: dict[str, An
         results.put((composition.pk, False, f"{type(exc).__name__}: {exc}"))
     finally:
         connection.close()
+
+
+def release_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`allocations_release` of every allocation of composition `job["composition"]`;
+    reports (composition, released count, error)."""
+    _setup(database_url)
+    from django.db import connection
+
+    from composer.models import Composition
+    from composer.services.allocations import allocations_release
+
+    composition = Composition.objects.get(pk=job["composition"])
+    barrier.wait(timeout=60)
+    try:
+        results.put((composition.pk, allocations_release(composition=composition), ""))
+    except Exception as exc:
+        results.put((composition.pk, 0, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()
+
+
+def claim_or_release_child(
+    database_url: str, barrier: Any, results: Any, job: dict[str, Any]
+) -> None:
+    """`release_child` when the job says `release`, else `claim_child`."""
+    child = release_child if job.get("release") else claim_child
+    child(database_url, barrier, results, job)

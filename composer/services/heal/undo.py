@@ -13,7 +13,7 @@ from django.utils import timezone
 from composer.choices import AllocationState, CompositionState
 from composer.errors import InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
-from composer.services.allocations import allocations_release
+from composer.services.allocations import allocations_release, slices_give_back
 from composer.services.composition_jobs import _matches, manager_bindings
 from composer.services.heal.common import (
     HEALED_KEY,
@@ -67,8 +67,9 @@ def _release(
     placement: dict[str, Any],
 ) -> dict[str, Any]:
     """Release `allocation` (inside the caller's transaction). When some of its bindings
-    could not be undone, the allocation is released but its device is kept out of the pool
-    and the bindings go to `placement["unbind_pending"]`; returns the placement."""
+    could not be undone, the allocation is released but its device (a slice: its GiB, in
+    the device's `allocated_gib`) is kept out of the pool and the bindings go to
+    `placement["unbind_pending"]`; returns the placement."""
     if not not_undone:
         allocations_release(composition=composition, source=source, only=[allocation.pk])
         return placement
@@ -229,7 +230,8 @@ def heal_unbinds_retry() -> list[str]:
 
     Each binding the manager now removes (or no longer has: unbind is idempotent) leaves
     the record, and its device, if it is BOUND and nothing holds it, goes back FREE (a
-    FAILED one stays FAILED until inventory sync sees it repaired). Returns the binding ids
+    FAILED one stays FAILED until inventory sync sees it repaired); a memory slice's GiB go
+    back to the device's pool once none of its bindings is pending. Returns the binding ids
     undone; failures are logged and retried next time.
     """
     undone: list[str] = []
@@ -272,15 +274,36 @@ def heal_unbinds_retry() -> list[str]:
             else:
                 placement.pop(UNBIND_PENDING_KEY, None)
             Composition.objects.filter(pk=locked.pk).update(placement=placement)
-            _free_devices(locked, done)
+            still = {e.get("allocation") for e in left}
+            _free_devices(locked, [e for e in done if e.get("allocation") not in still])
         undone += sorted(gone)
     return undone
 
 
 def _free_devices(composition: Composition, entries: Sequence[dict[str, Any]]) -> None:
+    """Give back what the unbinds in `entries` (none of their allocations has a binding
+    still pending) kept out of the pool: a whole device, a memory slice's GiB."""
     held = Allocation.objects.filter(device_id=OuterRef("pk"), released_at__isnull=True)
     records = []
+    # The slices among them: their GiB go back once, whatever the number of bindings.
+    slices: dict[int, int] = dict(
+        Allocation.objects.filter(
+            pk__in={e.get("allocation") for e in entries}, gib__isnull=False
+        ).values_list("pk", "gib")
+    )
+    given_back: set[int] = set()
     for entry in entries:
+        allocation = entry.get("allocation")
+        if isinstance(allocation, int) and allocation in slices:
+            if allocation not in given_back:
+                given_back.add(allocation)
+                slices_give_back(
+                    device_id=entry["device_id"],
+                    gib=slices[allocation],
+                    message=f"Unbound at last for composition {composition.name}",
+                    source="reconciliation",
+                )
+            continue
         device = Device.objects.filter(pk=entry["device_id"]).first()
         if device is None:
             continue

@@ -98,8 +98,9 @@ def _metrics(
     Deterministic per element (a stable jitter by external id), so tests can rely on the
     rules' thresholds: healthy values sit well inside them, a degraded element crosses
     the warning ones (correctable ECC, link errors, downtrained links), a failed one reads
-    powered off and, for CXL memory, poisoned. Counters are per period (fabric.health.rules)
-    and grow with the time since the fault was set (`element.updated_at`), as errors pile up.
+    powered off (with no temperature) and, for CXL memory, poisoned. Counters are per
+    period (fabric.health.rules) and grow with the time since the fault was set
+    (`element.updated_at`), as errors pile up.
     Names: the metric vocabulary of fabric.health.poll (`power_on` is 1 or 0).
     """
     data = element.data or {}
@@ -114,15 +115,15 @@ def _metrics(
         nominal = _NOMINAL_POWER_W.get(kind, 20.0)
         load = (0.55 if bound else 0.2) + _jitter(eid, 0.3)
         metrics = {
-            "temperature_c": 0.0
-            if failed
-            else round(41.0 + _jitter(eid, 12) + (30.0 if degraded else 0.0), 1),
             "power_w": 0.0 if failed else round(nominal * load, 1),
             "power_on": 0.0 if failed else 1.0,
             "utilisation_pct": 0.0
             if failed
             else round((55.0 + _jitter(eid, 40)) if bound else _jitter(eid, 4), 1),
         }
+        if not failed:  # powered off: no temperature to read
+            warm = 30.0 if degraded else 0.0
+            metrics["temperature_c"] = round(41.0 + _jitter(eid, 12) + warm, 1)
         if kind in _ECC_KINDS:
             metrics["correctable_errors"] = (
                 0.0
@@ -162,11 +163,11 @@ def _metrics(
             "power_on": 0.0 if failed else 1.0,
         }
     if element.kind in (Kind.SWITCH, Kind.HOST, Kind.ENCLOSURE):
+        if failed:  # powered off: no temperature to read
+            return {"power_on": 0.0}
         return {
-            "temperature_c": 0.0
-            if failed
-            else round(35.0 + _jitter(eid, 10) + (30.0 if degraded else 0.0), 1),
-            "power_on": 0.0 if failed else 1.0,
+            "temperature_c": round(35.0 + _jitter(eid, 10) + (30.0 if degraded else 0.0), 1),
+            "power_on": 1.0,
         }
     return {}
 

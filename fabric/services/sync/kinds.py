@@ -39,8 +39,11 @@ def bindings_by_device(
     return whole, slices
 
 
-def device_state(health: str, current: str | None, bound_whole: bool) -> str:
+def device_state(health: str, current: str | None, bound: bool) -> str:
     """The state a device must have, given what the manager says and what it was.
+
+    `bound`: the manager reports the device bound to a host (a memory device: at least one
+    slice of it).
 
     An operator's MAINTENANCE is never cleared by discovery, not even by a failure: the
     health column says it failed, and when it recovers it must not become FREE (and
@@ -50,7 +53,7 @@ def device_state(health: str, current: str | None, bound_whole: bool) -> str:
         return DeviceState.MAINTENANCE  # an operator took it out of service
     if health == Health.CRITICAL:
         return DeviceState.FAILED
-    if bound_whole:
+    if bound:
         return DeviceState.BOUND
     if current == DeviceState.RESERVED:
         return DeviceState.RESERVED  # the composer holds it for a composition being built
@@ -210,7 +213,9 @@ def apply_inventory(
             "capacity_gb": int(i.capacity_gb),
             "health": i.health,
             "attributes": attributes,
-            "state": device_state(i.health, o.state if o else None, host_ext is not None),
+            "state": device_state(
+                i.health, o.state if o else None, host_ext is not None or i.external_id in slices
+            ),
             "bound_host_id": bound_host_id,
             "pool_id": matcher.match(
                 kind=i.kind, model=i.model, rack_id=ctx.enclosure_racks.get(enclosure_id or 0)

@@ -16,6 +16,7 @@ from django.db.models import Sum
 
 from composer.choices import CompositionState
 from composer.models import Allocation, Composition
+from composer.services.allocations import Claim, allocations_claim
 from fabric.choices import DeviceState
 from fabric.drivers.registry import get_driver
 from fabric.models import Device, FabricManager
@@ -108,3 +109,31 @@ def test_eight_processes_slicing_one_memory_device_never_exceed_its_capacity(
     assert sum(1 for _, granted, _ in outcomes if granted) == 3, outcomes  # 3 x 300 <= 1024
     total = Allocation.objects.filter(device=memory).aggregate(total=Sum("gib"))["total"]
     assert total == 900 <= memory.memory_gib
+    # The figure every page reads was kept by the same transactions.
+    memory.refresh_from_db()
+    assert (memory.allocated_gib, memory.state) == (900, DeviceState.RESERVED)
+    assert (memory.capacity.allocated, memory.capacity.free) == (900, 124)
+
+
+def test_slices_claimed_and_released_at_once_keep_the_device_s_figure_exact(
+    postgres: None, synced: FabricManager, acme: Any
+) -> None:
+    """Three processes give their slices back while five others claim: whatever the order,
+    the device's allocated GiB are the sum of the slices held, never over its capacity."""
+    memory = Device.objects.get(kind="cxl_memory")
+    holders = [Composition.objects.create(tenant=acme, name=f"h{i}", spec={}) for i in range(3)]
+    for holder in holders:
+        allocations_claim(composition=holder, claims=[Claim(memory.pk, 300)], host=None)
+    claimants = [Composition.objects.create(tenant=acme, name=f"c{i}", spec={}) for i in range(5)]
+    jobs = [{"composition": h.pk, "release": True} for h in holders] + [
+        {"composition": c.pk, "claims": [[memory.pk, 200]]} for c in claimants
+    ]
+
+    outcomes = run_race(race.claim_or_release_child, jobs)
+
+    granted = sum(1 for pk, ok, _ in outcomes if ok is True and pk in {c.pk for c in claimants})
+    held = Allocation.objects.filter(device=memory, released_at__isnull=True)
+    total = held.aggregate(total=Sum("gib"))["total"] or 0
+    memory.refresh_from_db()
+    assert memory.allocated_gib == total == 200 * granted <= memory.memory_gib, outcomes
+    assert memory.state == (DeviceState.RESERVED if granted else DeviceState.FREE)

@@ -47,7 +47,12 @@ def test_a_request_is_placed_claimed_and_queues_a_compose_job_after_commit(
     gpus = [a.device for a in allocations if a.device.kind == "gpu"]
     assert {d.state for d in gpus} == {DeviceState.RESERVED}
     memory = next(a for a in allocations if a.gib)
-    assert (memory.gib, memory.device.state) == (256, DeviceState.FREE)  # slices share it
+    # Slices share the device: it is reserved, and counts the GiB they hold.
+    assert (memory.gib, memory.device.state, memory.device.allocated_gib) == (
+        256,
+        DeviceState.RESERVED,
+        256,
+    )
     job = Job.objects.get(target_type="composition", target_id=composition.pk)
     assert (job.kind, job.status, job.tenant, job.requested_by) == (
         JobKind.COMPOSE,

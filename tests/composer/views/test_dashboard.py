@@ -30,7 +30,7 @@ def busy(small: SmallFabric) -> SmallFabric:
     )
     Device.objects.filter(name="gpu-b-3").update(state=DeviceState.FAILED, health=Health.CRITICAL)
     Device.objects.filter(name="gpu-b-2").update(health=Health.WARNING)
-    Device.objects.filter(name="mem-a-0").update(state=DeviceState.BOUND)
+    Device.objects.filter(name="mem-a-0").update(state=DeviceState.BOUND, allocated_gib=1024)
     small.links[-1].state = LinkState.DOWN
     small.links[-1].save()
     small.manager.last_synced_at = timezone.now()

@@ -50,7 +50,7 @@ def test_the_pool_page_counts_devices_by_model_and_state(
 def test_a_memory_pool_is_counted_in_gib(
     small: SmallFabric, bob: Any, client_as: Callable[[Any], Client]
 ) -> None:
-    Device.objects.filter(name="mem-a-1").update(state=DeviceState.BOUND)
+    Device.objects.filter(name="mem-a-1").update(state=DeviceState.BOUND, allocated_gib=1024)
     response = client_as(bob).get(reverse("composer:pool_detail", args=["cxl-memory"]))
     body = response.content.decode()
     assert response.context["cap"].unit == "GiB"

@@ -23,6 +23,8 @@ TENANT_DEVICE_KEYS = {
     "memory_gib",
     "capacity_gb",
     "is_partitionable",
+    "allocated_gib",
+    "free_gib",
     "state",
     "health",
     "pool",

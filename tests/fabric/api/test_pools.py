@@ -39,7 +39,8 @@ def fabric() -> Any:
     gpus[4].state = DeviceState.ABSENT
     for gpu in gpus[:5]:
         gpu.save()
-    fabric.memory[0].state = DeviceState.BOUND
+    fabric.memory[0].state = DeviceState.BOUND  # sliced whole
+    fabric.memory[0].allocated_gib = fabric.memory[0].memory_gib
     fabric.memory[0].save()
     return fabric
 

@@ -134,7 +134,7 @@ def test_between_full_samples_only_the_unwell_and_the_changed_are_stored(
     assert poll(synced, clock, seconds=60).samples == sampled_count()  # the next full one
 
 
-def test_health_changes_update_the_columns_and_are_audited_but_not_device_state(
+def test_health_changes_update_the_columns_and_a_free_device_s_state_and_are_audited(
     synced: FabricManager, clock: Clock
 ) -> None:
     poll(synced, clock)
@@ -142,7 +142,7 @@ def test_health_changes_update_the_columns_and_are_audited_but_not_device_state(
     outcome = poll(synced, clock)
 
     gpus = Device.objects.filter(enclosure__name="gpu-a-01")
-    assert {(d.health, d.state) for d in gpus} == {(Health.CRITICAL, DeviceState.FREE)}
+    assert {(d.health, d.state) for d in gpus} == {(Health.CRITICAL, DeviceState.FAILED)}
     assert set(outcome.devices_unhealthy) == {d.pk for d in gpus}
     assert Enclosure.objects.get(name="gpu-a-01").health == Health.CRITICAL
     enclosure_links = Link.objects.filter(b_port__enclosure__name="gpu-a-01") | Link.objects.filter(
@@ -155,13 +155,55 @@ def test_health_changes_update_the_columns_and_are_audited_but_not_device_state(
         target_type="device", target_id=gpus[0].pk, source="health poll"
     )
     assert (record.action, record.source) == (ChangeAction.CHANGED, "health poll")
-    assert record.changes == {"health": ["ok", "critical"]}
+    assert record.changes == {"health": ["ok", "critical"], "state": ["free", "failed"]}
     assert "enclosure gpu-a-01 failed" in record.message
 
     fault(synced, "enclosure", "gpu-a-01", "recover")
     outcome = poll(synced, clock)
     assert set(outcome.devices_recovered) == {d.pk for d in gpus}
-    assert {d.health for d in Device.objects.filter(enclosure__name="gpu-a-01")} == {Health.OK}
+    assert {(d.health, d.state) for d in Device.objects.filter(enclosure__name="gpu-a-01")} == {
+        (Health.OK, DeviceState.FREE)
+    }
+
+
+def test_a_held_device_that_fails_keeps_its_state_for_the_sync_and_the_composer(
+    synced: FabricManager, clock: Clock
+) -> None:
+    """Only FREE -> FAILED and FAILED -> FREE (held by nothing) follow health at a poll: a
+    reserved or bound device, or one in maintenance, is never rewritten by it."""
+    poll(synced, clock)
+    held, maintained = Device.objects.filter(enclosure__name="gpu-a-01").order_by("pk")[:2]
+    Device.objects.filter(pk=held.pk).update(state=DeviceState.RESERVED)
+    Device.objects.filter(pk=maintained.pk).update(state=DeviceState.MAINTENANCE)
+    fault(synced, "enclosure", "gpu-a-01", "fail")
+    poll(synced, clock)
+    states = dict(Device.objects.filter(enclosure__name="gpu-a-01").values_list("pk", "state"))
+    assert (states[held.pk], states[maintained.pk]) == (
+        DeviceState.RESERVED,
+        DeviceState.MAINTENANCE,
+    )
+
+    # Bound to a host when a sync saw it fail:
+    Device.objects.filter(pk=held.pk).update(
+        state=DeviceState.FAILED, bound_host=synced.hosts.first()
+    )
+    fault(synced, "enclosure", "gpu-a-01", "recover")
+    poll(synced, clock)
+    states = dict(Device.objects.filter(enclosure__name="gpu-a-01").values_list("pk", "state"))
+    # Still bound to a host: the sync, which knows the bindings, says what it is now.
+    assert (states[held.pk], states[maintained.pk]) == (
+        DeviceState.FAILED,
+        DeviceState.MAINTENANCE,
+    )
+
+
+def test_a_powered_off_device_has_no_temperature(synced: FabricManager, clock: Clock) -> None:
+    poll(synced, clock)
+    fault(synced, "device", "gpu-a-01-1", "fail")
+    poll(synced, clock)
+    gpu = Device.objects.get(external_id="gpu-a-01-1")
+    latest = HealthSample.objects.filter(target_type="device", target_id=gpu.pk).latest("taken_at")
+    assert (latest.power_state, latest.temperature_c) == ("off", None)
 
 
 # --- alerts -----------------------------------------------------------------------------------

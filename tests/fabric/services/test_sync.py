@@ -214,7 +214,8 @@ def test_memory_slices_show_how_much_of_a_device_is_bound(
     sim_driver.bind(device_id="mem-a-01-1", host_id="host-a-02", size_gib=128)
     inventory_sync(manager=sim_manager)
     memory = Device.objects.get(external_id="mem-a-01-1")
-    assert memory.state == DeviceState.FREE  # shared: still has free capacity
+    assert memory.state == DeviceState.BOUND  # bound to two hosts, a slice each
+    assert memory.is_usable  # shared: a slice may still be placed on it
     assert memory.attributes["bound_gib"] == 384
     assert {s["host"] for s in memory.attributes["slices"]} == {"host-a-01", "host-a-02"}
 

@@ -47,6 +47,27 @@ def test_every_persona_sees_the_device_table(
     assert "H100 GPUs" in body
 
 
+@pytest.mark.parametrize("who", ["admin_user", "alice"])
+def test_an_empty_table_says_that_no_device_matches_the_filters_and_how_many_there_are(
+    who: str, small: SmallFabric, persona: Callable[[str], Any], client_as: Callable[[Any], Client]
+) -> None:
+    response = client_as(persona(who)).get(
+        DEVICES, {"kind": ["cxl_memory", "fpga"], "state": "failed", "q": "mem"}
+    )
+    assert response.status_code == 200
+    body = " ".join(response.content.decode().split())
+    assert 'id="device-count">No devices<' in body
+    assert "No devices match these filters" in body
+    assert "(Kind: CXL memory, FPGA; State: Failed; Search: “mem”)" in body
+    assert f"{Device.objects.count()} devices in all" in body
+    assert f'href="{DEVICES}">Clear the filters' in body
+
+
+def test_an_empty_fabric_says_so(db: None, admin_user: Any, client_as: Callable[[Any], Client]) -> None:
+    body = client_as(admin_user).get(DEVICES).content.decode()
+    assert "No devices yet: an inventory sync of a fabric manager adds them." in body
+
+
 @pytest.mark.parametrize("who", TENANTS)
 def test_tenant_members_never_see_serials_enclosures_or_hosts_in_the_table(
     who: str, small: SmallFabric, persona: Callable[[str], Any], client_as: Callable[[Any], Client]

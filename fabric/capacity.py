@@ -1,0 +1,116 @@
+"""What a device gives a pool: allocated, free and unavailable, in devices or in GiB.
+
+The one definition behind every capacity figure of the console (pool and dashboard bars,
+the device table and its API, the topology, the placement snapshot). Pure: plain values
+in, plain values out, so SQL aggregates, graph nodes and model rows all go through it.
+
+- A whole device (GPU, NVMe, NIC, ...) counts one: *allocated* while reserved or bound
+  (held by a composition, or reported bound by its manager), else *unavailable* when it is
+  failed, in maintenance or critical, else *free*.
+- A partitionable device (CXL memory) counts its `memory_gib`: *allocated* are the GiB its
+  slices hold (`Device.allocated_gib`, kept by the allocation service under the device's
+  row lock, in the same transaction as each claim and release), whatever the device's
+  health, since the compositions still hold them; the rest is *unavailable* when the device
+  is failed, in maintenance or critical, else *free* (a new slice may take it).
+- Absent devices count nowhere.
+
+A partitionable device's `state` follows its slices the way a whole device's follows its
+holder: FREE with no slice, RESERVED while its slices are claimed but none is bound yet,
+BOUND once one is bound. Unlike a whole device it takes new slices in any of those three
+states, as long as GiB are free (`SLICEABLE_STATES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fabric.choices import DeviceKind, DeviceState, Health
+
+__all__ = [
+    "HELD_STATES",
+    "OUT_OF_SERVICE_STATES",
+    "PARTITIONABLE_KINDS",
+    "SLICEABLE_STATES",
+    "Split",
+    "capacity_split",
+    "is_allocatable",
+    "is_out_of_service",
+    "is_partitionable",
+]
+
+PARTITIONABLE_KINDS = frozenset({DeviceKind.CXL_MEMORY.value})
+# Held by a composition (or reported bound by the manager): allocated.
+HELD_STATES = frozenset({DeviceState.RESERVED.value, DeviceState.BOUND.value})
+# Out of service: what is not held is unavailable.
+OUT_OF_SERVICE_STATES = frozenset({DeviceState.FAILED.value, DeviceState.MAINTENANCE.value})
+# A partitionable device in one of these takes a new slice when it has GiB free.
+SLICEABLE_STATES = frozenset({DeviceState.FREE.value, *HELD_STATES})
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """How much of something is allocated, free and unavailable (devices or GiB)."""
+
+    allocated: int = 0
+    free: int = 0
+    unavailable: int = 0
+
+    @property
+    def capacity(self) -> int:
+        return self.allocated + self.free + self.unavailable
+
+    def __add__(self, other: Split) -> Split:
+        return Split(
+            self.allocated + other.allocated,
+            self.free + other.free,
+            self.unavailable + other.unavailable,
+        )
+
+
+def is_partitionable(kind: str) -> bool:
+    """Handed out in GiB slices (CXL memory) rather than whole."""
+    return kind in PARTITIONABLE_KINDS
+
+
+def is_out_of_service(state: str, health: str) -> bool:
+    """Failed, in maintenance, or critical: nothing new can be placed on it."""
+    return state in OUT_OF_SERVICE_STATES or health == Health.CRITICAL
+
+
+def capacity_split(
+    *,
+    partitionable: bool,
+    state: str,
+    health: str,
+    devices: int = 1,
+    memory_gib: int = 0,
+    allocated_gib: int = 0,
+) -> Split:
+    """The split of `devices` devices that share a state and health: in devices, or for
+    partitionable ones in GiB, where `memory_gib` and `allocated_gib` are their sums (the
+    definition is linear, so a GROUP BY's sums give the same answer as device by device).
+    """
+    if state == DeviceState.ABSENT:
+        return Split()
+    if partitionable:
+        held = max(0, min(allocated_gib, memory_gib))
+        rest = memory_gib - held
+    else:
+        held = devices if state in HELD_STATES else 0
+        rest = devices - held
+    if is_out_of_service(state, health):
+        return Split(allocated=held, unavailable=rest)
+    return Split(allocated=held, free=rest)
+
+
+def is_allocatable(*, partitionable: bool, state: str, health: str, free_gib: int = 0) -> bool:
+    """May a new composition get it (a whole device) or a slice of it (`free_gib` GiB left)?
+
+    A whole device: FREE and not critical. A partitionable one: not critical, in a state
+    that takes slices, with GiB free.
+    """
+    if health == Health.CRITICAL:
+        return False
+    if partitionable:
+        return state in SLICEABLE_STATES and free_gib > 0
+    return state == DeviceState.FREE

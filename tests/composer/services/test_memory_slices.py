@@ -1,0 +1,149 @@
+"""CXL memory slices on the device: `allocated_gib` and the device's state follow every claim,
+bind and release, in the same transaction, and every capacity figure reads them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from composer.errors import ClaimConflict
+from composer.models import Allocation, Composition
+from composer.services.allocations import Claim, allocations_claim
+from composer.services.compositions import composition_decompose
+from composer.services.heal import UNBIND_PENDING_KEY, heal_request, heal_unbinds_retry
+from composer.services.health import compositions_react_to_health
+from fabric.choices import ChangeAction, DeviceState
+from fabric.drivers.simulated import store
+from fabric.models import ChangeRecord, Device, FabricManager, Pool
+from fabric.selectors import pool_capacity
+from fabric.services.sync import inventory_sync
+from tests.composer.services.test_health import compose, fault
+from tests.fabric.simulated_world import TINY, simulated_manager
+
+pytestmark = pytest.mark.django_db
+
+GPU_AND_MEMORY = {"items": [{"kind": "gpu", "count": 1}], "memory_gib": 256}
+
+
+def memory_pool() -> Pool:
+    """The pool of the tiny world's memory device (its sync had no pool to put it in)."""
+    pool, _ = Pool.objects.get_or_create(slug="cxl", defaults={"name": "CXL", "kind": "cxl_memory"})
+    Device.objects.filter(kind="cxl_memory").update(pool=pool)
+    return pool
+
+
+def figures(device: Device) -> tuple[str, int]:
+    device.refresh_from_db()
+    return device.state, device.allocated_gib
+
+
+def test_slices_are_counted_on_the_device_and_its_state_follows_them(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    assert figures(memory) == (DeviceState.FREE, 0)
+
+    first = compose(acme, alice, GPU_AND_MEMORY, name="first")
+    assert figures(memory) == (DeviceState.BOUND, 256)
+    second = compose(acme, alice, {**GPU_AND_MEMORY, "memory_gib": 512}, name="second")
+    assert first.host != second.host  # a host holds one slice of a device at most
+    assert figures(memory) == (DeviceState.BOUND, 768)
+    cap = pool_capacity(pool=memory_pool())
+    assert (cap.capacity, cap.allocated, cap.free, cap.unavailable) == (1024, 768, 256, 0)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        composition_decompose(composition=first, actor=alice)
+    assert figures(memory) == (DeviceState.BOUND, 512)  # the second still holds its slice
+    with django_capture_on_commit_callbacks(execute=True):
+        composition_decompose(composition=second, actor=alice)
+    assert figures(memory) == (DeviceState.FREE, 0)
+    assert pool_capacity(pool=memory_pool()).free == 1024
+
+    trail = list(
+        ChangeRecord.objects.filter(
+            target_type="device", target_id=memory.pk, action=ChangeAction.CHANGED
+        )
+        .order_by("at", "pk")
+        .values_list("changes", flat=True)
+    )
+    held = [c["allocated_gib"] for c in trail if "allocated_gib" in c]
+    assert held == [[0, 256], [256, 768], [768, 512], [512, 0]]  # audited, each change
+
+
+def test_a_slice_is_reserved_until_bound_and_a_device_takes_slices_while_held(
+    synced: FabricManager, acme: Any
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    first = Composition.objects.create(tenant=acme, name="first", spec={})
+    second = Composition.objects.create(tenant=acme, name="second", spec={})
+
+    allocations_claim(composition=first, claims=[Claim(memory.pk, 300)], host=None)
+    assert figures(memory) == (DeviceState.RESERVED, 300)
+    allocations_claim(composition=second, claims=[Claim(memory.pk, 700)], host=None)
+    assert figures(memory) == (DeviceState.RESERVED, 1000)
+    assert memory.is_usable and memory.free_gib == 24  # still takes a slice of 24 GiB
+
+
+def test_a_slice_that_does_not_fit_is_refused_and_nothing_is_written(
+    synced: FabricManager, acme: Any
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    first = Composition.objects.create(tenant=acme, name="first", spec={})
+    second = Composition.objects.create(tenant=acme, name="second", spec={})
+    allocations_claim(composition=first, claims=[Claim(memory.pk, 1000)], host=None)
+    records = ChangeRecord.objects.count()
+
+    with pytest.raises(ClaimConflict, match="24 GiB unclaimed of 1024 GiB; 100 GiB asked"):
+        allocations_claim(composition=second, claims=[Claim(memory.pk, 100)], host=None)
+
+    assert figures(memory) == (DeviceState.RESERVED, 1000)
+    assert not second.allocations.exists()
+    assert ChangeRecord.objects.count() == records
+
+
+def test_the_device_s_figure_is_what_a_claim_checks(synced: FabricManager, acme: Any) -> None:
+    """The column, not a sum computed beside it, is the last word: a device whose GiB are
+    held (here by slices released with an unbind still pending) takes no more."""
+    memory = Device.objects.get(kind="cxl_memory")
+    Device.objects.filter(pk=memory.pk).update(state=DeviceState.BOUND, allocated_gib=1000)
+    composition = Composition.objects.create(tenant=acme, name="c", spec={})
+
+    with pytest.raises(ClaimConflict):
+        allocations_claim(composition=composition, claims=[Claim(memory.pk, 100)], host=None)
+    allocations_claim(composition=composition, claims=[Claim(memory.pk, 24)], host=None)
+    assert figures(memory) == (DeviceState.BOUND, 1024)
+    assert not Device.objects.get(pk=memory.pk).is_usable  # nothing left to slice
+
+
+def test_a_slice_whose_unbind_failed_stays_allocated_until_it_is_undone(
+    acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    manager = simulated_manager(spec=replace(TINY, memory_devices_per_box=2, memory_box_gib=512))
+    inventory_sync(manager=manager)
+    composition = compose(acme, alice, {"memory_gib": 200, "cores": 4})
+    [lost] = composition.allocations.select_related("device")
+    fault(manager, "device", lost.device.name)
+    compositions_react_to_health(
+        unhealthy_device_ids=[lost.device_id], healthy_device_ids=[], reason="device failed"
+    )
+    store.operation_fault_set(
+        fabric=store.fabric_get("sim"), operation="unbind", mode="permanent", count=1
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        heal_request(composition=composition, actor=alice)
+    composition.refresh_from_db()
+    assert composition.placement[UNBIND_PENDING_KEY]
+    lost.refresh_from_db()
+    assert lost.released_at is not None
+    assert Device.objects.get(pk=lost.device_id).allocated_gib == 200  # out of the pool
+
+    heal_unbinds_retry()
+
+    assert Device.objects.get(pk=lost.device_id).allocated_gib == 0
+    assert not Allocation.objects.filter(device=lost.device_id, released_at__isnull=True).exists()
+    record = ChangeRecord.objects.filter(
+        target_type="device", target_id=lost.device_id, action=ChangeAction.CHANGED
+    ).latest("pk")
+    assert record.changes["allocated_gib"] == [200, 0] and record.source == "reconciliation"
