@@ -63,7 +63,9 @@ def test_an_empty_table_says_that_no_device_matches_the_filters_and_how_many_the
     assert f'href="{DEVICES}">Clear the filters' in body
 
 
-def test_an_empty_fabric_says_so(db: None, admin_user: Any, client_as: Callable[[Any], Client]) -> None:
+def test_an_empty_fabric_says_so(
+    db: None, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
     body = client_as(admin_user).get(DEVICES).content.decode()
     assert "No devices yet: an inventory sync of a fabric manager adds them." in body
 
