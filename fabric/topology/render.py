@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fabric.topology.domains import Impact
 from fabric.topology.graph import FabricGraph, Node, Path, paused_gc
+from fabric.topology.radius import Impact
 
 __all__ = [
     "AUTO_COLLAPSE_NODES",
@@ -154,21 +154,29 @@ def _sorted(ids: Iterable[str]) -> list[str]:
 def impact_json(impact: Impact) -> dict[str, Any]:
     """A blast radius as JSON: ids are those of topology_json's nodes and edges.
 
-    `unreachable` is left out (it can be hosts x enclosures); `counts` sums it up.
+    `devices` / `hosts` are the lost ones, `devices_degraded` / `hosts_degraded` the
+    degraded ones (fabric.topology.radius). `unreachable` and `degraded` are left out (they
+    can be hosts x enclosures); `counts` and `headline` sum them up.
     """
+    counts = impact.counts()
     return {
         "domains": list(impact.domains),
+        "headline": counts.headline(),
         "failed": _sorted(impact.failed),
         "devices": dict(impact.devices),
         "hosts": dict(impact.hosts),
+        "devices_degraded": dict(impact.devices_degraded),
+        "hosts_degraded": dict(impact.hosts_degraded),
         "switches": _sorted(impact.switches),
         "links": _sorted(impact.links),
         "enclosures": _sorted(impact.enclosures),
         "frozen": _sorted(impact.frozen),
         "extra": dict(impact.extra),
         "counts": {
-            "devices": len(impact.devices),
-            "hosts": len(impact.hosts),
+            "devices": counts.devices_lost,
+            "hosts": counts.hosts_lost,
+            "devices_degraded": counts.devices_degraded,
+            "hosts_degraded": counts.hosts_degraded,
             "switches": len(impact.switches),
             "links": len(impact.links),
             "enclosures": len(impact.enclosures),

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fabric.topology.domains import Impact
 from fabric.topology.graph import FabricGraph, Path, SinglePoints
+from fabric.topology.radius import DEFINITION, Impact
 from fabric.topology.render import path_json
 
 
@@ -40,20 +40,20 @@ def _count(n: int, noun: str) -> str:
 def impact_report(
     graph: FabricGraph, impact: Impact, *, domains: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """What fails, and what loses something, when `domains` fail together.
+    """What fails, what is lost and what is degraded when `domains` fail together.
 
     `domains` are the console's rows (id, key, kind, name) the impact was computed for.
+    `devices` / `hosts` are the lost ones, `devices_degraded` / `hosts_degraded` the
+    degraded ones (fabric.topology.radius: the one definition), each with its reason;
+    `headline` says it in one sentence and `definition` says what the words mean.
     Contributors' additions (`impact.extra`, e.g. compositions and tenants) are merged in;
-    `compositions` and `tenants` are always present, empty until a contributor fills them.
+    `compositions`, `compositions_degraded`, `tenants` and `tenants_degraded` are always
+    present, empty until a contributor fills them.
     """
-    devices = [
-        {**node_ref(graph, i), "reason": impact.devices[i]}
-        for i in _sorted_nodes(graph, impact.devices)
-    ]
-    hosts = [
-        {**node_ref(graph, i), "reason": impact.hosts[i]}
-        for i in _sorted_nodes(graph, impact.hosts)
-    ]
+
+    def rows(reasons: Mapping[str, str]) -> list[dict[str, Any]]:
+        return [{**node_ref(graph, i), "reason": reasons[i]} for i in _sorted_nodes(graph, reasons)]
+
     switches = [node_ref(graph, i) for i in _sorted_nodes(graph, impact.switches)]
     cut_off_from: dict[str, int] = {}
     for reached_no_more in impact.unreachable.values():
@@ -70,28 +70,53 @@ def impact_report(
         for i in _sorted_nodes(graph, impact.enclosures)
     ]
     links = [link_ref(graph, i) for i in sorted(impact.links) if i in graph.edges]
+    lost = set(impact.failed) | set(impact.devices) | set(impact.hosts)
+    lost.update(  # an enclosure whose every device is lost (cut off) is drawn as lost too
+        e
+        for e in impact.enclosures
+        if graph.devices_in(e) and all(d in impact.devices for d in graph.devices_in(e))
+    )
     highlighted = (
-        set(impact.failed)
-        | set(impact.devices)
-        | set(impact.hosts)
+        lost
+        | set(impact.devices_degraded)
+        | set(impact.hosts_degraded)
         | set(impact.switches)
         | set(impact.enclosures)
         | set(impact.links)
     )
     report: dict[str, Any] = {
         "domains": [dict(d) for d in domains],
-        "devices": devices,
-        "hosts": hosts,
+        "headline": impact.counts().headline(),
+        "definition": DEFINITION,
+        "devices": rows(impact.devices),
+        "hosts": rows(impact.hosts),
+        "devices_degraded": rows(impact.devices_degraded),
+        "hosts_degraded": rows(impact.hosts_degraded),
         "switches": switches,
         "enclosures": enclosures,
         "links": links,
         "compositions": [],
+        "compositions_degraded": [],
         "tenants": [],
+        "tenants_degraded": [],
         "failed": sorted(impact.failed),
+        "lost_ids": sorted(lost),  # what the page draws as lost; node_ids: everything hit
         "node_ids": sorted(highlighted),
     }
     report.update({key: value for key, value in impact.extra.items()})
-    counted = ("devices", "hosts", "switches", "enclosures", "links", "compositions", "tenants")
+    counted = (
+        "devices",
+        "hosts",
+        "devices_degraded",
+        "hosts_degraded",
+        "switches",
+        "enclosures",
+        "links",
+        "compositions",
+        "compositions_degraded",
+        "tenants",
+        "tenants_degraded",
+    )
     report["counts"] = {key: len(report[key]) for key in counted}
     report["counts"]["enclosures_failed"] = sum(1 for row in enclosures if row["failed"])
     return report

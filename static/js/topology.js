@@ -73,6 +73,7 @@
     g === null || g === undefined ? "—" : `${Number(g).toLocaleString(undefined, { maximumFractionDigits: 1 })} GB/s`;
   const title = (text) => String(text).replace(/_/g, " ").replace(/^\w/, (c) => c.toUpperCase());
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
+  const capital = (text) => String(text).charAt(0).toUpperCase() + String(text).slice(1);
   const badge = (value, colours) =>
     el("span", { class: "topo-badge", style: `--badge: ${colours[value] || "#adb5bd"}` }, title(value || "unknown"));
 
@@ -764,7 +765,7 @@
             },
           }),
           el("span", { class: "domain-name" }, d.name),
-          el("span", { class: "domain-meta" }, `${title(d.kind)} · ${d.device_count} dev · ${d.host_count} hosts`),
+          el("span", { class: "domain-meta" }, `${title(d.kind)} · ${d.headline || `${plural(d.device_count, "device")} and ${plural(d.host_count, "host")} lost`}`),
         ),
       ),
       matches.length > shown.length ? el("div", { class: "text-body-secondary small px-1" }, `${matches.length - shown.length} more: narrow the search.`) : null,
@@ -825,15 +826,10 @@
     syncAddress();
     clearHighlights();
     const cy = state.cy;
-    // What fails: the domains themselves and the switches, enclosures and links they take
-    // down. What is affected: devices and hosts that lose power or every path.
-    const failed = new Set(body.failed || []);
+    // Lost (red): what fails with the domains, and the devices and hosts cut off. Degraded
+    // (orange): everything else the failure touches (see the report's definition).
+    const failed = new Set(body.lost_ids || body.failed || []);
     const affected = new Set();
-    if (!body.failed) {
-      for (const d of body.domains || []) failed.add(d.key);
-      for (const group of ["switches", "enclosures", "links"]) for (const item of body[group] || []) if (item.node) failed.add(item.node);
-    }
-    for (const group of ["devices", "hosts"]) for (const item of body[group] || []) if (item.node && !failed.has(item.node)) affected.add(item.node);
     for (const id of body.node_ids || []) if (!failed.has(id)) affected.add(id);
     let lit = cy.collection();
     for (const id of failed) {
@@ -893,25 +889,29 @@
     const total = (key) => (counts[key] !== undefined ? counts[key] : (body[key] || []).length);
     resultCard(
       el("span", {}, el("i", { class: "bi bi-exclamation-diamond text-danger" }), " If ", names || "these", (body.domains || []).length === 1 ? " fails" : " fail"),
+      el("p", { class: "mb-1 fw-semibold", id: "blast-summary" }, capital(body.headline || "")),
       el(
         "p",
-        { class: "mb-2", id: "blast-summary" },
-        `${plural(total("devices"), "device")} and ${plural(total("hosts"), "host")} affected; ` +
-        `${plural(total("switches"), "switch", "switches")} and ${plural(total("links"), "link")} lost; ` +
+        { class: "mb-2 small", id: "blast-elements" },
+        `${plural(total("switches"), "switch", "switches")} and ${plural(total("links"), "link")} fail; ` +
         `${plural(total("enclosures"), "enclosure")} hit (${counts.enclosures_failed || 0} fail).`,
       ),
+      body.definition ? el("p", { class: "small text-body-secondary mb-2", id: "blast-definition" }, body.definition) : null,
       el(
         "div",
         { class: "topo-legend-inline mb-2" },
-        el("span", {}, el("span", { class: "swatch", style: "background:#dc3545" }), "fails"),
-        el("span", {}, el("span", { class: "swatch", style: "background:#fd7e14" }), "affected"),
+        el("span", {}, el("span", { class: "swatch", style: "background:#dc3545" }), "lost"),
+        el("span", {}, el("span", { class: "swatch", style: "background:#fd7e14" }), "degraded"),
       ),
-      group("devices", "Devices", true),
-      group("hosts", "Hosts", true),
+      group("devices", "Devices lost", true),
+      group("hosts", "Hosts lost", true),
+      group("devices_degraded", "Devices degraded", true),
+      group("hosts_degraded", "Hosts degraded", true),
       group("switches", "Switches", false),
       group("enclosures", "Enclosures", false),
       group("links", "Links", false),
-      simple("compositions", "Compositions"),
+      simple("compositions", "Compositions hit"),
+      simple("compositions_degraded", "Compositions degraded"),
       simple("tenants", "Tenants"),
       el("a", { class: "btn btn-sm btn-outline-secondary mt-2", href: `${whatIfPage}?ids=${(body.domains || []).map((d) => d.id).join(",")}`, id: "blast-page" }, el("i", { class: "bi bi-file-earmark-text" }), " Open as a page"),
     );

@@ -123,7 +123,8 @@ def test_an_operator_explores_the_topology(
     assert {f"device:{g.pk}" for g in small.gpus[:4]} <= affected | failed
     assert f"host:{host_a.pk}" in affected | failed
     assert f"switch:{small.switches[1].pk}" not in affected | failed
-    expect(page.locator("#blast-summary")).to_contain_text("hosts affected")
+    expect(page.locator("#blast-summary")).to_have_text("4 devices and 1 host lost")
+    expect(page.locator("#blast-definition")).to_contain_text("Degraded: still reached")
     expect(page.locator("#blast-devices")).to_contain_text("gpu-a-0")
     sw_domain = FailureDomain.objects.get(key=f"switch:{sw_a.pk}")
     expect(page.locator(f"#domain-{sw_domain.pk}")).to_be_checked()
