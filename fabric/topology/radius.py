@@ -111,9 +111,9 @@ class Impact:
     """What is lost and what is degraded when some domains fail together.
 
     `failed`: node and link ids lost directly. `devices` / `hosts`: lost ones, id -> why.
-    `devices_degraded` / `hosts_degraded`: degraded ones, id -> why. `switches`, `links`,
-    `enclosures`: those that fail (and, for enclosures, those some host can no longer
-    reach; for switches, those frozen with their manager). `unreachable`: host ->
+    `devices_degraded` / `hosts_degraded`: degraded ones, id -> why. `switches`, `links`:
+    those that fail (and, for switches, those frozen with their manager). `enclosures`: those
+    that fail, are cut off, or are degraded. `unreachable`: host ->
     enclosures it reached before and no longer does. `degraded`: host -> enclosures it
     still reaches over fewer shortest paths (or frozen). `frozen`: the switches of
     unreachable fabric managers. `extra`: what contributors added.
@@ -273,6 +273,7 @@ def blast_radius(
             found = reasons[(verb, who)] = f"{verb} {_few(names, 'hosts')}"
         return found
 
+    degraded_enclosures: set[str] = set()
     fewer_by_enclosure = routes.by_enclosure()
     for enclosure in {*lost.lost_by, *fewer_by_enclosure} - lost_enclosures:
         cut = frozenset(lost.lost_by.get(enclosure, ())) - lost_hosts
@@ -283,6 +284,7 @@ def blast_radius(
             if not fewer:
                 continue
             reason = say("fewer paths from", fewer)
+        degraded_enclosures.add(enclosure)
         devices_degraded.update(dict.fromkeys(graph.devices_in(enclosure), reason))
 
     # Degraded hosts: they no longer reach, or reach over fewer paths, devices that others
@@ -311,6 +313,7 @@ def blast_radius(
     for enclosure in _enclosures_losing_an_uplink(index, failed_nodes, failed_links):
         if enclosure in lost_enclosures:
             continue
+        degraded_enclosures.add(enclosure)
         for device in graph.devices_in(enclosure):
             devices_degraded.setdefault(device, "loses an uplink (still reached)")
 
@@ -336,9 +339,7 @@ def blast_radius(
         hosts=hosts,
         switches=frozenset(failed_nodes & index.switches) | frozen_switches,
         links=frozenset(failed_links),
-        enclosures=frozenset(n for n in failed_nodes if nodes[n].kind == "enclosure").union(
-            lost.lost_by
-        ),
+        enclosures=frozenset(lost_enclosures | degraded_enclosures),
         unreachable=lost.unreachable,
         frozen=frozenset(frozen | frozen_switches),
         devices_degraded=devices_degraded,

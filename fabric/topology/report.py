@@ -33,8 +33,15 @@ def _sorted_nodes(graph: FabricGraph, ids: Iterable[str]) -> list[str]:
     return sorted(present, key=lambda i: (graph.nodes[i].name, i))
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def _enclosure_reason(graph: FabricGraph, impact: Impact, enclosure_id: str) -> str:
+    """Why an enclosure is in a blast radius: it fails, or what its devices are said to lose."""
+    if enclosure_id in impact.failed:
+        return "fails"
+    for device in graph.devices_in(enclosure_id):
+        reason = impact.devices.get(device) or impact.devices_degraded.get(device)
+        if reason:
+            return reason
+    return "loses a path"  # an enclosure without devices
 
 
 def impact_report(
@@ -55,17 +62,11 @@ def impact_report(
         return [{**node_ref(graph, i), "reason": reasons[i]} for i in _sorted_nodes(graph, reasons)]
 
     switches = [node_ref(graph, i) for i in _sorted_nodes(graph, impact.switches)]
-    cut_off_from: dict[str, int] = {}
-    for reached_no_more in impact.unreachable.values():
-        for enclosure_id in reached_no_more:
-            cut_off_from[enclosure_id] = cut_off_from.get(enclosure_id, 0) + 1
     enclosures = [
         {
             **node_ref(graph, i),
             "failed": i in impact.failed,
-            "reason": "fails"
-            if i in impact.failed
-            else f"{_count(cut_off_from.get(i, 0), 'host')} can no longer reach it",
+            "reason": _enclosure_reason(graph, impact, i),
         }
         for i in _sorted_nodes(graph, impact.enclosures)
     ]

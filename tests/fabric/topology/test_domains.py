@@ -238,7 +238,8 @@ def test_blast_radius_lists_the_failed_switches_links_and_enclosures() -> None:
     assert impact.switches == {"switch:3"}
     assert impact.links == {"link:1", "link:2", "link:4", "link:9", "link:10"}
     assert impact.failed == {"switch:3"} | impact.links
-    assert impact.enclosures == {"enclosure:1", "enclosure:2", "enclosure:3"}
+    # gpu-a is cut off; mem-a and gpu-b are lost to host-a-1 only, which is lost itself.
+    assert impact.enclosures == {"enclosure:1"}
     assert impact.unreachable["host:1"] == {"enclosure:1", "enclosure:2", "enclosure:3"}
     assert impact.unreachable["host:3"] == {"enclosure:1"}
 
