@@ -6,6 +6,10 @@ switches and enclosures, enclosures contain devices (compound nodes, through
 enclosure carries counts of its devices instead (`collapsed: true`), so the page stays
 drawable at 10,000 devices.
 
+Each node the page positions itself carries a `position` (fabric.topology.layout: computed
+from the structure, the same on every load); compound parents (racks, enclosures drawn with
+their devices) take theirs from their children.
+
 Pure: console URLs are plain strings (`/fabric/devices/<pk>/`), not `reverse()`, so this
 module needs no Django; tests/fabric/topology/test_render.py checks that they match the
 URL configuration.
@@ -17,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fabric.topology.graph import FabricGraph, Node, Path, paused_gc
+from fabric.topology.layout import layout_positions
 from fabric.topology.radius import Impact
 
 __all__ = [
@@ -91,6 +96,8 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
                 tally[3] += 1
 
     present = graph.nodes
+    drawn = [n.id for n in graph.nodes.values() if not (collapse and n.kind == "device")]
+    positions = layout_positions(graph, drawn=drawn)
     nodes: list[dict[str, Any]] = []
     for node in graph.nodes.values():
         if collapse and node.kind == "device":
@@ -110,7 +117,11 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
             data.update(
                 device_count=count, devices_free=free, devices_failed=failed, devices_bound=bound
             )
-        nodes.append({"data": data})
+        element: dict[str, Any] = {"data": data}
+        position = positions.get(node.id)
+        if position is not None:
+            element["position"] = {"x": position[0], "y": position[1]}
+        nodes.append(element)
     edges = [
         {
             "data": {

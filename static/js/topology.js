@@ -1,13 +1,13 @@
 // The fabric topology page: Cytoscape.js draws the JSON of /api/v1/topology/ (the same JSON
 // fabric/topology/render.py builds), and the side panel asks the paths and failure-domain
 // endpoints what a node reaches, how a host reaches a device, and what a failure takes with it.
-// Plain script, no framework (STYLE §9). Everything the tests and the live updates need is on
+// Plain script, no framework. Everything the tests and the live updates need is on
 // `window.composerTopology`.
 "use strict";
 
 (() => {
   const root = document.getElementById("topology");
-  if (!root || typeof window.cytoscape !== "function") {
+  if (!root || typeof window.cytoscape !== "function" || !window.composerTopologyLayout) {
     return;
   }
 
@@ -20,6 +20,7 @@
     paths: root.dataset.apiPaths,
   };
   const whatIfPage = root.dataset.whatIfUrl;
+  const layoutHelpers = window.composerTopologyLayout; // static/js/topology_layout.js
   const canvas = document.getElementById("topology-canvas");
   const $ = (id) => document.getElementById(id);
 
@@ -229,7 +230,7 @@
       { selector: "edge.blast-affected", style: { "line-color": "#fd7e14", width: 4, opacity: 1 } },
       { selector: ".search-hit", style: { "overlay-color": "#ffc107", "overlay-opacity": 0.35, "overlay-padding": 8 } },
     );
-    return style;
+    return [...style, ...layoutHelpers.labelStyle()];
   }
 
   // --- The graph ---------------------------------------------------------------------------
@@ -266,6 +267,7 @@
   }
 
   function prepare(graph) {
+    layoutHelpers.shortLabels(graph);
     // Derived data the style uses: a latency label on each link, counts on collapsed boxes.
     for (const edge of graph.edges || []) {
       const d = edge.data;
@@ -305,13 +307,15 @@
     // A collapsed graph stands for a big fabric: draw it the cheap way too.
     const big = graph.collapsed || (graph.nodes || []).length > BIG_GRAPH;
     if (state.cy) state.cy.destroy();
+    // The JSON places every node (fabric/topology/layout.py): the same drawing on every load.
+    const preset = layoutHelpers.hasPositions(graph);
     const cy = cytoscape({
       container: canvas,
       elements,
       style: buildStyle(),
-      // Spread out before the real layout runs, so no edge is ever drawn between two nodes
-      // sitting on the same point.
-      layout: { name: "grid" },
+      // Without positions, spread out before the force layout runs, so no edge is ever
+      // drawn between two nodes sitting on the same point.
+      layout: preset ? { name: "preset", fit: false } : { name: "grid" },
       minZoom: 0.05,
       maxZoom: 4,
       boxSelectionEnabled: false,
@@ -328,16 +332,21 @@
     $("topology-empty").hidden = (graph.nodes || []).length > 0;
     fillPathSelects();
     fillSearchList();
-    const layout = cy.layout(layoutOptions(big));
-    layout.one("layoutstop", () => {
-      cy.fit(undefined, 24);
+    const finish = () => {
+      layoutHelpers.fit(cy);
       $("topology-loading").hidden = true;
       state.ready = true;
       window.composerTopology.ready = true;
       root.dataset.ready = "true";
       root.dispatchEvent(new CustomEvent("topology:ready", { detail: { counts: graph.counts } }));
       if (state.selectedDomains.size) showBlastRadius();
-    });
+    };
+    if (preset) {
+      finish();
+      return;
+    }
+    const layout = cy.layout(layoutOptions(big));
+    layout.one("layoutstop", finish);
     layout.run();
   }
 
@@ -421,7 +430,7 @@
     }
     if (d.latency_ns !== undefined) add("Latency", fmtNs(d.latency_ns));
     if (d.bandwidth_gbps !== undefined) add("Bandwidth", fmtGbps(d.bandwidth_gbps));
-    const skip = new Set([...KNOWN_FIELDS, "name", "latency_ns", "bandwidth_gbps", "latency_label"]);
+    const skip = new Set([...KNOWN_FIELDS, "name", "short", "latency_ns", "bandwidth_gbps", "latency_label"]);
     for (const key of Object.keys(d).sort()) {
       if (skip.has(key) || d[key] === null || d[key] === "" || typeof d[key] === "object") continue;
       add(title(key), String(d[key]));
@@ -920,7 +929,7 @@
   // --- Wiring ------------------------------------------------------------------------------
 
   function fit() {
-    if (state.cy) state.cy.fit(undefined, 24);
+    if (state.cy) layoutHelpers.fit(state.cy);
   }
 
   function zoomBy(factor) {
