@@ -131,25 +131,24 @@ class DegradedRoutes:
 
     def by_host(self) -> dict[str, frozenset[str]]:
         """host -> enclosures of its blocks (a host in one block shares the block's set)."""
-        parts: dict[str, list[frozenset[str]]] = defaultdict(list)
-        for hosts, enclosures in self.blocks:
-            for host in hosts:
-                parts[host].append(enclosures)
-        return {
-            host: sets[0] if len(sets) == 1 else frozenset().union(*sets)
-            for host, sets in parts.items()
-        }
+        return _grouped((hosts, enclosures) for hosts, enclosures in self.blocks)
 
     def by_enclosure(self) -> dict[str, frozenset[str]]:
         """enclosure -> hosts of its blocks."""
-        parts: dict[str, list[frozenset[str]]] = defaultdict(list)
-        for hosts, enclosures in self.blocks:
-            for enclosure in enclosures:
-                parts[enclosure].append(hosts)
-        return {
-            enclosure: sets[0] if len(sets) == 1 else frozenset().union(*sets)
-            for enclosure, sets in parts.items()
-        }
+        return _grouped((enclosures, hosts) for hosts, enclosures in self.blocks)
+
+
+def _grouped(
+    pairs: Iterable[tuple[frozenset[str], frozenset[str]]],
+) -> dict[str, frozenset[str]]:
+    """Each key of each pair's first set -> the union of the second sets it is paired with."""
+    parts: dict[str, list[frozenset[str]]] = defaultdict(list)
+    for keys, values in pairs:
+        for key in keys:
+            parts[key].append(values)
+    return {
+        key: sets[0] if len(sets) == 1 else frozenset().union(*sets) for key, sets in parts.items()
+    }
 
 
 def degraded_routes(

@@ -12,12 +12,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from composer.choices import CompositionState, JobKind
-from composer.models import Composition, Job
-from composer.services.compositions import composition_request
+from composer.choices import CompositionState
 from composer.services.demo import demo_seed
 from composer.services.health_poll import health_poll_run
-from composer.tasks import composition_compose_task
 from fabric.models import Alert, FabricManager, FailureDomain
 from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
@@ -25,6 +22,7 @@ from fabric.topology.domains import derive_domains
 from fabric.topology.load import load_graph
 from fabric.topology.radius import domain_impact
 from fabric.topology.render import impact_json
+from tests.support.compose import composed
 
 pytestmark = pytest.mark.django_db
 
@@ -148,21 +146,15 @@ def test_list_alert_topology_what_if_and_api_agree(
 # --- for whom: compositions ------------------------------------------------------------------
 
 
-def _compose(tenant: Any, user: Any, name: str, spec: dict[str, Any]) -> Composition:
-    composition = composition_request(tenant=tenant, requested_by=user, spec=spec, name=name)
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
-
-
 def test_compositions_are_hit_or_degraded_by_the_same_rule(
     demo: FabricManager, acme: Any, alice: Any, admin_user: Any, api_as: Any
 ) -> None:
-    on_a = _compose(acme, alice, "mem-on-a", {"memory_gib": 512, "host": "host-a-01"})
-    on_b = _compose(acme, alice, "mem-on-b", {"memory_gib": 512, "host": "host-b-01"})
+    on_a = composed(
+        tenant=acme, user=alice, name="mem-on-a", spec={"memory_gib": 512, "host": "host-a-01"}
+    )
+    on_b = composed(
+        tenant=acme, user=alice, name="mem-on-b", spec={"memory_gib": 512, "host": "host-b-01"}
+    )
     api = api_as(admin_user)
 
     def impact(name: str) -> dict[str, Any]:

@@ -11,13 +11,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from composer.choices import CompositionState, JobKind
-from composer.models import Composition, Job
-from composer.services.compositions import composition_request
+from composer.choices import CompositionState
+from composer.models import Composition
 from composer.services.health_poll import health_poll_run
-from composer.tasks import composition_compose_task
 from fabric.models import FabricManager, Switch
 from fabric.services.faults import fault_inject
+from tests.support.compose import composed
 
 pytestmark = pytest.mark.django_db
 
@@ -26,13 +25,7 @@ SPEC = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}], "memory_gi
 
 @pytest.fixture
 def ready(synced: FabricManager, acme: Any, alice: Any) -> Composition:
-    composition = composition_request(tenant=acme, requested_by=alice, spec=SPEC, name="c1")
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
+    return composed(tenant=acme, user=alice, name="c1", spec=SPEC)
 
 
 def _table(client: Client, composition: Composition) -> str:

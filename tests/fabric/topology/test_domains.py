@@ -395,17 +395,27 @@ def brute_force_unreachable(graph: FabricGraph, failed: frozenset[str]) -> dict[
     return lost
 
 
-@pytest.mark.parametrize("seed", range(150))
-def test_blast_radius_reachability_matches_brute_force(seed: int) -> None:
+def random_failure(
+    seed: int, *, managers: bool = True
+) -> tuple[FabricGraph, Impact, frozenset[str]]:
+    """A random fabric, the blast radius of up to three of its domains failing together, and
+    every node and link that fails (the links of failed nodes included). Without
+    `managers`, no fabric manager is among them (it freezes rather than fails)."""
     rng = random.Random(seed)
     graph = random_fabric(rng)
-    specs = derive_domains(graph)
+    specs = [s for s in derive_domains(graph) if managers or s.kind != "fabric_manager"]
     chosen = rng.sample(specs, rng.randint(1, min(3, len(specs))))
     impact = blast_radius(graph, chosen, contributors=())
     failed = impact.failed | {
         link_id for n in impact.failed if n in graph.nodes for link_id in graph.adjacency[n]
     }
-    expected = brute_force_unreachable(graph, frozenset(failed))
+    return graph, impact, frozenset(failed)
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_blast_radius_reachability_matches_brute_force(seed: int) -> None:
+    graph, impact, failed = random_failure(seed)
+    expected = brute_force_unreachable(graph, failed)
     assert {h: set(e) for h, e in impact.unreachable.items()} == expected
 
 
@@ -459,21 +469,10 @@ def brute_force_degraded(graph: FabricGraph, failed: frozenset[str]) -> dict[str
 
 @pytest.mark.parametrize("seed", range(150))
 def test_degraded_routes_match_brute_force(seed: int) -> None:
-    rng = random.Random(seed)
-    graph = random_fabric(rng)
-    specs = derive_domains(graph)
-    chosen = [
-        s
-        for s in rng.sample(specs, rng.randint(1, min(3, len(specs))))
-        if s.kind != "fabric_manager"
-    ]
-    impact = blast_radius(graph, chosen, contributors=())
-    failed = impact.failed | {
-        link_id for n in impact.failed if n in graph.nodes for link_id in graph.adjacency[n]
-    }
+    graph, impact, failed = random_failure(seed, managers=False)
     got = {
         host: set(enclosures) - set(impact.unreachable.get(host, ()))
         for host, enclosures in impact.degraded.items()
         if host not in impact.failed
     }
-    assert {h: e for h, e in got.items() if e} == brute_force_degraded(graph, frozenset(failed))
+    assert {h: e for h, e in got.items() if e} == brute_force_degraded(graph, failed)
