@@ -276,11 +276,14 @@ def blast_radius(
     degraded_enclosures: set[str] = set()
     fewer_by_enclosure = routes.by_enclosure()
     for enclosure in {*lost.lost_by, *fewer_by_enclosure} - lost_enclosures:
-        cut = frozenset(lost.lost_by.get(enclosure, ())) - lost_hosts
+        by = lost.lost_by.get(enclosure)
+        cut = frozenset(by - lost_hosts if lost_hosts else by) if by else frozenset()
         if cut:
             reason = say("unreachable from", cut)
         else:
-            fewer = fewer_by_enclosure.get(enclosure, frozenset()) - lost_hosts
+            fewer = fewer_by_enclosure.get(enclosure, frozenset())
+            if lost_hosts:  # else the set shared by its block, hashed once
+                fewer = fewer - lost_hosts
             if not fewer:
                 continue
             reason = say("fewer paths from", fewer)
@@ -292,11 +295,19 @@ def blast_radius(
     hosts_degraded: dict[str, str] = {}
     fewer_by_host = routes.by_host()
     said: dict[tuple[int, int], str] = {}
+    tallied: dict[tuple[int, int], tuple[int, int]] = {}  # hosts share their sets: count once
+    empty: frozenset[str] = frozenset()
     for host in ({*lost.unreachable, *fewer_by_host, *lost.uplinks}) - lost_hosts - failed_nodes:
-        gone = lost.unreachable.get(host, frozenset())
-        cut_off = sum(index.device_count[e] for e in gone - lost_enclosures)
-        fewer_set = fewer_by_host.get(host, frozenset()) - gone - lost_enclosures
-        fewer = sum(index.device_count[e] for e in fewer_set)
+        gone = lost.unreachable.get(host, empty)
+        reached_fewer = fewer_by_host.get(host, empty)
+        key = (id(gone), id(reached_fewer))
+        counted = tallied.get(key)
+        if counted is None:
+            counted = tallied[key] = (
+                sum(index.device_count[e] for e in gone - lost_enclosures),
+                sum(index.device_count[e] for e in reached_fewer - gone - lost_enclosures),
+            )
+        cut_off, fewer = counted
         before, after = lost.uplinks.get(host, (0, 0))
         if cut_off or fewer:
             reason = said.get((cut_off, fewer))

@@ -48,6 +48,7 @@ class RouteIndex:
     signature: dict[str, frozenset[str]]  # host or enclosure -> the switches it is cabled to
     direct: dict[str, dict[str, frozenset[str]]]  # end -> end cabled straight to it -> links
     _distances: dict[frozenset[str], dict[str, int]] = field(default_factory=dict)
+    _shortest: dict[tuple[frozenset[str], frozenset[str]], int] = field(default_factory=dict)
     _groups: dict[str, dict[str, dict[frozenset[str], frozenset[str]]]] = field(
         default_factory=dict
     )
@@ -69,6 +70,17 @@ class RouteIndex:
                             following.append(neighbour)
                 frontier = following
             self._distances[sources] = known
+        return known
+
+    def shortest(self, hosts: frozenset[str], enclosures: frozenset[str]) -> int:
+        """Switch-to-switch links on the shortest route between two signatures (FAR: none)."""
+        key = (hosts, enclosures)
+        known = self._shortest.get(key)
+        if known is None:
+            to_enclosure = self.distances(enclosures)
+            known = self._shortest[key] = min(
+                (to_enclosure.get(s, FAR) for s in hosts), default=FAR
+            )
         return known
 
     def groups(self, component: str) -> dict[str, dict[frozenset[str], frozenset[str]]]:
@@ -207,7 +219,7 @@ def degraded_routes(
                 if not enclosures:
                     continue
                 to_encl = routes.distances(encl_sig)
-                best = min((to_encl.get(s, FAR) for s in host_sig), default=FAR)
+                best = routes.shortest(host_sig, encl_sig)
                 if best >= FAR:
                     continue
                 if across and _crosses(to_host, to_encl, best, failed_switches, cut_switch_links):
