@@ -75,7 +75,8 @@ class ImpactCounts:
     hosts_degraded: int = 0
 
     def headline(self) -> str:
-        """ "40 devices and 8 hosts lost", "nothing lost; 64 devices degraded", …"""
+        """The sentence for them: "40 devices and 8 hosts lost", "nothing lost; 64 devices
+        degraded", …"""
         return radius_headline(
             devices_lost=self.devices_lost,
             hosts_lost=self.hosts_lost,
@@ -112,11 +113,11 @@ class Impact:
 
     `failed`: node and link ids lost directly. `devices` / `hosts`: lost ones, id -> why.
     `devices_degraded` / `hosts_degraded`: degraded ones, id -> why. `switches`, `links`:
-    those that fail (and, for switches, those frozen with their manager). `enclosures`: those
-    that fail, are cut off, or are degraded. `unreachable`: host ->
-    enclosures it reached before and no longer does. `degraded`: host -> enclosures it
-    still reaches over fewer shortest paths (or frozen). `frozen`: the switches of
-    unreachable fabric managers. `extra`: what contributors added.
+    those that fail (and, for switches, those frozen with their manager). `enclosures`:
+    those that fail, are cut off, or are degraded. `unreachable`: host -> enclosures it
+    reached before and no longer does. `degraded`: host -> enclosures it still reaches over
+    fewer shortest paths (or frozen). `frozen`: the switches of unreachable fabric managers.
+    `extra`: what contributors added.
     """
 
     domains: tuple[str, ...]
