@@ -323,6 +323,8 @@ class FailureDomainFilterSet(django_filters.FilterSet):
             ("kind", "kind"),
             ("device_count", "devices"),
             ("host_count", "hosts"),
+            ("devices_degraded_count", "devices_degraded"),
+            ("hosts_degraded_count", "hosts_degraded"),
         )
     )
 

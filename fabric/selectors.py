@@ -23,9 +23,10 @@ from fabric.models import (
     Port,
     Switch,
 )
-from fabric.topology.domains import blast_radius, derive_domains
+from fabric.topology.domains import derive_domains
 from fabric.topology.graph import paths_between, reachable_devices, single_points_of_failure
 from fabric.topology.load import load_graph
+from fabric.topology.radius import domain_impact
 from fabric.topology.render import topology_json
 from fabric.topology.report import impact_report, paths_report, reachable_report
 
@@ -326,14 +327,16 @@ def topology_payload(
 def failure_domain_impact(*, domains: Sequence[FailureDomain]) -> dict[str, Any]:
     """The blast radius of `domains` failing together (a what-if: nothing is injected).
 
-    The graph is loaded for the domains' fabric managers; a domain whose element has left
-    the fabric since the last refresh contributes nothing.
+    The graph is loaded for the domains' fabric managers and measured with the domains' own
+    links working (`fabric.topology.radius.domain_impact`, as an alert and the stored
+    counts are); a domain whose element has left the fabric since the last refresh
+    contributes nothing.
     """
 
     graph = load_graph(managers=sorted({d.manager_id for d in domains}))
     specs = {spec.key: spec for spec in derive_domains(graph)}
     chosen = [specs[d.key] for d in domains if d.key in specs]
-    impact = blast_radius(graph, chosen)
+    graph, impact = domain_impact(graph, chosen)
     rows = [{"id": d.pk, "key": d.key, "kind": d.kind, "name": d.name} for d in domains]
     return impact_report(graph, impact, domains=rows)
 

@@ -98,11 +98,15 @@ class AlertInfo(TypedDict):
 
 class BlastRadius(TypedDict):
     """What the failure takes with it. A tenant is sent its own compositions only, and no
-    `tenants` (see `payload_for`); `devices` and `hosts` are counts."""
+    `tenants` (see `payload_for`); `devices` and `hosts` (lost) and their degraded
+    counterparts are counts."""
 
     effect: str
-    devices: int
-    hosts: int
+    devices: int  # lost
+    hosts: int  # lost
+    devices_degraded: int
+    hosts_degraded: int
+    headline: str  # fabric.topology.radius.radius_headline of the four counts
     compositions: list[CompositionRef]
     tenants: list[int]
 

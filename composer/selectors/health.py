@@ -22,10 +22,16 @@ from dataclasses import dataclass
 
 from composer.models import Allocation, Composition
 from fabric.choices import DeviceState, Health
-from fabric.topology.graph import FabricGraph, reachable_enclosures
+from fabric.topology.graph import FabricGraph, reachable_devices, reachable_enclosures
 from fabric.topology.load import load_graph
 
-__all__ = ["DeviceProblem", "composition_unhealthy_devices", "compositions_unhealthy_devices"]
+__all__ = [
+    "DeviceProblem",
+    "DeviceStatus",
+    "composition_device_status",
+    "composition_unhealthy_devices",
+    "compositions_unhealthy_devices",
+]
 
 _LOST_STATES = {DeviceState.FAILED: "failed", DeviceState.ABSENT: "absent"}
 
@@ -80,6 +86,62 @@ def composition_unhealthy_devices(
 ) -> list[DeviceProblem]:
     """The lost devices of one composition (its active allocations), in allocation order."""
     return compositions_unhealthy_devices([composition], graph=graph).get(composition.pk, [])
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceStatus:
+    """How one held device is doing now, as its composition's page shows it.
+
+    A tenant may see all of it: the device's health, whether the composition's host reaches
+    it, and its best working path's latency and bottleneck; nothing names a switch or link.
+    `reachable` is None when it is not judged (no host yet, or the host has left the
+    fabric); `lost` says why the device is lost for the composition (the same words and
+    the same rule as the composition's own reason, `DeviceProblem.why`), or "".
+    """
+
+    health: str
+    reachable: bool | None
+    lost: str
+    latency_ns: int | None = None
+    bottleneck_gbps: float | None = None
+
+
+def composition_device_status(
+    composition: Composition, *, graph: FabricGraph | None = None
+) -> dict[int, DeviceStatus]:
+    """The status of each active allocation's device, by allocation id.
+
+    One query plus the topology (`load_graph`, eight queries, unless `graph` is given) and
+    one path search from the composition's host; nothing when nothing is held.
+    """
+    rows = list(
+        Allocation.objects.filter(composition=composition, released_at__isnull=True).values_list(
+            "pk", "device_id"
+        )
+    )
+    if not rows:
+        return {}
+    graph = graph if graph is not None else load_graph()
+    host_id = composition.host_id
+    host = f"host:{host_id}" if host_id is not None else None
+    paths = reachable_devices(graph, host) if host is not None and host in graph.nodes else None
+    reached = (
+        frozenset(parent for d in paths if (parent := graph.nodes[d].parent) is not None)
+        if paths is not None
+        else None
+    )
+    found: dict[int, DeviceStatus] = {}
+    for allocation_id, device_id in rows:
+        node = graph.nodes.get(f"device:{device_id}")
+        path = paths.get(f"device:{device_id}") if paths is not None else None
+        found[allocation_id] = DeviceStatus(
+            health=node.health if node is not None else Health.UNKNOWN,
+            reachable=None if paths is None or node is None else path is not None,
+            lost=_why(graph, device_id, reached, host_id),
+            latency_ns=path.latency_ns if path is not None else None,
+            bottleneck_gbps=path.bottleneck_gbps if path is not None else None,
+        )
+    return found
 
 
 def _reachable(graph: FabricGraph, host_pk: int) -> frozenset[str] | None:

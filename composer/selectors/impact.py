@@ -4,8 +4,9 @@ The fabric computes a blast radius in its own terms (devices, hosts, links, encl
 lost or cut off); it cannot name compositions because fabric never imports composer.
 `composition_impact` is registered with `fabric.topology.impact` in ComposerConfig.ready()
 and adds them: a composition is hit when one of its bindings is lost — its host or one
-of its devices fails, or its host no longer reaches the device's enclosure
-(`Impact.binding_lost`, the same rule the what-if page and the alerts use).
+of its devices is lost, or its host no longer reaches the device's enclosure
+(`Impact.binding_lost`, the same rule the what-if page and the alerts use) — and degraded
+when every binding holds but some over fewer paths (`Impact.binding_degraded`).
 
 One query per call, over the active allocations only (a few thousand rows at most in a
 large data centre), so a what-if or an alert's blast radius stays cheap.
@@ -19,16 +20,20 @@ from django.urls import reverse
 
 from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.models import Allocation
-from fabric.topology.domains import Impact
+from fabric.topology.radius import Impact
 
 __all__ = ["composition_impact"]
 
 
 def composition_impact(impact: Impact) -> dict[str, list[dict[str, Any]]]:
-    """{"compositions": [...], "tenants": [...]} hit by `impact`, in name order.
+    """The compositions and tenants `impact` hurts, in name order.
 
-    A composition row: id, name, state, tenant_id, tenant {id, name}, url, reason and the
-    names of the devices it loses (`devices`); a tenant row: id, name, compositions hit.
+    `compositions`: those hit (a binding lost: they lose their host or a device);
+    `compositions_degraded`: the others that keep every binding, some over fewer paths
+    (`Impact.binding_degraded`); `tenants`: the tenants of the compositions hit;
+    `tenants_degraded`: those of the degraded ones not hit. A composition row: id, name,
+    state, tenant_id, tenant {id, name}, url, reason and the names of the devices concerned
+    (`devices`); a tenant row: id, name, compositions concerned.
     """
     rows = Allocation.objects.filter(
         released_at__isnull=True, composition__state__in=ACTIVE_COMPOSITION_STATES
@@ -44,6 +49,7 @@ def composition_impact(impact: Impact) -> dict[str, list[dict[str, Any]]]:
         "device__enclosure_id",
     )
     hit: dict[int, dict[str, Any]] = {}
+    slowed: dict[int, dict[str, Any]] = {}
     for (
         composition_id,
         name,
@@ -58,12 +64,17 @@ def composition_impact(impact: Impact) -> dict[str, list[dict[str, Any]]]:
         if host_id is None:
             continue  # not placed on a host yet: nothing bound that could be lost
         host = f"host:{host_id}"
+        device = f"device:{device_id}"
         enclosure = f"enclosure:{enclosure_id}" if enclosure_id is not None else None
-        if not impact.binding_lost(host, f"device:{device_id}", enclosure):
+        if impact.binding_lost(host, device, enclosure):
+            found = hit
+        elif impact.binding_degraded(host, device, enclosure):
+            found = slowed
+        else:
             continue
-        row = hit.get(composition_id)
+        row = found.get(composition_id)
         if row is None:
-            row = hit[composition_id] = {
+            row = found[composition_id] = {
                 "id": composition_id,
                 "name": name,
                 "state": state,
@@ -71,23 +82,40 @@ def composition_impact(impact: Impact) -> dict[str, list[dict[str, Any]]]:
                 "tenant": {"id": tenant_id, "name": tenant_name},
                 "url": reverse("composer:composition_detail", args=[composition_id]),
                 "devices": [],
-                "host_lost": host in impact.failed,
+                "host_lost": host in impact.hosts or host in impact.failed,
             }
         row["devices"].append(device_name)
-    compositions = sorted(hit.values(), key=lambda r: (r["name"], r["id"]))
+    compositions = _ordered(hit, "loses {devices}")
+    degraded = _ordered(
+        {pk: row for pk, row in slowed.items() if pk not in hit}, "fewer paths to {devices}"
+    )
+    tenants = _tenants(compositions)
+    return {
+        "compositions": compositions,
+        "tenants": tenants,
+        "compositions_degraded": degraded,
+        "tenants_degraded": [
+            t for t in _tenants(degraded) if t["id"] not in {h["id"] for h in tenants}
+        ],
+    }
+
+
+def _ordered(found: dict[int, dict[str, Any]], reason: str) -> list[dict[str, Any]]:
+    """The rows in name order, each with its reason."""
+    rows = sorted(found.values(), key=lambda r: (r["name"], r["id"]))
+    for row in rows:
+        host_lost = row.pop("host_lost")
+        devices = ", ".join(sorted(row["devices"]))
+        row["reason"] = "its host is lost" if host_lost else reason.format(devices=devices)
+    return rows
+
+
+def _tenants(compositions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     tenants: dict[int, dict[str, Any]] = {}
     for row in compositions:
-        row["reason"] = (
-            "its host fails"
-            if row.pop("host_lost")
-            else f"loses {', '.join(sorted(row['devices']))}"
-        )
         tenant = tenants.setdefault(
             row["tenant_id"],
             {"id": row["tenant_id"], "name": row["tenant"]["name"], "compositions": 0},
         )
         tenant["compositions"] += 1
-    return {
-        "compositions": compositions,
-        "tenants": sorted(tenants.values(), key=lambda t: (t["name"], t["id"])),
-    }
+    return sorted(tenants.values(), key=lambda t: (t["name"], t["id"]))

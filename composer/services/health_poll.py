@@ -31,6 +31,7 @@ from composer.models import AlertAudience, Allocation, Tenant
 from composer.services.health import compositions_react_to_health
 from fabric.health.poll import HealthChange, PollOutcome, health_poll
 from fabric.models import Alert, FabricManager
+from fabric.topology.radius import radius_headline
 
 logger = logging.getLogger(__name__)
 
@@ -124,24 +125,44 @@ def _compositions_react(outcome: PollOutcome, alerts: dict[int, Alert]) -> None:
 
 
 def _radius_devices(alerts: Iterable[Alert]) -> set[int]:
+    """Where to look: the devices an alert's blast radius loses or degrades (a device some
+    host no longer reaches is degraded, not lost, yet lost to compositions on that host),
+    and the devices held on the hosts it loses. One query when it loses hosts."""
     devices: set[int] = set()
+    hosts: set[int] = set()
     for alert in alerts:
-        for device_id in (alert.blast_radius or {}).get("devices") or ():
-            if isinstance(device_id, int):
-                devices.add(device_id)
+        radius = alert.blast_radius or {}
+        for key, found in (("devices", devices), ("devices_degraded", devices), ("hosts", hosts)):
+            found.update(pk for pk in radius.get(key) or () if isinstance(pk, int))
+    if hosts:
+        devices.update(
+            Allocation.objects.filter(
+                released_at__isnull=True, composition__host_id__in=hosts
+            ).values_list("device_id", flat=True)
+        )
     return devices
 
 
 # --- events ---------------------------------------------------------------------------------
 
 
+def _radius_count(radius: dict[str, Any], count: str, items: str) -> int:
+    """A stored count of a blast radius, else the length of its list (older alerts)."""
+    return int(radius.get(count) or len(radius.get(items) or ()))
+
+
 def alert_event_payload(alert: Alert) -> dict[str, Any]:
-    """The `fabric.alert` payload: the alert, and its blast radius with counts and ids.
+    """The `fabric.alert` payload: the alert, and its blast radius with counts and ids
+    (lost and degraded, fabric.topology.radius) and the headline the pages show.
 
     Compositions carry their `tenant_id`, so `composer.events.payload_for` keeps each
     tenant's own and drops the rest; `tenants` is for operators only.
     """
     radius = alert.blast_radius or {}
+    devices = _radius_count(radius, "device_count", "devices")
+    hosts = _radius_count(radius, "host_count", "hosts")
+    devices_degraded = _radius_count(radius, "devices_degraded_count", "devices_degraded")
+    hosts_degraded = _radius_count(radius, "hosts_degraded_count", "hosts_degraded")
     return {
         "alert": {
             "id": alert.pk,
@@ -165,8 +186,16 @@ def alert_event_payload(alert: Alert) -> dict[str, Any]:
         },
         "blast_radius": {
             "effect": radius.get("effect", ""),
-            "devices": int(radius.get("device_count") or len(radius.get("devices") or ())),
-            "hosts": int(radius.get("host_count") or len(radius.get("hosts") or ())),
+            "devices": devices,
+            "hosts": hosts,
+            "devices_degraded": devices_degraded,
+            "hosts_degraded": hosts_degraded,
+            "headline": radius_headline(
+                devices_lost=devices,
+                hosts_lost=hosts,
+                devices_degraded=devices_degraded,
+                hosts_degraded=hosts_degraded,
+            ),
             "compositions": [
                 {
                     "id": row.get("id"),

@@ -1,4 +1,5 @@
-"""Alert badges and the viewer's open-alert count (the navbar entry and the alert list)."""
+"""Alert badges, the viewer's open-alert count (the navbar entry and the alert list), and
+the words of a blast radius."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.utils.safestring import SafeString
 from composer.templatetags.composer_tags import badge
 from fabric.choices import AlertSeverity, AlertSource, AlertState
 from fabric.services.alerts import alerts_visible_to
+from fabric.topology.radius import DEFINITION
 
 register = template.Library()
 
@@ -43,3 +45,10 @@ def open_alert_count(context: dict[str, Any]) -> int:
     if user is None or not user.is_authenticated:
         return 0
     return alerts_visible_to(user).filter(state=AlertState.OPEN).count()
+
+
+@register.simple_tag
+def blast_definition() -> str:
+    """What "lost" and "degraded" mean in a blast radius: the sentence every page that
+    shows one puts near its figures (fabric.topology.radius.DEFINITION)."""
+    return DEFINITION

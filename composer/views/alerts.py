@@ -34,6 +34,7 @@ from fabric.api.health import AlertFilterSet
 from fabric.models import Alert
 from fabric.permissions import is_operator
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
+from fabric.topology.radius import radius_headline
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
 
 TABLE_TARGET = "alert-table"
@@ -55,18 +56,19 @@ class AlertRow:
 
     alert: Alert
     effect: str
-    device_count: int
-    host_count: int
+    device_count: int  # lost
+    host_count: int  # lost
+    headline: str  # what is lost and degraded, in the words every page uses
     compositions: list[CompositionLink]
     tenants: list[str]  # operators only: the names of the tenants it hurts
 
 
-def _count(radius: Mapping[str, Any], key: str) -> int:
+def _count(radius: Mapping[str, Any], key: str, *, plural: str = "s") -> int:
     """`<key>_count` when stored, else the length of the `<key>s` list."""
     stored = radius.get(f"{key}_count")
     if isinstance(stored, int) and not isinstance(stored, bool):
         return stored
-    items = radius.get(f"{key}s")
+    items = radius.get(f"{key}{plural}")
     return len(items) if isinstance(items, list) else 0
 
 
@@ -105,12 +107,19 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
         tenants = [
             names.get(t, f"tenant {t}") for t in radius.get("tenants") or () if isinstance(t, int)
         ]
+        device_count, host_count = _count(radius, "device"), _count(radius, "host")
         rows.append(
             AlertRow(
                 alert=alert,
                 effect=str(radius.get("effect") or ""),
-                device_count=_count(radius, "device"),
-                host_count=_count(radius, "host"),
+                device_count=device_count,
+                host_count=host_count,
+                headline=radius_headline(
+                    devices_lost=device_count,
+                    hosts_lost=host_count,
+                    devices_degraded=_count(radius, "devices_degraded", plural=""),
+                    hosts_degraded=_count(radius, "hosts_degraded", plural=""),
+                ),
                 compositions=compositions,
                 tenants=sorted(tenants) if operator else [],
             )

@@ -26,6 +26,7 @@ from composer.errors import ComposerError
 from composer.filters import CompositionFilterSet
 from composer.forms.compositions import CompositionFilterForm, CompositionRequestForm
 from composer.models import Composition, Job, Membership, Tenant
+from composer.selectors.health import composition_device_status
 from composer.services.compositions import (
     COMPOSITION_TARGET,
     composition_decompose,
@@ -256,7 +257,17 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     )
     plan = composition.placement or {}
     paths = {p["device"]: p for p in (plan.get("devices") or []) + (plan.get("memory") or [])}
-    rows = [{"allocation": a, "path": paths.get(f"device:{a.device_id}", {})} for a in allocations]
+    # Each held device's health and reach now, not as placed: the table must not say Bound
+    # at 298 ns about a GPU its host can no longer reach.
+    status = composition_device_status(composition) if composition.host_id else {}
+    rows = [
+        {
+            "allocation": a,
+            "path": paths.get(f"device:{a.device_id}", {}),
+            "status": status.get(a.pk),
+        }
+        for a in allocations
+    ]
     job = (
         Job.objects.for_user(request.user)
         .filter(target_type=COMPOSITION_TARGET, target_id=composition.pk)

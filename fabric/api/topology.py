@@ -70,8 +70,13 @@ class TopologyView(APIView):
 
 
 class FailureDomainSerializer(serializers.ModelSerializer):
+    """A failure domain and its blast radius: `device_count` / `host_count` are what its
+    failure loses, `devices_degraded_count` / `hosts_degraded_count` what it degrades, and
+    `headline` says both in the words the pages use (the figures of its impact endpoint)."""
+
     url = serializers.HyperlinkedIdentityField(view_name="api:failure_domain_detail")
     impact_url = serializers.HyperlinkedIdentityField(view_name="api:failure_domain_impact")
+    headline = serializers.CharField(read_only=True)
 
     class Meta:
         model = FailureDomain
@@ -85,6 +90,9 @@ class FailureDomainSerializer(serializers.ModelSerializer):
             "manager",
             "device_count",
             "host_count",
+            "devices_degraded_count",
+            "hosts_degraded_count",
+            "headline",
             "updated_at",
         ]
         read_only_fields = fields
@@ -130,7 +138,8 @@ class FailureDomainViewSet(viewsets.ReadOnlyModelViewSet):
     )
     @action(detail=True, methods=["get"], url_path="impact", url_name="impact")
     def impact(self, request: Request, pk: str | None = None) -> Response:
-        """What fails and what loses something if this domain fails (nothing is injected)."""
+        """What fails, what is lost and what is degraded if this domain fails (nothing is
+        injected): the same figures as its row in the list and its alert."""
         return Response(failure_domain_impact(domains=[self.get_object()]))
 
     @extend_schema(

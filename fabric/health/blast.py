@@ -7,30 +7,36 @@ poll that opens nothing loads nothing. The shape stored in `Alert.blast_radius`:
       "domain": "switch:12",          # the failure domain (or element) that fails
       "effect": "lost",               # lost (critical), at_risk (warning: what a failure
                                       # would take), frozen (manager unreachable)
-      "devices": [41, 42], "device_count": 2,
-      "hosts": [7], "host_count": 1,
+      "devices": [41, 42], "device_count": 2,      # lost
+      "hosts": [7], "host_count": 1,               # lost
+      "devices_degraded": [43], "devices_degraded_count": 1,
+      "hosts_degraded": [8, 9], "hosts_degraded_count": 2,
+      "headline": "2 devices and 1 host lost; 1 device and 2 hosts degraded",
       "switches": [12], "enclosures": [5], "links": [30, 31],
       "compositions": [{"id": 3, "name": "train-a", "tenant_id": 1, "state": "ready"}],
-      "composition_count": 1,
-      "tenants": [1], "tenant_count": 1
+      "composition_count": 1,                      # hit: lose their host or a device
+      "compositions_degraded": [...], "compositions_degraded_count": 0,
+      "tenants": [1], "tenant_count": 1            # of the compositions hit
     }
 
-Ids are console primary keys. `compositions` and `tenants` come from the impact contributors
-the composer registers (fabric.topology.impact); they are empty until one is registered.
-A contributor may return rows (mappings with id, name, tenant or tenant_id, state) or bare
+Lost and degraded are fabric.topology.radius's one definition, the one the failure-domain
+list, the topology page, the what-if and the API use too. Ids are console primary keys.
+`compositions`, `compositions_degraded` and `tenants` come from the impact contributors the
+composer registers (fabric.topology.impact); they are empty until one is registered. A
+contributor may return rows (mappings with id, name, tenant or tenant_id, state) or bare
 ids; both are normalised to the shape above.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from fabric.models import FabricManager
-from fabric.topology.domains import DomainSpec, Impact, blast_radius, derive_domains
-from fabric.topology.graph import LINK_DOWN, FabricGraph
+from fabric.topology.domains import DomainSpec, derive_domains
+from fabric.topology.graph import FabricGraph
 from fabric.topology.load import load_graph
+from fabric.topology.radius import Impact, ImpactCounts, domain_impact
 
 __all__ = ["BlastRadius", "radius_json"]
 
@@ -85,8 +91,7 @@ class BlastRadius:
         spec = self.spec(source_type, source_id)
         if spec is None:
             return None
-        graph = _healed(self.graph, spec)
-        return graph, blast_radius(graph, [spec])
+        return domain_impact(self.graph, [spec])
 
     def of(self, source_type: str, source_id: int, *, severity: str) -> dict[str, Any]:
         """The blast radius JSON of the source failing (see the module docstring)."""
@@ -99,24 +104,6 @@ class BlastRadius:
             return radius_json(None, None, key=f"{source_type}:{source_id}", effect=effect)
         graph, impact = found
         return radius_json(graph, impact, key=impact.domains[0], effect=effect)
-
-
-def _healed(graph: FabricGraph, spec: DomainSpec) -> FabricGraph:
-    """`graph` with the domain's own links up again.
-
-    When the alert opens, the failure is already in the tables (this poll, or an inventory
-    sync before it, marked its links down), and reachability never uses a down link: the
-    blast radius measured on that graph would be empty. It is measured instead against the
-    fabric as it was with this failure's own links working; links down for other reasons
-    stay down (what they cut off was lost before, not by this failure).
-    """
-    down = {e for e in spec.elements if e in graph.edges and graph.edges[e].state == LINK_DOWN}
-    if not down:
-        return graph
-    edges = [replace(e, state="up") if e.id in down else e for e in graph.edges.values()]
-    return FabricGraph(
-        graph.nodes.values(), edges, power_feeds=graph.power_feeds, managers=graph.managers
-    )
 
 
 def _pks(graph: FabricGraph, ids: Iterable[str]) -> list[int]:
@@ -169,6 +156,8 @@ def radius_json(
     if graph is None or impact is None:
         devices: list[int] = []
         hosts: list[int] = []
+        devices_degraded: list[int] = []
+        hosts_degraded: list[int] = []
         switches: list[int] = []
         enclosures: list[int] = []
         links: list[int] = []
@@ -176,12 +165,16 @@ def radius_json(
     else:
         devices = _pks(graph, impact.devices)
         hosts = _pks(graph, impact.hosts)
+        devices_degraded = _pks(graph, impact.devices_degraded)
+        hosts_degraded = _pks(graph, impact.hosts_degraded)
         switches = _pks(graph, impact.switches)
         enclosures = _pks(graph, impact.enclosures)
         links = _pks(graph, impact.links)
         extra = impact.extra
     compositions = _compositions(extra.get("compositions"))
+    compositions_degraded = _compositions(extra.get("compositions_degraded"))
     tenants = _tenants(extra.get("tenants"), compositions)
+    counts = ImpactCounts(len(devices), len(hosts), len(devices_degraded), len(hosts_degraded))
     return {
         "domain": key,
         "effect": effect,
@@ -189,11 +182,18 @@ def radius_json(
         "device_count": len(devices),
         "hosts": hosts,
         "host_count": len(hosts),
+        "devices_degraded": devices_degraded,
+        "devices_degraded_count": len(devices_degraded),
+        "hosts_degraded": hosts_degraded,
+        "hosts_degraded_count": len(hosts_degraded),
+        "headline": counts.headline(),
         "switches": switches,
         "enclosures": enclosures,
         "links": links,
         "compositions": compositions,
         "composition_count": len(compositions),
+        "compositions_degraded": compositions_degraded,
+        "compositions_degraded_count": len(compositions_degraded),
         "tenants": tenants,
         "tenant_count": len(tenants),
     }

@@ -14,6 +14,7 @@ from django.db import models
 
 from fabric.choices import FailureDomainKind
 from fabric.models.base import TimeStampedModel
+from fabric.topology.radius import radius_headline
 
 if TYPE_CHECKING:
     from fabric.models.inventory import Device
@@ -24,8 +25,11 @@ class FailureDomain(TimeStampedModel):
 
     `key` is the graph id of what fails ("switch:12", "power_feed:3", "memory_box:7",
     "fabric_manager:1"), stable across syncs while that thing exists, so the row (and its
-    id in URLs) is kept. `device_count` / `host_count` count the members: what fails with
-    the domain, or, for a switch or link, what is cabled through it.
+    id in URLs) is kept. `device_count` / `host_count` are what its failure loses, and
+    `devices_degraded_count` / `hosts_degraded_count` what it degrades: its blast radius
+    (fabric.topology.radius, the definition the alerts, the topology page and the what-if
+    use too), stored so that the list can sort by it. `devices` are its members: what
+    fails with it, or, for a switch or link, what is cabled through it.
     """
 
     manager = models.ForeignKey(
@@ -34,8 +38,14 @@ class FailureDomain(TimeStampedModel):
     key = models.CharField(max_length=60)
     kind = models.CharField(max_length=16, choices=FailureDomainKind.choices)
     name = models.CharField(max_length=200)
-    device_count = models.PositiveIntegerField(default=0)
-    host_count = models.PositiveIntegerField(default=0)
+    device_count = models.PositiveIntegerField(default=0, help_text="Devices its failure loses.")
+    host_count = models.PositiveIntegerField(default=0, help_text="Hosts its failure loses.")
+    devices_degraded_count = models.PositiveIntegerField(
+        default=0, help_text="Devices its failure degrades (still reached, over fewer paths)."
+    )
+    hosts_degraded_count = models.PositiveIntegerField(
+        default=0, help_text="Hosts its failure degrades (still working, with fewer paths)."
+    )
     devices: models.ManyToManyField[Device, DeviceDomain] = models.ManyToManyField(
         "fabric.Device", through="DeviceDomain", related_name="failure_domains", blank=True
     )
@@ -51,6 +61,16 @@ class FailureDomain(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.name}"
+
+    @property
+    def headline(self) -> str:
+        """What its failure takes, in the words every page uses."""
+        return radius_headline(
+            devices_lost=self.device_count,
+            hosts_lost=self.host_count,
+            devices_degraded=self.devices_degraded_count,
+            hosts_degraded=self.hosts_degraded_count,
+        )
 
 
 class DeviceDomain(models.Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -11,10 +12,20 @@ from django.utils import timezone
 from fabric.models import DeviceDomain, FabricManager, FailureDomain
 from fabric.topology.domains import derive_domains, domain_members
 from fabric.topology.load import load_graph
+from fabric.topology.radius import domain_impact
 
 logger = logging.getLogger(__name__)
 
 BATCH = 500
+# The columns a refresh writes: what a domain is, and what its failure loses and degrades.
+FIELDS = (
+    "kind",
+    "name",
+    "device_count",
+    "host_count",
+    "devices_degraded_count",
+    "hosts_degraded_count",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,54 +62,49 @@ def domains_refresh(*, manager: FabricManager) -> DomainRefreshResult:
     """Derive `manager`'s failure domains from its topology and write them.
 
     Domains are derived data, not history: a new one is created, a changed one (name, kind,
-    counts) updated in place (its id stays, so links to it keep working), one whose rack,
-    feed, enclosure, switch or link is gone is deleted with its memberships. Device
+    blast radius counts) updated in place (its id stays, so links to it keep working), one
+    whose rack, feed, enclosure, switch or link is gone is deleted with its memberships. Device
     memberships (`Device.failure_domains`) are rewritten the same way. Side effects: those
     writes, in one transaction. Queries: the graph's eight plus four reads, and one bulk
     statement per kind of change (per 500 rows), so a refresh that finds nothing to change
-    costs the same at any size.
+    costs the same at any size. Each domain's counts are its blast radius
+    (`fabric.topology.radius.domain_impact`, without contributors: no query), the same
+    figures its alert and the what-if show.
     """
     graph = load_graph(managers=[manager.pk])
     specs = derive_domains(graph)
+    members: dict[str, list[int]] = {}
+    wanted_values: dict[str, tuple[Any, ...]] = {}
+    for spec in specs:  # pure: measured before the transaction, so it stays short
+        devices, _ = domain_members(graph, spec)
+        members[spec.key] = [graph.nodes[d].pk for d in devices]
+        counts = domain_impact(graph, [spec], contributors=())[1].counts()
+        wanted_values[spec.key] = (
+            spec.kind,
+            spec.name[:200],
+            counts.devices_lost,
+            counts.hosts_lost,
+            counts.devices_degraded,
+            counts.hosts_degraded,
+        )
     now = timezone.now()  # bulk_update does not apply auto_now
     with transaction.atomic():
         existing = {
-            key: (pk, kind, name, devices, hosts)
-            for pk, key, kind, name, devices, hosts in FailureDomain.objects.filter(
-                manager=manager
-            ).values_list("pk", "key", "kind", "name", "device_count", "host_count")
+            key: (pk, *values)
+            for pk, key, *values in FailureDomain.objects.filter(manager=manager).values_list(
+                "pk", "key", *FIELDS
+            )
         }
-        members: dict[str, list[int]] = {}
         to_create: list[FailureDomain] = []
         to_update: list[FailureDomain] = []
-        for spec in specs:
-            devices, hosts = domain_members(graph, spec)
-            members[spec.key] = [graph.nodes[d].pk for d in devices]
-            values = (spec.kind, spec.name[:200], len(devices), len(hosts))
-            row = existing.get(spec.key)
+        for key, values in wanted_values.items():
+            fields = dict(zip(FIELDS, values, strict=True))
+            row = existing.get(key)
             if row is None:
-                to_create.append(
-                    FailureDomain(
-                        manager=manager,
-                        key=spec.key,
-                        kind=values[0],
-                        name=values[1],
-                        device_count=values[2],
-                        host_count=values[3],
-                    )
-                )
-            elif row[1:] != values:
+                to_create.append(FailureDomain(manager=manager, key=key, **fields))
+            elif tuple(row[1:]) != values:
                 to_update.append(
-                    FailureDomain(
-                        pk=row[0],
-                        manager=manager,
-                        key=spec.key,
-                        kind=values[0],
-                        name=values[1],
-                        device_count=values[2],
-                        host_count=values[3],
-                        updated_at=now,
-                    )
+                    FailureDomain(pk=row[0], manager=manager, key=key, updated_at=now, **fields)
                 )
         wanted = set(members)
         gone = [row[0] for key, row in existing.items() if key not in wanted]
@@ -107,10 +113,7 @@ def domains_refresh(*, manager: FabricManager) -> DomainRefreshResult:
         if to_create:
             FailureDomain.objects.bulk_create(to_create, batch_size=BATCH)
         if to_update:
-            FailureDomain.objects.bulk_update(
-                to_update, ["kind", "name", "device_count", "host_count", "updated_at"],
-                batch_size=BATCH,
-            )  # fmt: skip
+            FailureDomain.objects.bulk_update(to_update, [*FIELDS, "updated_at"], batch_size=BATCH)
         domain_pks = dict(FailureDomain.objects.filter(manager=manager).values_list("key", "pk"))
         desired = {
             (device, domain_pks[key]) for key, devices in members.items() for device in devices

@@ -154,7 +154,8 @@ class Dependents:
     """What depends on an element: what its loss (or a careless repair) would take.
 
     `devices` / `hosts`: rows of `fabric.topology.report.impact_report` (id, name, kind,
-    node, reason). `compositions` / `tenants`: what the impact contributors add (empty
+    node, reason): what its loss would lose. `devices_degraded`: how many more devices keep
+    a path but lose redundancy. `compositions` / `tenants`: what the impact contributors add (empty
     until the composer registers one). `holders`: held devices among `devices` (at most
     HOLDER_LIMIT) with what holds each, as far as the viewer may know; `held_count`: how
     many of `devices` are held in all.
@@ -162,6 +163,7 @@ class Dependents:
 
     devices: list[dict[str, Any]] = field(default_factory=list)
     hosts: list[dict[str, Any]] = field(default_factory=list)
+    devices_degraded: int = 0
     compositions: list[Any] = field(default_factory=list)
     tenants: list[Any] = field(default_factory=list)
     holders: list[tuple[Device, list[Holder]]] = field(default_factory=list)
@@ -186,6 +188,7 @@ def maintenance_dependents(*, target: MaintenanceTarget, user: Any) -> Dependent
     return Dependents(
         devices=report["devices"],
         hosts=report["hosts"],
+        devices_degraded=len(report["devices_degraded"]),
         compositions=list(report.get("compositions", [])),
         tenants=list(report.get("tenants", [])),
         holders=holders,

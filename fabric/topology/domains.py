@@ -1,4 +1,4 @@
-"""Failure domains (what fails together) and the blast radius of their failure.
+"""Failure domains: what fails together.
 
 Pure Python over a `FabricGraph`. A domain is a set of graph elements (node and link ids)
 lost when it fails:
@@ -17,32 +17,27 @@ lost when it fails:
 
 A fabric manager going away does not stop the data path: bound devices keep working, but
 nothing can be bound, unbound or re-routed through its switches until it is back. So its
-domain is evaluated as frozen: its switches, hosts and devices are reported with the reason
-"bindings frozen", nothing is counted as failed, and no reachability is lost.
+domain is evaluated as frozen: its hosts and devices are degraded ("bindings frozen"),
+nothing is counted as failed, and no reachability is lost.
 
-`blast_radius(graph, specs)` fails the union of the specs' elements at once (one spec is a
-single domain failing, several are a what-if) and reports what loses something. See
-docs/topology.md.
+What a domain's failure takes (what is lost, what is degraded, for whom) is its blast
+radius: fabric.topology.radius. See docs/topology.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from fabric.topology.graph import FabricGraph, Node
-from fabric.topology.impact import ImpactContributor, registered_contributors
-from fabric.topology.reach import lost_reach, reach_index
 
 __all__ = [
     "DOMAIN_KINDS",
+    "FROZEN_KINDS",
     "DomainSpec",
-    "Impact",
-    "blast_radius",
     "derive_domains",
-    "domain_counts",
     "domain_members",
+    "with_parts",
 ]
 
 DOMAIN_KINDS = (
@@ -57,16 +52,6 @@ DOMAIN_KINDS = (
 MEMORY_BOX = "cxl_memory_box"  # fabric.choices.EnclosureKind.CXL_MEMORY_BOX
 FROZEN_KINDS = frozenset({"fabric_manager"})  # lose control, not the data path
 
-# How a host or device directly in a failing domain is said to fail, by domain kind.
-_FAILS_WITH = {
-    "rack": "fails with rack {name}",
-    "power_feed": "loses power ({name})",
-    "enclosure": "fails with enclosure {name}",
-    "memory_box": "fails with memory box {name}",
-    "switch": "fails with switch {name}",
-    "link": "fails with link {name}",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class DomainSpec:
@@ -78,37 +63,7 @@ class DomainSpec:
     elements: frozenset[str]
 
 
-@dataclass(frozen=True, slots=True)
-class Impact:
-    """What loses something when some domains fail together.
-
-    `failed`: node and link ids lost directly. `devices` / `hosts`: id -> why it loses
-    something. `switches`, `links`, `enclosures`: those that fail (and, for enclosures,
-    those some host can no longer reach; for switches, those frozen with their manager).
-    `unreachable`: host -> enclosures it reached before and no longer does. `frozen`: the
-    switches of unreachable fabric managers. `extra`: what contributors added.
-    """
-
-    domains: tuple[str, ...]
-    failed: frozenset[str]
-    devices: Mapping[str, str]
-    hosts: Mapping[str, str]
-    switches: frozenset[str]
-    links: frozenset[str]
-    enclosures: frozenset[str]
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    unreachable: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    frozen: frozenset[str] = frozenset()
-
-    def binding_lost(self, host_id: str, device_id: str, enclosure_id: str | None) -> bool:
-        """Whether a binding of `device_id` (in `enclosure_id`) to `host_id` is lost: the
-        host or device fails, or the host no longer reaches the enclosure."""
-        if host_id in self.failed or device_id in self.failed:
-            return True
-        return enclosure_id is not None and enclosure_id in self.unreachable.get(host_id, ())
-
-
-def _with_parts(graph: FabricGraph, ids: Iterable[str]) -> frozenset[str]:
+def with_parts(graph: FabricGraph, ids: Iterable[str]) -> frozenset[str]:
     """`ids`, plus the devices of its enclosures and the links of its nodes."""
     elements = set(ids)
     for node_id in list(elements):
@@ -152,7 +107,7 @@ def derive_domains(graph: FabricGraph) -> list[DomainSpec]:
             manager_switches.setdefault(node.manager, []).append(node.id)
 
     def spec(key: str, kind: str, name: str, ids: Iterable[str]) -> DomainSpec:
-        return DomainSpec(key, kind, name, _with_parts(graph, ids))
+        return DomainSpec(key, kind, name, with_parts(graph, ids))
 
     by_name: list[DomainSpec] = []
     for rack, ids in racks.items():
@@ -213,130 +168,3 @@ def domain_members(graph: FabricGraph, spec: DomainSpec) -> tuple[list[str], lis
         [n.id for n in members if n.kind == "device"],
         [n.id for n in members if n.kind == "host"],
     )
-
-
-def domain_counts(graph: FabricGraph, spec: DomainSpec) -> tuple[int, int]:
-    """(devices, hosts) that belong to a domain (see `domain_members`)."""
-    devices, hosts = domain_members(graph, spec)
-    return len(devices), len(hosts)
-
-
-def _few(names: list[str], noun: str) -> str:
-    names.sort()
-    if len(names) == 1:
-        return names[0]
-    shown = ", ".join(names[:3])
-    return f"{len(names)} {noun} ({shown}{', …' if len(names) > 3 else ''})"
-
-
-def blast_radius(
-    graph: FabricGraph,
-    specs: Sequence[DomainSpec],
-    *,
-    contributors: Sequence[ImpactContributor] | None = None,
-) -> Impact:
-    """What loses something when every domain of `specs` fails at once.
-
-    A device loses something when it fails with a domain, or when a host that reached it
-    before no longer does ("cut off: no path to any host" when none does). A host loses
-    something when it fails, loses an uplink, or no longer reaches devices it reached.
-    Fabric manager domains freeze bindings instead (see the module docstring). The
-    contributors (the registered ones when None) add to `extra`.
-    """
-    nodes = graph.nodes
-    cause: dict[str, str] = {}  # failed host or device -> why (the first domain wins)
-    failed_nodes: set[str] = set()
-    failed_links: set[str] = set()
-    frozen: set[str] = set()
-    frozen_managers: list[tuple[str, str]] = []
-    for spec in specs:
-        if spec.kind in FROZEN_KINDS:
-            frozen.update(spec.elements)
-            frozen_managers.append((spec.key.removeprefix("fabric_"), spec.name))
-            continue
-        reason = _FAILS_WITH.get(spec.kind, "fails with {name}").format(name=spec.name)
-        for element in _with_parts(graph, spec.elements):
-            node = nodes.get(element)
-            if node is not None:
-                failed_nodes.add(element)
-                if node.kind in ("host", "device"):
-                    cause.setdefault(element, reason)
-            elif element in graph.edges:
-                failed_links.add(element)
-
-    index = reach_index(graph)
-    lost = lost_reach(index, failed_nodes, failed_links)
-
-    devices: dict[str, str] = {}
-    reasons: dict[frozenset[str], str] = {}
-    for enclosure, hosts in lost.lost_by.items():
-        if enclosure in failed_nodes:
-            continue
-        if len(hosts) >= len(index.partners(enclosure)):
-            reason = "cut off: no path to any host"
-        else:
-            key = frozenset(hosts)
-            reason = reasons.get(key, "")
-            if not reason:
-                names = [nodes[h].name for h in hosts]
-                reason = reasons[key] = f"unreachable from {_few(names, 'hosts')}"
-        devices.update(dict.fromkeys(graph.devices_in(enclosure), reason))
-    for element, reason in cause.items():
-        if nodes[element].kind == "device":
-            devices[element] = reason
-
-    hosts_out: dict[str, str] = {}
-    counted: dict[int, int] = {}
-    for host, enclosures in lost.unreachable.items():
-        if host in failed_nodes:
-            continue
-        n = counted.get(id(enclosures))
-        if n is None:
-            n = counted[id(enclosures)] = sum(index.device_count[e] for e in enclosures)
-        hosts_out[host] = f"loses paths to {n} device{'s' if n != 1 else ''}"
-    for host, (before, after) in lost.uplinks.items():
-        if host in failed_nodes or after == before:
-            continue
-        if after == 0:
-            paths = hosts_out.get(host, "").replace("loses paths", "and paths")
-            hosts_out[host] = f"loses its last uplink{' ' + paths if paths else ''}"
-        elif host not in hosts_out:
-            hosts_out[host] = "loses an uplink (still reaches every device)"
-    for element, reason in cause.items():
-        if nodes[element].kind == "host":
-            hosts_out[element] = reason
-
-    frozen_switches: set[str] = set()
-    if frozen_managers:
-        for manager, name in frozen_managers:
-            reason = f"bindings frozen: fabric manager {name} unreachable"
-            for node in graph.nodes.values():
-                if node.manager != manager:
-                    continue
-                if node.kind == "device":
-                    devices.setdefault(node.id, reason)
-                elif node.kind == "host":
-                    hosts_out.setdefault(node.id, reason)
-                elif node.kind == "switch":
-                    frozen_switches.add(node.id)
-
-    impact = Impact(
-        domains=tuple(spec.key for spec in specs),
-        failed=frozenset(failed_nodes | failed_links),
-        devices=devices,
-        hosts=hosts_out,
-        switches=frozenset(failed_nodes & index.switches) | frozen_switches,
-        links=frozenset(failed_links),
-        enclosures=frozenset(n for n in failed_nodes if nodes[n].kind == "enclosure").union(
-            lost.lost_by
-        ),
-        unreachable=lost.unreachable,
-        frozen=frozenset(frozen | frozen_switches),
-    )
-    chosen = registered_contributors() if contributors is None else contributors
-    if not chosen:
-        return impact
-    extra: dict[str, Any] = {}
-    for contributor in chosen:
-        extra.update(contributor(impact))
-    return replace(impact, extra=extra)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from fabric.topology.domains import Impact
+    from fabric.topology.radius import Impact
 
 __all__ = [
     "ImpactContributor",

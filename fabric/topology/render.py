@@ -6,6 +6,10 @@ switches and enclosures, enclosures contain devices (compound nodes, through
 enclosure carries counts of its devices instead (`collapsed: true`), so the page stays
 drawable at 10,000 devices.
 
+Each node the page positions itself carries a `position` (fabric.topology.layout: computed
+from the structure, the same on every load); compound parents (racks, enclosures drawn with
+their devices) take theirs from their children.
+
 Pure: console URLs are plain strings (`/fabric/devices/<pk>/`), not `reverse()`, so this
 module needs no Django; tests/fabric/topology/test_render.py checks that they match the
 URL configuration.
@@ -16,8 +20,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from fabric.topology.domains import Impact
 from fabric.topology.graph import FabricGraph, Node, Path, paused_gc
+from fabric.topology.layout import layout_positions
+from fabric.topology.radius import Impact
 
 __all__ = [
     "AUTO_COLLAPSE_NODES",
@@ -96,6 +101,8 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
                 gib[1] += node.attrs["allocated_gib"]
 
     present = graph.nodes
+    drawn = [n.id for n in graph.nodes.values() if not (collapse and n.kind == "device")]
+    positions = layout_positions(graph, drawn=drawn)
     nodes: list[dict[str, Any]] = []
     for node in graph.nodes.values():
         if collapse and node.kind == "device":
@@ -117,7 +124,11 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
             )
             if node.id in memory:
                 data.update(memory_gib=memory[node.id][0], allocated_gib=memory[node.id][1])
-        nodes.append({"data": data})
+        element: dict[str, Any] = {"data": data}
+        position = positions.get(node.id)
+        if position is not None:
+            element["position"] = {"x": position[0], "y": position[1]}
+        nodes.append(element)
     edges = [
         {
             "data": {
@@ -161,21 +172,29 @@ def _sorted(ids: Iterable[str]) -> list[str]:
 def impact_json(impact: Impact) -> dict[str, Any]:
     """A blast radius as JSON: ids are those of topology_json's nodes and edges.
 
-    `unreachable` is left out (it can be hosts x enclosures); `counts` sums it up.
+    `devices` / `hosts` are the lost ones, `devices_degraded` / `hosts_degraded` the
+    degraded ones (fabric.topology.radius). `unreachable` and `degraded` are left out (they
+    can be hosts x enclosures); `counts` and `headline` sum them up.
     """
+    counts = impact.counts()
     return {
         "domains": list(impact.domains),
+        "headline": counts.headline(),
         "failed": _sorted(impact.failed),
         "devices": dict(impact.devices),
         "hosts": dict(impact.hosts),
+        "devices_degraded": dict(impact.devices_degraded),
+        "hosts_degraded": dict(impact.hosts_degraded),
         "switches": _sorted(impact.switches),
         "links": _sorted(impact.links),
         "enclosures": _sorted(impact.enclosures),
         "frozen": _sorted(impact.frozen),
         "extra": dict(impact.extra),
         "counts": {
-            "devices": len(impact.devices),
-            "hosts": len(impact.hosts),
+            "devices": counts.devices_lost,
+            "hosts": counts.hosts_lost,
+            "devices_degraded": counts.devices_degraded,
+            "hosts_degraded": counts.hosts_degraded,
             "switches": len(impact.switches),
             "links": len(impact.links),
             "enclosures": len(impact.enclosures),

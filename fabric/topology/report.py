@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from fabric.topology.domains import Impact
 from fabric.topology.graph import FabricGraph, Path, SinglePoints
+from fabric.topology.radius import DEFINITION, Impact
 from fabric.topology.render import path_json
 
 
@@ -33,65 +33,91 @@ def _sorted_nodes(graph: FabricGraph, ids: Iterable[str]) -> list[str]:
     return sorted(present, key=lambda i: (graph.nodes[i].name, i))
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def _enclosure_reason(graph: FabricGraph, impact: Impact, enclosure_id: str) -> str:
+    """Why an enclosure is in a blast radius: it fails, or what its devices are said to lose."""
+    if enclosure_id in impact.failed:
+        return "fails"
+    for device in graph.devices_in(enclosure_id):
+        reason = impact.devices.get(device) or impact.devices_degraded.get(device)
+        if reason:
+            return reason
+    return "loses a path"  # an enclosure without devices
 
 
 def impact_report(
     graph: FabricGraph, impact: Impact, *, domains: Sequence[Mapping[str, Any]]
 ) -> dict[str, Any]:
-    """What fails, and what loses something, when `domains` fail together.
+    """What fails, what is lost and what is degraded when `domains` fail together.
 
     `domains` are the console's rows (id, key, kind, name) the impact was computed for.
+    `devices` / `hosts` are the lost ones, `devices_degraded` / `hosts_degraded` the
+    degraded ones (fabric.topology.radius: the one definition), each with its reason;
+    `headline` says it in one sentence and `definition` says what the words mean.
     Contributors' additions (`impact.extra`, e.g. compositions and tenants) are merged in;
-    `compositions` and `tenants` are always present, empty until a contributor fills them.
+    `compositions`, `compositions_degraded`, `tenants` and `tenants_degraded` are always
+    present, empty until a contributor fills them.
     """
-    devices = [
-        {**node_ref(graph, i), "reason": impact.devices[i]}
-        for i in _sorted_nodes(graph, impact.devices)
-    ]
-    hosts = [
-        {**node_ref(graph, i), "reason": impact.hosts[i]}
-        for i in _sorted_nodes(graph, impact.hosts)
-    ]
+
+    def rows(reasons: Mapping[str, str]) -> list[dict[str, Any]]:
+        return [{**node_ref(graph, i), "reason": reasons[i]} for i in _sorted_nodes(graph, reasons)]
+
     switches = [node_ref(graph, i) for i in _sorted_nodes(graph, impact.switches)]
-    cut_off_from: dict[str, int] = {}
-    for reached_no_more in impact.unreachable.values():
-        for enclosure_id in reached_no_more:
-            cut_off_from[enclosure_id] = cut_off_from.get(enclosure_id, 0) + 1
     enclosures = [
         {
             **node_ref(graph, i),
             "failed": i in impact.failed,
-            "reason": "fails"
-            if i in impact.failed
-            else f"{_count(cut_off_from.get(i, 0), 'host')} can no longer reach it",
+            "reason": _enclosure_reason(graph, impact, i),
         }
         for i in _sorted_nodes(graph, impact.enclosures)
     ]
     links = [link_ref(graph, i) for i in sorted(impact.links) if i in graph.edges]
+    lost = set(impact.failed) | set(impact.devices) | set(impact.hosts)
+    lost.update(  # an enclosure whose every device is lost (cut off) is drawn as lost too
+        e
+        for e in impact.enclosures
+        if graph.devices_in(e) and all(d in impact.devices for d in graph.devices_in(e))
+    )
     highlighted = (
-        set(impact.failed)
-        | set(impact.devices)
-        | set(impact.hosts)
+        lost
+        | set(impact.devices_degraded)
+        | set(impact.hosts_degraded)
         | set(impact.switches)
         | set(impact.enclosures)
         | set(impact.links)
     )
     report: dict[str, Any] = {
         "domains": [dict(d) for d in domains],
-        "devices": devices,
-        "hosts": hosts,
+        "headline": impact.counts().headline(),
+        "definition": DEFINITION,
+        "devices": rows(impact.devices),
+        "hosts": rows(impact.hosts),
+        "devices_degraded": rows(impact.devices_degraded),
+        "hosts_degraded": rows(impact.hosts_degraded),
         "switches": switches,
         "enclosures": enclosures,
         "links": links,
         "compositions": [],
+        "compositions_degraded": [],
         "tenants": [],
+        "tenants_degraded": [],
         "failed": sorted(impact.failed),
+        "lost_ids": sorted(lost),  # what the page draws as lost; node_ids: everything hit
         "node_ids": sorted(highlighted),
     }
     report.update({key: value for key, value in impact.extra.items()})
-    counted = ("devices", "hosts", "switches", "enclosures", "links", "compositions", "tenants")
+    counted = (
+        "devices",
+        "hosts",
+        "devices_degraded",
+        "hosts_degraded",
+        "switches",
+        "enclosures",
+        "links",
+        "compositions",
+        "compositions_degraded",
+        "tenants",
+        "tenants_degraded",
+    )
     report["counts"] = {key: len(report[key]) for key in counted}
     report["counts"]["enclosures_failed"] = sum(1 for row in enclosures if row["failed"])
     return report

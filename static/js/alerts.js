@@ -109,18 +109,20 @@
     return badge;
   }
 
-  // "3 devices, 1 host; your compositions: c1" (tenants);
-  // "3 devices, 1 host; 2 compositions: c1, g1 (2 tenants)" (operators).
+  // "3 devices and 1 host lost; your compositions: c1" (tenants);
+  // "3 devices and 1 host lost; 2 compositions: c1, g1 (2 tenants)" (operators). The
+  // headline is the server's, in the words every page uses (fabric.topology.radius).
   function radiusLine(radius) {
     const line = el("div", "toast-radius small mt-1");
     const devices = Number(radius.devices) || 0;
     const hosts = Number(radius.hosts) || 0;
-    let text = `${plural(devices, "device")}, ${plural(hosts, "host")}`;
+    let text = radius.headline || `${plural(devices, "device")} and ${plural(hosts, "host")} lost`;
     if (radius.effect === "at_risk") {
-      text += " at risk";
+      text = `at risk: ${text}`;
     } else if (radius.effect === "frozen") {
       text += ", bindings frozen";
     }
+    text = text.charAt(0).toUpperCase() + text.slice(1);
     const compositions = Array.isArray(radius.compositions) ? radius.compositions : [];
     if (!compositions.length) {
       line.append(`${text}; no composition hurt`);

@@ -1,13 +1,13 @@
 // The fabric topology page: Cytoscape.js draws the JSON of /api/v1/topology/ (the same JSON
 // fabric/topology/render.py builds), and the side panel asks the paths and failure-domain
 // endpoints what a node reaches, how a host reaches a device, and what a failure takes with it.
-// Plain script, no framework (STYLE §9). Everything the tests and the live updates need is on
+// Plain script, no framework. Everything the tests and the live updates need is on
 // `window.composerTopology`.
 "use strict";
 
 (() => {
   const root = document.getElementById("topology");
-  if (!root || typeof window.cytoscape !== "function") {
+  if (!root || typeof window.cytoscape !== "function" || !window.composerTopologyLayout) {
     return;
   }
 
@@ -20,6 +20,7 @@
     paths: root.dataset.apiPaths,
   };
   const whatIfPage = root.dataset.whatIfUrl;
+  const layoutHelpers = window.composerTopologyLayout; // static/js/topology_layout.js
   const canvas = document.getElementById("topology-canvas");
   const $ = (id) => document.getElementById(id);
 
@@ -75,6 +76,7 @@
   const fmtGib = (g) => (g >= 1024 ? `${Number((g / 1024).toFixed(2))} TiB` : `${g} GiB`);
   const title = (text) => String(text).replace(/_/g, " ").replace(/^\w/, (c) => c.toUpperCase());
   const plural = (n, one, many) => `${n} ${n === 1 ? one : many || `${one}s`}`;
+  const capital = (text) => String(text).charAt(0).toUpperCase() + String(text).slice(1);
   const badge = (value, colours) =>
     el("span", { class: "topo-badge", style: `--badge: ${colours[value] || "#adb5bd"}` }, title(value || "unknown"));
 
@@ -241,7 +243,7 @@
       { selector: "edge.blast-affected", style: { "line-color": "#fd7e14", width: 4, opacity: 1 } },
       { selector: ".search-hit", style: { "overlay-color": "#ffc107", "overlay-opacity": 0.35, "overlay-padding": 8 } },
     );
-    return style;
+    return [...style, ...layoutHelpers.labelStyle()];
   }
 
   // --- The graph ---------------------------------------------------------------------------
@@ -278,6 +280,7 @@
   }
 
   function prepare(graph) {
+    layoutHelpers.shortLabels(graph);
     // Derived data the style uses: a latency label on each link, counts on collapsed boxes.
     for (const edge of graph.edges || []) {
       const d = edge.data;
@@ -318,13 +321,15 @@
     // A collapsed graph stands for a big fabric: draw it the cheap way too.
     const big = graph.collapsed || (graph.nodes || []).length > BIG_GRAPH;
     if (state.cy) state.cy.destroy();
+    // The JSON places every node (fabric/topology/layout.py): the same drawing on every load.
+    const preset = layoutHelpers.hasPositions(graph);
     const cy = cytoscape({
       container: canvas,
       elements,
       style: buildStyle(),
-      // Spread out before the real layout runs, so no edge is ever drawn between two nodes
-      // sitting on the same point.
-      layout: { name: "grid" },
+      // Without positions, spread out before the force layout runs, so no edge is ever
+      // drawn between two nodes sitting on the same point.
+      layout: preset ? { name: "preset", fit: false } : { name: "grid" },
       minZoom: 0.05,
       maxZoom: 4,
       boxSelectionEnabled: false,
@@ -341,16 +346,21 @@
     $("topology-empty").hidden = (graph.nodes || []).length > 0;
     fillPathSelects();
     fillSearchList();
-    const layout = cy.layout(layoutOptions(big));
-    layout.one("layoutstop", () => {
-      cy.fit(undefined, 24);
+    const finish = () => {
+      layoutHelpers.fit(cy);
       $("topology-loading").hidden = true;
       state.ready = true;
       window.composerTopology.ready = true;
       root.dataset.ready = "true";
       root.dispatchEvent(new CustomEvent("topology:ready", { detail: { counts: graph.counts } }));
       if (state.selectedDomains.size) showBlastRadius();
-    });
+    };
+    if (preset) {
+      finish();
+      return;
+    }
+    const layout = cy.layout(layoutOptions(big));
+    layout.one("layoutstop", finish);
     layout.run();
   }
 
@@ -434,7 +444,7 @@
     }
     if (d.latency_ns !== undefined) add("Latency", fmtNs(d.latency_ns));
     if (d.bandwidth_gbps !== undefined) add("Bandwidth", fmtGbps(d.bandwidth_gbps));
-    const skip = new Set([...KNOWN_FIELDS, "name", "latency_ns", "bandwidth_gbps", "latency_label"]);
+    const skip = new Set([...KNOWN_FIELDS, "name", "short", "latency_ns", "bandwidth_gbps", "latency_label"]);
     for (const key of Object.keys(d).sort()) {
       if (skip.has(key) || d[key] === null || d[key] === "" || typeof d[key] === "object") continue;
       add(title(key), String(d[key]));
@@ -778,7 +788,7 @@
             },
           }),
           el("span", { class: "domain-name" }, d.name),
-          el("span", { class: "domain-meta" }, `${title(d.kind)} · ${d.device_count} dev · ${d.host_count} hosts`),
+          el("span", { class: "domain-meta" }, `${title(d.kind)} · ${d.headline || `${plural(d.device_count, "device")} and ${plural(d.host_count, "host")} lost`}`),
         ),
       ),
       matches.length > shown.length ? el("div", { class: "text-body-secondary small px-1" }, `${matches.length - shown.length} more: narrow the search.`) : null,
@@ -839,15 +849,10 @@
     syncAddress();
     clearHighlights();
     const cy = state.cy;
-    // What fails: the domains themselves and the switches, enclosures and links they take
-    // down. What is affected: devices and hosts that lose power or every path.
-    const failed = new Set(body.failed || []);
+    // Lost (red): what fails with the domains, and the devices and hosts cut off. Degraded
+    // (orange): everything else the failure touches (see the report's definition).
+    const failed = new Set(body.lost_ids || body.failed || []);
     const affected = new Set();
-    if (!body.failed) {
-      for (const d of body.domains || []) failed.add(d.key);
-      for (const group of ["switches", "enclosures", "links"]) for (const item of body[group] || []) if (item.node) failed.add(item.node);
-    }
-    for (const group of ["devices", "hosts"]) for (const item of body[group] || []) if (item.node && !failed.has(item.node)) affected.add(item.node);
     for (const id of body.node_ids || []) if (!failed.has(id)) affected.add(id);
     let lit = cy.collection();
     for (const id of failed) {
@@ -907,25 +912,29 @@
     const total = (key) => (counts[key] !== undefined ? counts[key] : (body[key] || []).length);
     resultCard(
       el("span", {}, el("i", { class: "bi bi-exclamation-diamond text-danger" }), " If ", names || "these", (body.domains || []).length === 1 ? " fails" : " fail"),
+      el("p", { class: "mb-1 fw-semibold", id: "blast-summary" }, capital(body.headline || "")),
       el(
         "p",
-        { class: "mb-2", id: "blast-summary" },
-        `${plural(total("devices"), "device")} and ${plural(total("hosts"), "host")} affected; ` +
-        `${plural(total("switches"), "switch", "switches")} and ${plural(total("links"), "link")} lost; ` +
+        { class: "mb-2 small", id: "blast-elements" },
+        `${plural(total("switches"), "switch", "switches")} and ${plural(total("links"), "link")} fail; ` +
         `${plural(total("enclosures"), "enclosure")} hit (${counts.enclosures_failed || 0} fail).`,
       ),
+      body.definition ? el("p", { class: "small text-body-secondary mb-2", id: "blast-definition" }, body.definition) : null,
       el(
         "div",
         { class: "topo-legend-inline mb-2" },
-        el("span", {}, el("span", { class: "swatch", style: "background:#dc3545" }), "fails"),
-        el("span", {}, el("span", { class: "swatch", style: "background:#fd7e14" }), "affected"),
+        el("span", {}, el("span", { class: "swatch", style: "background:#dc3545" }), "lost"),
+        el("span", {}, el("span", { class: "swatch", style: "background:#fd7e14" }), "degraded"),
       ),
-      group("devices", "Devices", true),
-      group("hosts", "Hosts", true),
+      group("devices", "Devices lost", true),
+      group("hosts", "Hosts lost", true),
+      group("devices_degraded", "Devices degraded", true),
+      group("hosts_degraded", "Hosts degraded", true),
       group("switches", "Switches", false),
       group("enclosures", "Enclosures", false),
       group("links", "Links", false),
-      simple("compositions", "Compositions"),
+      simple("compositions", "Compositions hit"),
+      simple("compositions_degraded", "Compositions degraded"),
       simple("tenants", "Tenants"),
       el("a", { class: "btn btn-sm btn-outline-secondary mt-2", href: `${whatIfPage}?ids=${(body.domains || []).map((d) => d.id).join(",")}`, id: "blast-page" }, el("i", { class: "bi bi-file-earmark-text" }), " Open as a page"),
     );
@@ -934,7 +943,7 @@
   // --- Wiring ------------------------------------------------------------------------------
 
   function fit() {
-    if (state.cy) state.cy.fit(undefined, 24);
+    if (state.cy) layoutHelpers.fit(state.cy);
   }
 
   function zoomBy(factor) {

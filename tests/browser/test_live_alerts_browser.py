@@ -23,15 +23,13 @@ from typing import Any
 
 import pytest
 
-from composer.choices import CompositionState, JobKind
-from composer.models import Composition, Job
-from composer.services.compositions import composition_request
+from composer.models import Composition
 from composer.services.faults import simulator_fault
 from composer.services.health_poll import health_poll_run
-from composer.tasks import composition_compose_task
 from fabric.models import Alert, Enclosure, FabricManager
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
+from tests.support.compose import composed
 
 # WhiteNoise serves static files to the ASGI handler as a synchronous stream.
 pytestmark = [
@@ -57,13 +55,7 @@ class World:
 
 
 def _compose(tenant: Any, user: Any, spec: dict[str, Any], name: str) -> Composition:
-    composition = composition_request(tenant=tenant, requested_by=user, spec=spec, name=name)
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
+    return composed(tenant=tenant, user=user, name=name, spec=spec)
 
 
 def _chassis(composition: Composition) -> Enclosure:

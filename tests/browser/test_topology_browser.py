@@ -2,7 +2,8 @@
 a switch's failure domain and its blast radius, a host's paths and reach, and a fabric big
 enough that enclosures collapse.
 
-A screenshot is written to docs/img/topology.png only when COMPOSER_SCREENSHOTS=1.
+The README's screenshot (the demo, with a leaf switch's blast radius, on the ASGI server) is
+written to docs/img/topology.png only when COMPOSER_SCREENSHOTS=1.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def test_an_operator_explores_the_topology(
     assert {f"device:{g.pk}" for g in small.gpus[:4]} <= affected | failed
     assert f"host:{host_a.pk}" in affected | failed
     assert f"switch:{small.switches[1].pk}" not in affected | failed
-    expect(page.locator("#blast-summary")).to_contain_text("hosts affected")
+    expect(page.locator("#blast-summary")).to_have_text("4 devices and 1 host lost")
+    expect(page.locator("#blast-definition")).to_contain_text("Degraded: still reached")
     expect(page.locator("#blast-devices")).to_contain_text("gpu-a-0")
     sw_domain = FailureDomain.objects.get(key=f"switch:{sw_a.pk}")
     expect(page.locator(f"#domain-{sw_domain.pk}")).to_be_checked()
@@ -379,6 +381,81 @@ def _screenshot(page: Any, tmp_path: Path) -> None:
         "() => window.composerTopology.ready && window.composerTopology.cy.nodes().length === 19"
     )
     page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(tmp_path / "topology.png"), full_page=False)
+    assert (tmp_path / "topology.png").stat().st_size > 10_000
+
+
+LABELS = """() => {
+  const cy = window.composerTopology.cy;
+  const labelOnly = { includeNodes: false, includeLabels: true, includeOverlays: false };
+  const boxes = cy.nodes("[kind = 'host'], [kind = 'switch']").map((n) => {
+    const b = n.renderedBoundingBox(labelOnly);
+    return [n.id(), b.x1, b.y1, b.x2, b.y2];
+  });
+  const px = (n, name) => parseFloat(n.renderedStyle(name));
+  const font = (sel) => Math.min(...cy.nodes(sel).map((n) => px(n, "font-size")));
+  const device = cy.nodes("[kind = 'device']")[0];
+  // Cytoscape draws a label when its size at the zoom rounded up to a power of two reaches
+  // min-zoomed-font-size.
+  const level = Math.pow(2, Math.ceil(Math.log2(cy.zoom() * window.devicePixelRatio)));
+  return {
+    zoom: cy.zoom(),
+    positions: cy.nodes().filter((n) => !n.isParent())
+      .map((n) => [n.id(), n.position("x"), n.position("y")]),
+    boxes,
+    fonts: {
+      rack: font("[kind = 'rack']"), switch: font("[kind = 'switch']"),
+      host: font("[kind = 'host']"), enclosure: font("[kind = 'enclosure']"),
+    },
+    deviceLabelShown: parseFloat(device.style("font-size")) * level
+      >= parseFloat(device.style("min-zoomed-font-size")),
+  };
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (1920, 1080)])
+def test_the_demo_is_drawn_the_same_on_every_load_and_readable_at_fit(
+    login_page: Any, admin_user: Any, width: int, height: int
+) -> None:
+    from composer.services.demo import demo_seed
+
+    demo_seed(users=False)
+    page = login_page(admin_user)
+    page.set_viewport_size({"width": width, "height": height})
+    _open_topology(page)
+    first = page.evaluate(LABELS)
+    page.reload()
+    page.wait_for_function(READY)
+    second = page.evaluate(LABELS)
+
+    # The same drawing on every load: every node where it was.
+    assert first["positions"] == second["positions"]
+    assert len(first["positions"]) == 4 + 16 + 144  # switches, hosts, devices (boxes frame)
+    # Readable at the zoom that fits the whole demo: names at 10 px or more on screen, ...
+    assert min(first["fonts"].values()) >= 10, first["fonts"]
+    # ... and no two host or switch names on top of each other.
+    for a, b in [(a, b) for i, a in enumerate(first["boxes"]) for b in first["boxes"][i + 1 :]]:
+        apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
+        assert apart, (a[0], b[0])
+    # Device names (detail) wait until they can be read: zoomed in, not at fit on a laptop.
+    assert first["deviceLabelShown"] is (first["zoom"] > 1)
+
+
+# WhiteNoise serves static files to the ASGI handler as a synchronous stream.
+@pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume:Warning")
+def test_the_readme_screenshot_shows_a_leaf_switchs_blast_radius_on_the_demo(
+    asgi_login_page: Any, admin_user: Any, tmp_path: Path
+) -> None:
+    from composer.services.demo import demo_seed
+
+    expect = _expect()
+    demo = demo_seed(users=False).manager
+    leaf = FailureDomain.objects.get(manager=demo, name="cxl-leaf-a")
+    page = asgi_login_page(admin_user)
+    _open_topology(page, f"/fabric/topology/?domains={leaf.pk}")
+    page.wait_for_function("() => window.composerTopology.cy.$('.blast-failed').length > 0")
+    expect(page.locator("#blast-summary")).to_have_text("40 devices and 8 hosts lost")
+    expect(page.locator("#live-status")).to_have_attribute("data-status", "live")
     page.screenshot(path=str(tmp_path / "topology.png"), full_page=False)
     assert (tmp_path / "topology.png").stat().st_size > 10_000
     if os.environ.get("COMPOSER_SCREENSHOTS") == "1":

@@ -30,14 +30,29 @@ def test_a_sync_derives_every_domain_of_the_tiny_world(sim_manager: FabricManage
     inventory_sync(manager=sim_manager)
     domains = _domains(sim_manager)
     assert domains["rack-a"] == (FailureDomainKind.RACK, 9, 3)
+    # Every host hangs off the one leaf (on pdu-a-2): without it nothing reaches anything.
     assert domains["pdu-a-1"][0] == FailureDomainKind.POWER_FEED
-    assert domains["pdu-a-1"][1] + domains["pdu-a-2"][1] == 9
+    assert domains["pdu-a-2"][1:] == (9, 3)
     assert domains["gpu-a-01"] == (FailureDomainKind.ENCLOSURE, 2, 0)
     assert domains["mem-a-01"] == (FailureDomainKind.MEMORY_BOX, 1, 0)
-    assert domains["cxl-leaf-a"][0] == FailureDomainKind.SWITCH
-    assert domains["sim"] == (FailureDomainKind.FABRIC_MANAGER, 9, 3)
+    assert domains["cxl-leaf-a"] == (FailureDomainKind.SWITCH, 9, 3)
+    assert domains["sim"] == (FailureDomainKind.FABRIC_MANAGER, 0, 0)
     kinds = {kind for kind, _, _ in domains.values()}
     assert kinds == set(FailureDomainKind.values)
+
+
+def test_the_stored_counts_are_the_blast_radius_lost_and_degraded(
+    sim_manager: FabricManager,
+) -> None:
+    inventory_sync(manager=sim_manager)
+    spine = FailureDomain.objects.get(manager=sim_manager, name="cxl-spine-1")
+    # The memory box and the JBOF are dual-homed on the spines: one spine loses nothing,
+    # and every host reaches them over one spine fewer.
+    assert (spine.device_count, spine.host_count) == (0, 0)
+    assert (spine.devices_degraded_count, spine.hosts_degraded_count) == (3, 3)
+    assert spine.headline == "nothing lost; 3 devices and 3 hosts degraded"
+    manager = FailureDomain.objects.get(manager=sim_manager, kind=FailureDomainKind.FABRIC_MANAGER)
+    assert (manager.devices_degraded_count, manager.hosts_degraded_count) == (9, 3)
 
 
 def test_every_device_knows_its_domains(sim_manager: FabricManager) -> None:

@@ -122,15 +122,15 @@ def test_dependents_of_a_switch_are_what_only_it_connects(
     found = maintenance_dependents(target=small.switches[1], user=admin_user)
 
     reasons = {row["name"]: row["reason"] for row in found.devices}
-    # gpu-b hangs off sw-b alone; host-b reaches gpu-a only through it.
-    assert {name for name, why in reasons.items() if why.startswith("cut off")} == {
-        "gpu-b-0",
-        "gpu-b-1",
-        "gpu-b-2",
-        "gpu-b-3",
-    }
-    assert {reasons[f"gpu-a-{i}"] for i in range(4)} == {"unreachable from host-b"}
-    assert [row["name"] for row in found.hosts] == ["host-a", "host-b"]  # a loses gpu-b
+    # gpu-b and host-b hang off sw-b alone: they are lost. gpu-a is lost to host-b only,
+    # which is lost anyway, and host-a only no longer reaches what is lost: neither counts.
+    assert reasons == dict.fromkeys(
+        ["gpu-b-0", "gpu-b-1", "gpu-b-2", "gpu-b-3"], "cut off: no path to any host"
+    )
+    assert [(row["name"], row["reason"]) for row in found.hosts] == [
+        ("host-b", "cut off: loses its last uplink")
+    ]
+    assert found.devices_degraded == 0
     assert found.held_count == 1
     ((device, rows),) = found.holders
     assert device.pk == held.pk

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from fabric.topology.domains import blast_radius, derive_domains
+from fabric.topology.domains import derive_domains
 from fabric.topology.graph import FabricGraph, paths_between
+from fabric.topology.radius import blast_radius
 from fabric.topology.render import AUTO_COLLAPSE_NODES, impact_json, path_json, topology_json
 from tests.fabric.topology.fabrics import device, link, node, two_racks
 
@@ -132,5 +133,14 @@ def test_paths_and_impacts_render_with_the_same_ids() -> None:
     spec = next(s for s in derive_domains(graph) if s.key == "enclosure:1")
     report = impact_json(blast_radius(graph, [spec], contributors=()))
     assert report["failed"] == ["device:1", "device:2", "enclosure:1", "link:4"]
-    assert report["counts"]["hosts"] == 3
+    assert report["counts"] == {
+        "devices": 2,
+        "hosts": 0,
+        "devices_degraded": 0,
+        "hosts_degraded": 0,
+        "switches": 0,
+        "links": 1,
+        "enclosures": 1,
+    }
+    assert report["headline"] == "2 devices lost"
     assert json.loads(json.dumps(report)) == report

@@ -141,7 +141,11 @@ def test_the_failure_domain_list_shows_counts_and_filters_by_kind(
     assert "sw-a" in table and "sw-b" in table
     assert "rack-a" not in table and "pdu-a" not in table
     row = table.split(f'value="{sw_a.pk}"', 1)[1].split("</tr>", 1)[0]
-    assert f'<td class="num">{sw_a.device_count}</td>' in row
+    assert f'<td class="num domain-lost-devices" title="{sw_a.headline}">4</td>' in row
+    assert '<td class="num domain-lost-hosts">1</td>' in row
+    assert sw_a.headline == "4 devices and 1 host lost"
+    body = client.get(reverse("fabric:failure_domain_list")).content.decode()
+    assert 'id="blast-definition"' in body and "Degraded: still reached" in body
 
     searched = client.get(reverse("fabric:failure_domain_list"), {"q": "pdu-b"}).content.decode()
     searched = searched.split('id="domain-table"', 1)[1]
@@ -164,15 +168,19 @@ def test_what_if_a_switch_fails_lists_devices_hosts_and_links_with_reasons(
     body = client_as(admin_user).get(url, {"ids": str(sw_a.pk)}).content.decode()
 
     assert "What if sw-a fails?" in body
+    assert "4 devices and 1 host lost." in body  # the headline
     devices = body.split('id="what-if-devices"', 1)[1].split('id="what-if-hosts"', 1)[0]
     for gpu in domains.gpus[:4]:
         assert reverse("fabric:device_detail", args=[gpu.pk]) in devices
         assert gpu.name in devices
-    # Each with the reason: gpu-b's devices stay up, but host-a can no longer reach them.
-    row = devices.split(f">{domains.gpus[4].name}</a></td>", 1)[1].split("</tr>", 1)[0]
-    assert "unreachable from host-a" in row
-    hosts = body.split('id="what-if-hosts"', 1)[1]
+        row = devices.split(f">{gpu.name}</a></td>", 1)[1].split("</tr>", 1)[0]
+        assert "cut off: no path to any host" in row
+    # gpu-b stays up for host-b; only host-a, which is lost itself, no longer reaches it.
+    assert domains.gpus[4].name not in body.split('id="what-if-switches"', 1)[0]
+    hosts = body.split('id="what-if-hosts"', 1)[1].split('id="what-if-devices-degraded"', 1)[0]
     assert reverse("fabric:host_detail", args=[domains.hosts[0].pk]) in hosts
+    assert "cut off: loses its last uplink" in hosts
+    assert "No devices degraded." in body and "No hosts degraded." in body
     switches = body.split('id="what-if-switches"', 1)[1].split('id="what-if-enclosures"', 1)[0]
     assert reverse("fabric:switch_detail", args=[domains.switches[0].pk]) in switches
     assert f'href="{reverse("fabric:topology")}?domains={sw_a.pk}"' in body
