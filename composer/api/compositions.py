@@ -348,7 +348,8 @@ BAD_INPUT = OpenApiResponse(
 OVER_QUOTA = OpenApiResponse(
     ErrorSerializer,
     description="`quota_exceeded`: over a quota of the tenant; the message names the quota "
-    "and the excess. Nothing written.",
+    "and the excess. `name_taken` (field `name`): another live composition of the tenant has "
+    "the name. Nothing written.",
 )
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",

@@ -146,7 +146,7 @@ class TemplateSerializer(serializers.HyperlinkedModelSerializer):
         try:
             return spec_normalise(value)
         except SpecError as exc:
-            raise serializers.ValidationError(f"{exc.field}: {exc.message}") from exc
+            raise serializers.ValidationError(exc.message) from exc
 
 
 class QuotaUsageSerializer(serializers.Serializer):

@@ -33,7 +33,9 @@ from composer.placement.snapshot import Snapshot
 from composer.services.allocations import Claim, allocations_claim
 from composer.services.composition_checks import (
     composition_check_fabric,
+    composition_check_name_free,
     composition_check_quotas,
+    composition_name_clean,
 )
 from composer.services.jobs import _enqueue
 from composer.specs import spec_normalise, spec_to_request
@@ -207,8 +209,8 @@ def composition_request(
     composition: PLACING with its devices claimed and a COMPOSE job queued after commit, or
     REJECTED with the reason and the funnel when nothing fits now. With an
     `idempotency_key` already used by this tenant, returns that first composition and does
-    nothing else. Raises SpecError (bad input, `field` set) or QuotaExceeded, writing
-    nothing.
+    nothing else. Raises SpecError (bad input, `field` set), NameTaken (another live
+    composition of the tenant has the name) or QuotaExceeded, writing nothing.
     """
     key = (idempotency_key or "").strip()
     if len(key) > 200:
@@ -217,9 +219,7 @@ def composition_request(
         first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
         if first is not None:
             return first
-    name = (name or "").strip()
-    if not name or len(name) > 100:
-        raise SpecError("Give the composition a name of 1 to 100 characters.", field="name")
+    name = composition_name_clean(name)
     if template is not None and not template.is_active:
         raise SpecError(f"Template {template.name} is not available.", field="template")
     raw = {**(template.spec if template else {}), **(spec or {})}
@@ -233,6 +233,7 @@ def composition_request(
                 first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
                 if first is not None:
                     return first
+            composition_check_name_free(tenant=tenant, name=name)
             composition_check_quotas(tenant=tenant, spec=clean)
             composition = _create(tenant, requested_by, name, template, clean, key, remote_addr)
             _place_and_claim(composition, clean, host, requested_by, remote_addr)
@@ -241,6 +242,8 @@ def composition_request(
             first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
             if first is not None:
                 return first
+        # Another request took the name between the check and the insert (the unique index).
+        composition_check_name_free(tenant=tenant, name=name)
         raise
     return composition
 

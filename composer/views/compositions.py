@@ -151,11 +151,16 @@ def composition_list(request: HttpRequest) -> HttpResponse:
 # --- the request form and its preview ------------------------------------------------------
 
 
-def _form_context(request: HttpRequest, form: CompositionRequestForm | None) -> dict[str, Any]:
+def _form_context(
+    request: HttpRequest, form: CompositionRequestForm | None, *, action: str = "request"
+) -> dict[str, Any]:
+    """The form page's (or partial's) context; `action` is the button that was pressed,
+    so that a preview's errors do not say that nothing was requested."""
     if form is not None and form.is_bound:
         form.mark_invalid()
     return {
         "form": form,
+        "action": action,
         "device_models": (
             Device.objects.exclude(model="")
             .exclude(kind="cxl_memory")
@@ -232,7 +237,10 @@ def composition_preview_view(request: HttpRequest) -> HttpResponse:
                 {"plan": placement_as_dict(outcome), "is_preview": True},
             )
     response = render(
-        request, "composer/_composition_form.html", _form_context(request, form), status=400
+        request,
+        "composer/_composition_form.html",
+        _form_context(request, form, action="preview"),
+        status=400,
     )
     response["HX-Retarget"] = "#composition-form"
     response["HX-Reswap"] = "outerHTML"
@@ -277,6 +285,9 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "can_decompose": composition.state in (CompositionState.READY, CompositionState.DEGRADED),
         "can_heal": composition.state == CompositionState.DEGRADED,
         "unbind_pending": plan.get(UNBIND_PENDING_KEY) or [],
+        "self_heal_overrides_template": composition.template is not None
+        and bool((composition.template.spec or {}).get("self_heal"))
+        != bool((composition.spec or {}).get("self_heal")),
     }
 
 
