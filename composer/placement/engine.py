@@ -27,6 +27,7 @@ from composer.placement.nearest import label, nearest_host, nearest_policy, near
 from composer.placement.plan import plan_on_host
 from composer.placement.request import (
     DeviceItem,
+    Note,
     Placement,
     PlacementRequest,
     Rejection,
@@ -102,7 +103,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 "no_capacity",
                 f"{have} usable {label(item.kind, item.model)} match; {item.count} asked.",
                 funnel,
-                f"{have} of {item.count} fit anywhere; ask for {have} or wait.",
+                Note(f"{have} of {item.count} fit anywhere; ask for {have} or wait."),
             )
     memory = _capacity_candidates(snapshot, PARTITIONABLE, request.memory_gib, blocked, funnel)
     storage = _capacity_candidates(
@@ -118,7 +119,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 "no_capacity",
                 f"{have:,} {unit} of {what} free; {needed:,.0f} asked.",
                 funnel,
-                f"{have:,} {unit} of {what} fit anywhere; ask less or wait.",
+                Note(f"{have:,} {unit} of {what} fit anywhere; ask less or wait."),
             )
 
     # Reach groups that see enough of everything, counted per group (once per snapshot and
@@ -334,5 +335,5 @@ def _capacity_candidates(
     return item_candidates(snapshot, kind, None, {}, blocked, funnel, label(kind, None))
 
 
-def _reject(code: str, message: str, funnel: Funnel, nearest: str) -> Rejection:
+def _reject(code: str, message: str, funnel: Funnel, nearest: Note) -> Rejection:
     return Rejection(code, message, tuple(funnel), nearest)

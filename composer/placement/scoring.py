@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from composer.placement.request import DevicePick, PlacementRequest
+from composer.placement.request import DevicePick, Note, PlacementRequest
 from composer.placement.snapshot import HostInfo, Snapshot
 
 __all__ = ["balance", "core_fit", "enclosure_order", "group_balance", "host_rank", "plan_score"]
@@ -89,9 +89,10 @@ def plan_score(
     host: HostInfo,
     picks: Sequence[DevicePick],
     host_penalty: float,
-) -> tuple[float, list[str]]:
-    """The plan's score (100 minus penalties) and the sentences that explain it."""
-    sentences: list[str] = []
+) -> tuple[float, list[Note]]:
+    """The plan's score (100 minus penalties) and the sentences that explain it (switch names
+    for operators only)."""
+    sentences: list[Note] = []
     penalty = host_penalty
     own = set(host.switches)
     enclosures = snapshot.enclosures
@@ -102,9 +103,13 @@ def plan_score(
         penalty += LATENCY_PER_US * mean_latency / 1000
         inside = len(picks) - outside
         own_names = ", ".join(snapshot.switch_name(s) for s in host.switches) or "none"
+        latency = f"mean path latency {mean_latency:.0f} ns."
         sentences.append(
-            f"{inside} of {len(picks)} devices sit behind the host's own switch ({own_names}); "
-            f"mean path latency {mean_latency:.0f} ns."
+            Note(
+                f"{inside} of {len(picks)} devices sit behind the host's own switch "
+                f"({own_names}); {latency}",
+                f"{inside} of {len(picks)} devices sit behind the host's own switch; {latency}",
+            )
         )
         used = {p.enclosure for p in picks}
         untouched = [
@@ -115,18 +120,22 @@ def plan_score(
         ]
         penalty += UNTOUCHED_PENALTY * len(untouched)
         sentences.append(
-            f"Devices come from {len(used)} enclosure{'s' if len(used) != 1 else ''}; "
-            + (
-                f"{len(untouched)} of them untouched before (a whole free block broken)."
-                if untouched
-                else "all of them already partly used, so whole free blocks stay intact."
+            Note(
+                f"Devices come from {len(used)} enclosure{'s' if len(used) != 1 else ''}; "
+                + (
+                    f"{len(untouched)} of them untouched before (a whole free block broken)."
+                    if untouched
+                    else "all of them already partly used, so whole free blocks stay intact."
+                )
             )
         )
     sentences.append(
-        f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked; "
-        f"host balance penalty {host_penalty:.1f} (snug core fit and the cores-per-GPU "
-        f"ratio left in its reach, fabric ratio {snapshot.cores_per_gpu:.1f})."
+        Note(
+            f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked; "
+            f"host balance penalty {host_penalty:.1f} (snug core fit and the cores-per-GPU "
+            f"ratio left in its reach, fabric ratio {snapshot.cores_per_gpu:.1f})."
+        )
     )
     score = round(max(0.0, 100.0 - penalty), 2)
-    sentences.append(f"Score {score:.1f} of 100.")
+    sentences.append(Note(f"Score {score:.1f} of 100."))
     return score, sentences

@@ -26,6 +26,7 @@ from composer.choices import (
 )
 from composer.errors import ClaimConflict, InvalidTransition, SpecError
 from composer.models import Allocation, Composition, Job, StateChange, Template, Tenant
+from composer.placement.audience import note_as_json
 from composer.placement.engine import place
 from composer.placement.load import build_snapshot
 from composer.placement.request import DevicePick, Placement, Rejection
@@ -152,7 +153,8 @@ def _pick_dict(pick: DevicePick) -> dict[str, Any]:
 
 
 def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
-    """A plan or a rejection as JSON (stored on the composition, shown by pages and API)."""
+    """A plan or a rejection as JSON (stored on the composition; pages and the API show it
+    through `composer.placement.audience.plan_for`, in the reader's words)."""
     funnel = [list(step) for step in outcome.funnel]
     if isinstance(outcome, Rejection):
         return {
@@ -160,7 +162,7 @@ def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
             "code": outcome.code,
             "message": outcome.message,
             "funnel": funnel,
-            "nearest": outcome.nearest,
+            "nearest": note_as_json(outcome.nearest),
         }
     return {
         "ok": True,
@@ -169,7 +171,7 @@ def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
         "devices": [_pick_dict(p) for p in outcome.devices],
         "memory": [_pick_dict(p) for p in outcome.memory],
         "score": outcome.score,
-        "explanation": list(outcome.explanation),
+        "explanation": [note_as_json(note) for note in outcome.explanation],
         "funnel": funnel,
     }
 

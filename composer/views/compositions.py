@@ -26,6 +26,7 @@ from composer.errors import ComposerError
 from composer.filters import CompositionFilterSet
 from composer.forms.compositions import CompositionFilterForm, CompositionRequestForm
 from composer.models import Composition, Job, Membership, Tenant
+from composer.placement.audience import plan_for
 from composer.services.compositions import (
     COMPOSITION_TARGET,
     composition_decompose,
@@ -231,10 +232,9 @@ def composition_preview_view(request: HttpRequest) -> HttpResponse:
         except ComposerError as exc:
             form.add_composer_error(exc)
         else:
+            plan = plan_for(placement_as_dict(outcome), operator=is_operator(request.user))
             return render(
-                request,
-                "composer/_composition_preview.html",
-                {"plan": placement_as_dict(outcome), "is_preview": True},
+                request, "composer/_composition_preview.html", {"plan": plan, "is_preview": True}
             )
     response = render(
         request,
@@ -260,7 +260,7 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     allocations = list(
         composition.allocations.select_related("device").order_by("released_at", "pk")
     )
-    plan = composition.placement or {}
+    plan = plan_for(composition.placement, operator=is_operator(request.user))
     paths = {p["device"]: p for p in (plan.get("devices") or []) + (plan.get("memory") or [])}
     rows = [{"allocation": a, "path": paths.get(f"device:{a.device_id}", {})} for a in allocations]
     job = (

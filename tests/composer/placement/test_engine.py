@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from composer.placement.engine import place
@@ -79,7 +81,7 @@ def test_each_constraint_rejects_what_does_not_fit(
     assert rejection.code == code
     assert rejection.message
     if code != "invalid":
-        assert rejection.nearest
+        assert rejection.nearest.operator and rejection.nearest.text(operator=False)
 
 
 def test_the_funnel_counts_what_each_constraint_removed() -> None:
@@ -99,9 +101,37 @@ def test_the_funnel_counts_hosts_cut_by_the_latency_ceiling() -> None:
     )
 
 
-def test_the_nearest_alternative_names_the_best_switch() -> None:
+def test_the_nearest_alternative_names_the_best_switch_to_operators_only() -> None:
     rejection = rejected(PlacementRequest(items=gpus(8), same_switch=True))
-    assert rejection.nearest == "6 of 8 GPUs fit behind switch sw-1; relax 'same switch' or wait."
+    assert rejection.nearest.text(operator=True) == (
+        "6 of 8 GPUs fit behind switch sw-1; relax 'same switch' or wait."
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "6 of 8 GPUs fit behind one switch; relax 'same switch' or wait."
+    )
+
+
+INTERNAL_NAMES = re.compile(r"\b(sw-1|sw-2|spine|a1|a2|b1|jbof)\b")
+
+
+@pytest.mark.parametrize(
+    ("case", "request_"),
+    [*ACCEPTED, *((case, request_) for case, request_, _ in REJECTED)],
+    ids=[c for c, *_ in (*ACCEPTED, *REJECTED)],
+)
+def test_a_tenant_reads_no_switch_or_enclosure_names(case: str, request_: PlacementRequest) -> None:
+    """Every sentence has a tenant's rendering without the fabric's internals: switch and
+    enclosure names, and hosts other than the one the plan is on."""
+    outcome = place(request_, world())
+    if isinstance(outcome, Placement):
+        others = {h.name for h in world().hosts.values()} - {outcome.host_name}
+        sentences = [note.text(operator=False) for note in outcome.explanation]
+    else:
+        others = {h.name for h in world().hosts.values()}
+        sentences = [outcome.message, outcome.nearest.text(operator=False)]
+    for sentence in sentences:
+        assert not INTERNAL_NAMES.search(sentence), sentence
+        assert not any(re.search(rf"\b{name}\b", sentence) for name in others), sentence
 
 
 def test_memory_spans_two_devices_as_slices() -> None:
@@ -124,7 +154,7 @@ def test_a_host_takes_no_second_slice_of_a_memory_device() -> None:
     rejection = rejected(PlacementRequest(memory_gib=200, host="host:a"), sliced=both)
     assert rejection.code == "no_capacity"
     assert rejection.funnel[-1] == ("hosts: one memory slice per device and host", 1, 0)
-    assert "one slice of a device per host" in (rejection.nearest or "")
+    assert "one slice of a device per host" in rejection.nearest.operator
     assert placed(PlacementRequest(memory_gib=200), sliced=both).host == "host:b"
     # Spanning devices: 768 GiB needs both, and host:a holds one of them.
     assert rejected(PlacementRequest(memory_gib=768, host="host:a"), sliced=held).code == (
@@ -176,7 +206,10 @@ def test_a_critical_hold_keeps_other_tenants_out() -> None:
 def test_devices_behind_the_hosts_own_switch_are_preferred() -> None:
     plan = placed(PlacementRequest(items=gpus(2), host="host:b"))
     assert {d.enclosure for d in plan.devices} == {"enclosure:b1"}
-    assert "2 of 2 devices sit behind the host's own switch (sw-2)" in " ".join(plan.explanation)
+    operator = " ".join(note.text(operator=True) for note in plan.explanation)
+    tenant = " ".join(note.text(operator=False) for note in plan.explanation)
+    assert "2 of 2 devices sit behind the host's own switch (sw-2)" in operator
+    assert "2 of 2 devices sit behind the host's own switch;" in tenant
 
 
 def test_a_partly_used_enclosure_is_taken_before_an_untouched_one() -> None:
