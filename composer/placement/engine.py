@@ -23,7 +23,13 @@ from composer.placement.constraints import (
     storage_gb,
     validate,
 )
-from composer.placement.nearest import label, nearest_host, nearest_policy, nearest_reach
+from composer.placement.nearest import (
+    Wanted,
+    label,
+    nearest_host,
+    nearest_policy,
+    nearest_reach,
+)
 from composer.placement.plan import plan_on_host
 from composer.placement.request import (
     DeviceItem,
@@ -122,26 +128,36 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 Note(f"{have:,} {unit} of {what} fit anywhere; ask less or wait."),
             )
 
-    # Reach groups that see enough of everything, counted per group (once per snapshot and
-    # candidate set: shared.amounts).
-    wanted = [(found, item.count, "count") for item, found in items]
+    # Reach groups that see enough of each thing asked for, counted per group (once per
+    # snapshot and candidate set: shared.amounts), one thing at a time: the funnel and a
+    # rejection then name what no host reaches (with what else it needs), not only that
+    # "devices" are out of reach.
+    wanted = [Wanted(item.kind, item.model, found, item.count, "count") for item, found in items]
     if request.memory_gib:
-        wanted.append((memory, request.memory_gib, "gib"))
+        wanted.append(Wanted(PARTITIONABLE, None, memory, request.memory_gib, "gib"))
     if request.storage_tb:
-        wanted.append((storage, storage_gb(request.storage_tb), "gb"))
-    feasible = set(range(len(snapshot.groups)))
-    for found, needed, unit in wanted:
-        seen = amounts(snapshot, found, unit)[1]
-        feasible = {g for g in feasible if seen[g] >= needed}
-    reaching = hosts.count(feasible)
-    funnel.append(("hosts: reach enough devices", fitting, reaching))
-    if not reaching:
-        return _reject(
-            "no_capacity",
-            "No host reaches enough free devices through the fabric.",
-            funnel,
-            nearest_reach(request, snapshot, items),
-        )
+        wanted.append(Wanted(STORAGE, None, storage, storage_gb(request.storage_tb), "gb"))
+    every_group = set(range(len(snapshot.groups)))
+    feasible = every_group
+    reaching = fitting
+    for index, want in enumerate(wanted):
+        seen = amounts(snapshot, want.found, want.unit)[1]
+        kept = {g for g in feasible if seen[g] >= want.needed}
+        count = hosts.count(kept)
+        funnel.append((f"hosts: reach {want.what}", reaching, count))
+        if not count:
+            usable = {g for g in every_group if hosts.count({g})}
+            alone = any(seen[g] >= want.needed for g in usable)
+            rest = " and ".join(w.what for w in wanted[:index])
+            return _reject(
+                "no_capacity",
+                f"No host reaches {want.what} together with {rest}."
+                if alone and rest
+                else f"No host reaches {want.what} through the fabric.",
+                funnel,
+                nearest_reach(snapshot, wanted, index, seen, usable, feasible),
+            )
+        feasible, reaching = kept, count
 
     # Same switch and spread, decided per reach group (latency aside) before any host.
     if items and (request.same_switch or request.policy in ("enclosure", "switch")):

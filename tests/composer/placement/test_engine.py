@@ -96,8 +96,51 @@ def test_the_funnel_counts_what_each_constraint_removed() -> None:
 def test_the_funnel_counts_hosts_cut_by_the_latency_ceiling() -> None:
     rejection = rejected(PlacementRequest(items=gpus(7), max_latency_ns=600))
     assert rejection.funnel[-2:] == (
-        ("hosts: reach enough devices", 2, 2),
+        ("hosts: reach 7 GPUs", 2, 2),
         ("hosts: latency ceiling", 2, 0),
+    )
+
+
+SPINE_DOWN = {h: ("enclosure:mem", "enclosure:jbof") for h in ("host:a", "host:b")}
+
+
+def test_a_rejection_names_the_memory_no_host_reaches_not_the_gpus() -> None:
+    """The spine in maintenance: the memory box is free but out of every host's reach, and
+    the GPUs are not what blocks a GPU + 256 GiB request."""
+    rejection = rejected(PlacementRequest(items=gpus(1), memory_gib=256), cut=SPINE_DOWN)
+    assert rejection.code == "no_capacity"
+    assert rejection.message == "No host reaches 256 GiB of CXL memory through the fabric."
+    assert rejection.funnel[-2:] == (
+        ("hosts: reach 1 GPU", 2, 2),
+        ("hosts: reach 256 GiB of CXL memory", 2, 0),
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "No host reaches any free CXL memory now; ask without it or wait."
+    )
+    assert "GPU" not in rejection.nearest.operator
+
+
+def test_a_rejection_names_what_is_out_of_reach_together() -> None:
+    """GPUs enough from one host, memory from another, never both from one."""
+    cut = {"host:a": ("enclosure:mem",), "host:b": ("enclosure:a1", "enclosure:a2")}
+    rejection = rejected(PlacementRequest(items=gpus(5), memory_gib=256), cut=cut)
+    assert rejection.message == "No host reaches 256 GiB of CXL memory together with 5 GPUs."
+    assert rejection.funnel[-1] == ("hosts: reach 256 GiB of CXL memory", 1, 0)
+    assert rejection.nearest.text(operator=False) == (
+        "No host that reaches 5 GPUs reaches any free CXL memory; ask for less of the rest, "
+        "or wait."
+    )
+
+
+def test_the_nearest_amount_in_reach_is_offered() -> None:
+    cut = {"host:a": ("enclosure:b1",), "host:b": ("enclosure:a1", "enclosure:a2")}
+    rejection = rejected(PlacementRequest(items=gpus(7)), cut=cut)
+    assert rejection.message == "No host reaches 7 GPUs through the fabric."
+    assert rejection.nearest.operator == (
+        "A host reaches at most 6 GPUs (ha); ask for 6 GPUs or wait."
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "A host reaches at most 6 GPUs; ask for 6 GPUs or wait."
     )
 
 
