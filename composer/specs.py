@@ -242,10 +242,15 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
 
 
 def spec_to_request(
-    spec: Mapping[str, Any], *, host: str | None, tenant: str | None
+    spec: Mapping[str, Any],
+    *,
+    host: str | None,
+    tenant: str | None,
+    tenant_hosts: frozenset[str] = frozenset(),
 ) -> PlacementRequest:
     """The placement engine's request for a normalised `spec`; `host` is the snapshot id
-    ("host:<pk>") of the asked-for host, resolved by the caller."""
+    ("host:<pk>") of the asked-for host, resolved by the caller; `tenant_hosts` those the
+    tenant's live compositions are on (a spreading request goes elsewhere first)."""
     return PlacementRequest(
         items=tuple(
             DeviceItem(
@@ -266,4 +271,5 @@ def spec_to_request(
         same_switch=spec["same_switch"],
         critical=spec["critical"],
         tenant=tenant,
+        tenant_hosts=tenant_hosts,
     )

@@ -25,10 +25,10 @@ from fabric.models import Host
 # Device item rows the form offers; the spec allows more (the API takes up to 16).
 ITEM_ROWS = 3
 POLICY_CHOICES = [
-    ("none", "No preference"),
+    ("none", "No preference (compositions spread across hosts)"),
     ("switch", "Spread across switches"),
     ("enclosure", "Spread across enclosures"),
-    ("pack", "Pack into as few enclosures as possible"),
+    ("pack", "Pack onto as few hosts and enclosures as possible"),
 ]
 _KIND_LABELS = dict(DeviceKind.choices)
 KIND_CHOICES = [("", "—"), *((k, _KIND_LABELS.get(k, k)) for k in DEVICE_KINDS)]

@@ -40,8 +40,10 @@ from composer.placement.request import (
 )
 from composer.placement.scoring import (
     CORE_FIT_WEIGHT,
+    TENANT_HOST_PENALTY,
     group_balance,
     host_rank,
+    spreads,
 )
 from composer.placement.shared import Candidates, amounts, memoised
 from composer.placement.snapshot import PARTITIONABLE, STORAGE, HostInfo, Snapshot
@@ -143,7 +145,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     for index, want in enumerate(wanted):
         seen = amounts(snapshot, want.found, want.unit)[1]
         kept = {g for g in feasible if seen[g] >= want.needed}
-        count = hosts.count(kept)
+        count = reaching if len(kept) == len(feasible) else hosts.count(kept)
         funnel.append((f"hosts: reach {want.what}", reaching, count))
         if not count:
             usable = {g for g in every_group if hosts.count({g})}
@@ -257,9 +259,20 @@ class _Hosts:
             1 for g in groups for h in self._members(g) if self.ok(hosts[h], isolate=isolate)
         )
 
+    def _most_free_first(self, group: int) -> Iterator[str]:
+        """The group's hosts with enough free cores, most free cores first (ties by name,
+        as in `group_by_cores`): its runs of equal free cores, from the last."""
+        by, cores = self.snapshot.group_by_cores[group], self.snapshot.group_cores_sorted[group]
+        start, end = self._start(group), len(by)
+        while end > start:
+            first = bisect_left(cores, cores[end - 1], start, end)
+            yield from by[first:end]
+            end = first
+
     def ranked(self, groups: set[int], gpus: int) -> Iterator[tuple[HostInfo, float]]:
         """Usable hosts of `groups`, best ranked first (scoring.host_rank), with their
-        penalty: a merge of each group's hosts in free-core order."""
+        penalty: a merge of each group's hosts in free-core order (most free first when the
+        request spreads, fewest when it packs), the tenant's own hosts moved back."""
         request, snapshot = self.request, self.snapshot
         hosts = snapshot.hosts
         if request.host is not None:
@@ -268,16 +281,22 @@ class _Hosts:
                 yield host, host_rank(request, snapshot, host, gpus)[0]
             return
         scale = CORE_FIT_WEIGHT / max(snapshot.max_cores, 1)
+        spread = spreads(request)
+        # core_fit, split into what is the same for every host and what is not.
+        base = CORE_FIT_WEIGHT + scale * request.cores if spread else -scale * request.cores
         lanes = [
             _lane(
-                group_balance(request, snapshot, group, gpus) - scale * request.cores,
-                scale,
-                self._members(group),
+                group_balance(request, snapshot, group, gpus) + base,
+                -scale if spread else scale,
+                self._most_free_first(group) if spread else self._members(group),
                 snapshot,
             )
             for group in sorted(groups)
         ]
-        for penalty, _, host_id in heapq.merge(*lanes):
+        merged: Iterator[tuple[float, str, str]] = heapq.merge(*lanes)
+        if spread and request.tenant_hosts:
+            merged = _moved_back(merged, request.tenant_hosts, TENANT_HOST_PENALTY)
+        for penalty, _, host_id in merged:
             host = hosts[host_id]
             if self.ok(host):
                 yield host, penalty
@@ -292,6 +311,23 @@ def _lane(
     for host_id in members:
         host = hosts[host_id]
         yield offset + scale * host.cores_free, host.name, host_id
+
+
+def _moved_back(
+    ranked: Iterable[tuple[float, str, str]], hosts: frozenset[str], extra: float
+) -> Iterator[tuple[float, str, str]]:
+    """`ranked` (best first) with the penalty of `hosts` raised by `extra`, still best
+    first: each of those is held back until nothing better is left."""
+    held: list[tuple[float, str, str]] = []
+    for entry in ranked:
+        if entry[2] in hosts:
+            heapq.heappush(held, (entry[0] + extra, entry[1], entry[2]))
+            continue
+        while held and held[0] <= entry:
+            yield heapq.heappop(held)
+        yield entry
+    while held:
+        yield heapq.heappop(held)
 
 
 def _group_policy_ok(

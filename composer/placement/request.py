@@ -59,7 +59,10 @@ class PlacementRequest:
     "pack" (as few enclosures as possible), or "none".
     `same_switch`: every device of `items` behind one switch (memory and storage are
     dual-homed to spines and exempt). `critical`: share no switch or enclosure with another
-    tenant.
+    tenant. `tenant_hosts`: the hosts the tenant's live compositions are on; with any
+    policy but "pack", compositions spread across hosts (the emptiest first, and the
+    tenant's own hosts after the others), so that one host's loss does not take all of a
+    tenant's compositions.
     """
 
     items: tuple[DeviceItem, ...] = ()
@@ -73,6 +76,7 @@ class PlacementRequest:
     same_switch: bool = False
     critical: bool = False
     tenant: str | None = None
+    tenant_hosts: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

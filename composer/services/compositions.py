@@ -129,8 +129,26 @@ def _snapshot() -> Snapshot:
     return snapshot
 
 
+def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
+    """The hosts (snapshot ids) the tenant's active compositions are on: a request spreads
+    away from them unless its policy packs."""
+    hosts = (
+        Composition.objects.filter(
+            tenant=tenant, state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
+        )
+        .values_list("host_id", flat=True)
+        .distinct()
+    )
+    return frozenset(f"host:{pk}" for pk in hosts)
+
+
 def _place(tenant: Tenant, spec: Mapping[str, Any], host: Host | None) -> Placement | Rejection:
-    request = spec_to_request(spec, host=f"host:{host.pk}" if host else None, tenant=str(tenant.pk))
+    request = spec_to_request(
+        spec,
+        host=f"host:{host.pk}" if host else None,
+        tenant=str(tenant.pk),
+        tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
+    )
     snapshot = _snapshot()
     if host is not None and request.host not in snapshot.hosts:
         return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")

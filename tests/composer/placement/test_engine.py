@@ -260,9 +260,53 @@ def test_a_partly_used_enclosure_is_taken_before_an_untouched_one() -> None:
     assert {d.enclosure for d in plan.devices} == {"enclosure:a2"}
 
 
-def test_a_small_request_goes_to_the_host_with_fewer_free_cores() -> None:
-    plan = placed(PlacementRequest(memory_gib=64, cores=8), host_cores={"ha": 120, "hb": 16})
+def test_a_packed_request_goes_to_the_host_with_fewer_free_cores() -> None:
+    request = PlacementRequest(memory_gib=64, cores=8, policy="pack")
+    plan = placed(request, host_cores={"ha": 120, "hb": 16})
     assert plan.host == "host:b"
+    assert "pack: the snuggest core fit" in " ".join(n.operator for n in plan.explanation)
+
+
+@pytest.mark.parametrize("policy", ["none", "enclosure", "switch"])
+def test_by_default_a_request_spreads_to_the_host_with_more_free_cores(policy: str) -> None:
+    request = PlacementRequest(memory_gib=64, cores=8, policy=policy)
+    plan = placed(request, host_cores={"ha": 16, "hb": 120})
+    assert plan.host == "host:b"
+    assert "spread: the most free cores first" in " ".join(n.operator for n in plan.explanation)
+
+
+def test_a_spreading_request_goes_where_the_tenant_has_no_composition_yet() -> None:
+    """Nothing tells the hosts apart but the tenant's other composition on ha."""
+    assert placed(PlacementRequest(memory_gib=64)).host == "host:a"
+    mine = frozenset({"host:a"})
+    plan = placed(PlacementRequest(memory_gib=64, tenant_hosts=mine))
+    assert plan.host == "host:b"
+    # Even with more cores free on ha; and packing ignores it.
+    assert (
+        placed(
+            PlacementRequest(memory_gib=64, cores=8, tenant_hosts=mine),
+            host_cores={"ha": 64, "hb": 32},
+        ).host
+        == "host:b"
+    )
+    packed = PlacementRequest(memory_gib=64, cores=8, tenant_hosts=mine, policy="pack")
+    assert placed(packed, host_cores={"ha": 16, "hb": 64}).host == "host:a"
+    # When every host has one, the tenant's hosts rank among themselves as before.
+    both = frozenset({"host:a", "host:b"})
+    assert placed(PlacementRequest(memory_gib=64, tenant_hosts=both)).host == "host:a"
+
+
+def test_held_back_hosts_keep_the_walk_in_penalty_order() -> None:
+    from composer.placement.engine import _moved_back
+
+    walk = [(1.0, "a", "h:a"), (2.0, "b", "h:b"), (3.0, "c", "h:c"), (9.0, "d", "h:d")]
+    moved = list(_moved_back(walk, frozenset({"h:a", "h:c"}), 5.0))
+    assert moved == [
+        (2.0, "b", "h:b"),
+        (6.0, "a", "h:a"),
+        (8.0, "c", "h:c"),
+        (9.0, "d", "h:d"),
+    ]
 
 
 def test_the_uplink_budget_rejects_an_oversubscribed_host() -> None:

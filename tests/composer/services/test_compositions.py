@@ -288,3 +288,24 @@ def test_a_name_taken_between_check_and_insert_is_refused_by_the_index(
         request(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, name="twin")
     assert caught.value.field == "name" and calls == ["twin", "twin"]
     assert Composition.objects.filter(name="twin").count() == 1
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"items": [{"kind": "gpu", "count": 1}]}, {"cores": 4}],
+    ids=["one gpu, no cores", "cores"],
+)
+def test_a_tenants_compositions_in_a_row_spread_across_hosts(
+    spec: dict[str, Any], synced: FabricManager, acme: Any, alice: Any, globex: Any, carol: Any
+) -> None:
+    """A host is a failure domain: with room elsewhere, a tenant's next composition does
+    not go where its others are (the default policy spreads), whatever other tenants do."""
+    request(globex, carol, spec, name="g1")
+    hosts = [request(acme, alice, spec, name=f"c{i}").host for i in range(3)]
+    assert None not in hosts and len(set(hosts)) == 3 == Host.objects.count()
+
+
+def test_packed_compositions_share_a_host(synced: FabricManager, acme: Any, alice: Any) -> None:
+    spec = {"cores": 4, "policy": "pack"}
+    hosts = {request(acme, alice, spec, name=f"c{i}").host for i in range(3)}
+    assert len(hosts) == 1
