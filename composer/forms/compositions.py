@@ -25,7 +25,7 @@ from fabric.models import Host
 # Device item rows the form offers; the spec allows more (the API takes up to 16).
 ITEM_ROWS = 3
 POLICY_CHOICES = [
-    ("none", "No preference (compositions spread across hosts)"),
+    ("none", "No preference"),
     ("switch", "Spread across switches"),
     ("enclosure", "Spread across enclosures"),
     ("pack", "Pack onto as few hosts and enclosures as possible"),

@@ -4,6 +4,9 @@ see it."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 
 pytestmark = pytest.mark.browser
+SHOTS = Path(os.environ.get("COMPOSER_SHOTS_DIR", tempfile.gettempdir())) / "composer-forms"
 
 
 def _expect() -> Any:
@@ -101,6 +105,8 @@ def test_the_request_form_says_what_is_wrong_beside_the_field(login_page: Any, a
         "Nothing was requested: correct the fields marked below."
     )
     assert not Composition.objects.exists()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "request-form-errors.png"), full_page=True)
     page.fill("#id_item_0_count", "1")
     page.click("#preview-button")
     expect(page.locator("#placement-plan")).to_be_visible()
@@ -113,6 +119,7 @@ def test_the_request_form_says_what_is_wrong_beside_the_field(login_page: Any, a
     expect(page.locator("#id_self_heal")).not_to_be_checked()
     expect(page.locator("#self-heal-note")).to_contain_text("default is off")
     page.check("#id_self_heal")
+    page.screenshot(path=str(SHOTS / "request-form-template-self-heal.png"), full_page=True)
     page.click("#request-button")
     expect(page.locator("#composition-self-heal")).to_contain_text("On")
     assert Composition.objects.get(name="letters").spec["self_heal"] is True
