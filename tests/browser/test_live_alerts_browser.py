@@ -24,15 +24,13 @@ from typing import Any
 
 import pytest
 
-from composer.choices import CompositionState, JobKind
-from composer.models import Composition, Job
-from composer.services.compositions import composition_request
+from composer.models import Composition
 from composer.services.faults import simulator_fault
 from composer.services.health_poll import health_poll_run
-from composer.tasks import composition_compose_task
 from fabric.models import Alert, Enclosure, FabricManager
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
+from tests.support.compositions import compose_ready
 
 # WhiteNoise serves static files to the ASGI handler as a synchronous stream.
 pytestmark = [
@@ -57,16 +55,6 @@ class World:
     h100_chassis: Enclosure
 
 
-def _compose(tenant: Any, user: Any, spec: dict[str, Any], name: str) -> Composition:
-    composition = composition_request(tenant=tenant, requested_by=user, spec=spec, name=name)
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
-
-
 def _chassis(composition: Composition) -> Enclosure:
     return composition.allocations.get(device__kind="gpu").device.enclosure
 
@@ -75,9 +63,9 @@ def _chassis(composition: Composition) -> Enclosure:
 def world(acme: Any, alice: Any, globex: Any, carol: Any) -> World:
     manager = simulated_manager()
     inventory_sync(manager=manager)
-    acme_infer = _compose(acme, alice, L40S, "acme-infer")
-    globex_infer = _compose(globex, carol, L40S, "globex-infer")
-    globex_train = _compose(globex, carol, H100, "globex-train")
+    acme_infer = compose_ready(acme, alice, L40S, "acme-infer")
+    globex_infer = compose_ready(globex, carol, L40S, "globex-infer")
+    globex_train = compose_ready(globex, carol, H100, "globex-train")
     assert _chassis(acme_infer) == _chassis(globex_infer) != _chassis(globex_train)
     health_poll_run(manager=manager)  # a healthy baseline: no alert
     assert not Alert.objects.exists()

@@ -12,15 +12,14 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from composer.choices import CompositionState, JobKind
-from composer.models import Composition, Job
+from composer.models import Composition
 from composer.services.compositions import composition_request
 from composer.services.health_poll import health_poll_run
-from composer.tasks import composition_compose_task
 from fabric.models import Alert, FabricManager, Host, Switch
 from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
+from tests.support.compositions import compose_ready
 from tests.support.websocket import db, open_as, quiet, receive, run, session_cookie, use_layer
 
 TWO_GPUS_AND_MEMORY = {"items": [{"kind": "gpu", "count": 2}], "memory_gib": 256}
@@ -31,16 +30,6 @@ def _named(text: str, name: str) -> bool:
     """Whether `text` names `name` itself ("gpu-a-02"), not a longer name it begins
     ("gpu-a-02-1", a device the tenant holds and may see)."""
     return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
-
-
-def _compose(tenant: Any, user: Any, spec: dict[str, Any], name: str) -> Composition:
-    composition = composition_request(tenant=tenant, requested_by=user, spec=spec, name=name)
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
 
 
 def _fail_chassis(manager: FabricManager, composition: Composition) -> Alert:
@@ -127,7 +116,7 @@ def test_an_alert_reads_in_the_tenants_words_on_page_and_api(
     client_as: Any,
     api_as: Any,
 ) -> None:
-    composition = _compose(acme, alice, L40S, "acme-infer")
+    composition = compose_ready(acme, alice, L40S, "acme-infer")
     alert = _fail_chassis(synced, composition)
     chassis = alert.source_name
     words = "An enclosure your compositions depend on failed."
@@ -158,7 +147,7 @@ def test_an_alert_reaches_alice_in_her_words_over_the_websocket_and_carol_not_at
     use_layer(settings, redis_url)
     manager = simulated_manager()
     inventory_sync(manager=manager)
-    composition = _compose(acme, alice, L40S, "acme-infer")
+    composition = compose_ready(acme, alice, L40S, "acme-infer")
     chassis = composition.allocations.get(device__kind="gpu").device.enclosure.name
     cookies = {u.username: session_cookie(u) for u in (admin_user, alice, carol)}
 

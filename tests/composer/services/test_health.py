@@ -11,13 +11,13 @@ import pytest
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job, StateChange
 from composer.selectors.health import composition_unhealthy_devices
-from composer.services.compositions import composition_request
 from composer.services.heal.job import _enqueue_heal
 from composer.services.health import compositions_health_reconcile, compositions_react_to_health
-from composer.tasks import composition_compose_task, jobs_sweep_stale_task
+from composer.tasks import jobs_sweep_stale_task
 from fabric.models import Device, FabricManager
 from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
+from tests.support.compositions import compose_ready
 
 pytestmark = pytest.mark.django_db
 
@@ -25,13 +25,7 @@ L40S = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}], "memory_gi
 
 
 def compose(tenant: Any, user: Any, spec: dict[str, Any], name: str = "c1") -> Composition:
-    composition = composition_request(tenant=tenant, requested_by=user, spec=spec, name=name)
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
+    return compose_ready(tenant, user, spec, name)
 
 
 def fault(manager: FabricManager, target_type: str, name: str, action: str = "fail") -> None:

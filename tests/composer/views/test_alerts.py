@@ -18,15 +18,13 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from composer.choices import CompositionState, JobKind
-from composer.models import Composition, Job
-from composer.services.compositions import composition_request
+from composer.models import Composition
 from composer.services.health_poll import health_poll_run
-from composer.tasks import composition_compose_task
 from fabric.models import Alert, ChangeRecord, FabricManager
 from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from tests.factories.composer import TenantFactory
+from tests.support.compositions import compose_ready
 from tests.support.personas import PERSONAS
 
 pytestmark = pytest.mark.django_db
@@ -46,13 +44,7 @@ class World:
 
 
 def _compose(tenant: Any, user: Any, name: str) -> Composition:
-    composition = composition_request(tenant=tenant, requested_by=user, spec=L40S, name=name)
-    composition_compose_task.delay(
-        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
-    )
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.READY, composition.failure_reason
-    return composition
+    return compose_ready(tenant, user, L40S, name)
 
 
 def _fail_enclosure(manager: FabricManager, name: str) -> Alert:
