@@ -47,6 +47,12 @@ ACTIVE_COMPOSITION_STATES = frozenset(
 )
 
 
+# Compositions whose name no other composition of their tenant may have (a unique index):
+# from the request until the tenant lets go. A composition being decomposed, released,
+# rejected or failed frees its name, and none of those states leads back here.
+LIVE_COMPOSITION_STATES = ACTIVE_COMPOSITION_STATES - {CompositionState.DECOMPOSING}
+
+
 class AllocationState(models.TextChoices):
     RESERVED = "reserved", "Reserved"  # claimed in the database, not bound on the fabric yet
     BOUND = "bound", "Bound"  # the driver bound it; `binding_id` is recorded

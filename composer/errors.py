@@ -4,15 +4,23 @@ from __future__ import annotations
 
 
 class ComposerError(Exception):
-    """Base of every domain error. `code` is stable and documented; `field` names bad input."""
+    """Base of every domain error. `code` is stable and documented; `field` names bad input.
+
+    `message` stands on its own (the API's `detail`, a log line): it says which part of the
+    request is wrong. `field_message` is the same in fewer words, for a form that shows it
+    next to the field ("Count must be at least 1."); it defaults to `message`.
+    """
 
     code = "composer_error"
     status_code = 400
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, field: str | None = None, field_message: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.field_message = field_message or message
 
 
 class InvalidTransition(ComposerError):
@@ -34,6 +42,13 @@ class SpecError(ComposerError):
 
     code = "invalid_spec"
     status_code = 400
+
+
+class NameTaken(ComposerError):
+    """Another live composition of the tenant has this name (field `name`)."""
+
+    code = "name_taken"
+    status_code = 409
 
 
 class QuotaExceeded(ComposerError):

@@ -9,7 +9,10 @@ A spec is the JSON a tenant sends (form, API, template):
      "same_switch": false, "critical": false, "self_heal": false}
 
 `spec_normalise()` checks the shape only (types, ranges, known device kinds and policies)
-and raises `SpecError` naming the field (`items[0].count`, `memory_gib`...). What needs the
+and raises `SpecError` with `field` set to the part at fault (`items[0].count`,
+`memory_gib`...), a `field_message` in the form's words for next to that field ("Count must
+be at least 1.") and a `message` that stands alone ("Device item 1: count must be at least
+1 (got -1)."). What needs the
 database (does the model exist, is the host real, does the fabric have that many GPUs) is
 checked by `composer.services.compositions`. Templates store a normalised spec too.
 """
@@ -17,6 +20,7 @@ checked by `composer.services.compositions`. Templates store a normalised spec t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,26 +57,75 @@ KEYS = (
 )
 
 
+# How the console names each field in a message (the form's labels).
+LABELS: dict[str, str] = {
+    "items": "Devices",
+    "memory_gib": "CXL memory",
+    "storage_tb": "NVMe storage",
+    "cores": "Host cores",
+    "host_memory_gib": "Host memory",
+    "host": "Host",
+    "max_latency_ns": "Latency ceiling",
+    "policy": "Failure-domain policy",
+    "same_switch": "Same switch",
+    "critical": "Critical",
+    "self_heal": "Self-heal",
+    "kind": "Kind",
+    "model": "Model",
+    "count": "Count",
+    "minima": "Minimums",
+}
+_ITEM = re.compile(r"^items\[(\d+)\]")
+_NOTHING = object()
+
+
+def _label(field: str) -> str:
+    """The words for `field`: "Count" for items[0].count, "Minimum memory (GiB)" for a
+    minimum on memory_gib."""
+    last = field.rsplit(".", 1)[-1]
+    if ".minima." in field:
+        return "Minimum memory (GiB)" if last == "memory_gib" else f"Minimum {last}"
+    return LABELS.get(last, last)
+
+
+def _error(field: str, text: str, got: Any = _NOTHING) -> SpecError:
+    """A SpecError about `field`. `text` is what a form shows next to the field ("Count must
+    be at least 1."); the message, for the API and logs, also names the device item and
+    what was given ("Device item 1: count must be at least 1 (got -1).")."""
+    message = text
+    item = _ITEM.match(field)
+    if item:
+        message = f"Device item {int(item.group(1)) + 1}: {text[0].lower()}{text[1:]}"
+    if got is not _NOTHING:
+        shown = (
+            f"{got:g}" if isinstance(got, int | float) and not isinstance(got, bool) else repr(got)
+        )
+        message = f"{message.rstrip('.')} (got {shown})."
+    return SpecError(message, field=field, field_message=text)
+
+
 def _number(value: Any, field: str, *, whole: bool, maximum: float, minimum: float = 0) -> Any:
     """`value` as an int (`whole`) or float within [minimum, maximum], else SpecError."""
+    label = _label(field)
+    kind = "a whole number" if whole else "a number"
     if isinstance(value, bool) or value is None:
-        raise SpecError(f"{field} must be a number; got {value!r}.", field=field)
+        raise _error(field, f"{label} must be {kind}.", value)
     if isinstance(value, str):
         text = value.strip()
         try:
             value = int(text) if whole and text.lstrip("+-").isdigit() else float(text)
         except ValueError:
-            raise SpecError(f"{field} must be a number; got {value!r}.", field=field) from None
+            raise _error(field, f"{label} must be {kind}.", value) from None
     if not isinstance(value, int | float) or not math.isfinite(value):
-        raise SpecError(f"{field} must be a number; got {value!r}.", field=field)
+        raise _error(field, f"{label} must be {kind}.", value)
     if whole:
         if value != int(value):
-            raise SpecError(f"{field} must be a whole number; got {value!r}.", field=field)
+            raise _error(field, f"{label} must be a whole number.", value)
         value = int(value)
     if value < minimum:
-        raise SpecError(f"{field} must be at least {minimum:g}; got {value:g}.", field=field)
+        raise _error(field, f"{label} must be at least {minimum:g}.", value)
     if value > maximum:
-        raise SpecError(f"{field} must be at most {maximum:,.0f}; got {value:,}.", field=field)
+        raise _error(field, f"{label} must be at most {maximum:,.0f}.", value)
     return value
 
 
@@ -81,36 +134,38 @@ def _flag(value: Any, field: str) -> bool:
         return value
     if value in (0, 1, "true", "false", "0", "1"):
         return value in (1, "true", "1")
-    raise SpecError(f"{field} must be true or false; got {value!r}.", field=field)
+    raise _error(field, f"{_label(field)} must be true or false.", value)
 
 
 def _item(raw: Any, index: int) -> dict[str, Any]:
     where = f"items[{index}]"
     if not isinstance(raw, Mapping):
-        raise SpecError(f"{where} must be an object with kind and count.", field=where)
+        raise _error(where, "A device item is an object with a kind and a count.")
     unknown = sorted(set(raw) - {"kind", "model", "count", "minima"})
     if unknown:
-        raise SpecError(f"{where} has unknown keys: {', '.join(unknown)}.", field=where)
+        raise _error(
+            where,
+            f"Unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: a device item "
+            "has kind, model, count and minima.",
+        )
     kind = raw.get("kind")
     if kind == "cxl_memory":
-        raise SpecError(
-            "CXL memory is asked for in GiB (memory_gib), not as devices.",
-            field=f"{where}.kind",
+        raise _error(
+            f"{where}.kind", "CXL memory is asked for in GiB (memory_gib), not as devices."
         )
+    if kind in (None, ""):
+        raise _error(f"{where}.kind", "Choose the kind of device.")
     if kind not in DEVICE_KINDS:
-        raise SpecError(
-            f"{where}.kind must be one of {', '.join(DEVICE_KINDS)}; got {kind!r}.",
-            field=f"{where}.kind",
-        )
+        raise _error(f"{where}.kind", f"Kind must be one of {', '.join(DEVICE_KINDS)}.", kind)
     model = raw.get("model") or None
     if model is not None and (not isinstance(model, str) or len(model) > 100):
-        raise SpecError(f"{where}.model must be a model name.", field=f"{where}.model")
+        raise _error(f"{where}.model", "Model must be a model name of at most 100 characters.")
     count = _number(
         raw.get("count", 1), f"{where}.count", whole=True, minimum=1, maximum=LIMITS["count"]
     )
     minima_raw = raw.get("minima") or {}
     if not isinstance(minima_raw, Mapping):
-        raise SpecError(f"{where}.minima must map attributes to numbers.", field=f"{where}.minima")
+        raise _error(f"{where}.minima", "Minimums map attribute names to numbers.")
     minima = {
         str(name): _number(value, f"{where}.minima.{name}", whole=False, maximum=LIMITS["minimum"])
         for name, value in minima_raw.items()
@@ -129,12 +184,16 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
         raise SpecError("The request must be an object.", field="spec")
     unknown = sorted(set(raw) - set(KEYS))
     if unknown:
-        raise SpecError(f"Unknown fields: {', '.join(unknown)}.", field=unknown[0])
+        raise SpecError(
+            f"Unknown field{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))}; "
+            f"a request has {', '.join(KEYS)}.",
+            field=str(unknown[0]),
+        )
     items_raw = raw.get("items") or []
     if not isinstance(items_raw, list | tuple):
-        raise SpecError("items must be a list of {kind, model, count}.", field="items")
+        raise _error("items", "Devices are a list of items, each with a kind and a count.")
     if len(items_raw) > MAX_ITEMS:
-        raise SpecError(f"At most {MAX_ITEMS} device items.", field="items")
+        raise _error("items", f"At most {MAX_ITEMS} device items.", len(items_raw))
     spec: dict[str, Any] = {"items": [_item(item, i) for i, item in enumerate(items_raw)]}
     for name, whole in (
         ("memory_gib", True),
@@ -158,13 +217,13 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
     if host in (None, ""):
         spec["host"] = None
     elif isinstance(host, bool) or not isinstance(host, int | str):
-        raise SpecError(f"host must be a host name or id; got {host!r}.", field="host")
+        raise _error("host", "Host must be a host name or id.", host)
     else:
         spec["host"] = host.strip() if isinstance(host, str) else host
     policy = raw.get("policy") or "none"
     if policy not in POLICIES:
-        raise SpecError(
-            f"policy must be one of {', '.join(POLICIES)}; got {policy!r}.", field="policy"
+        raise _error(
+            "policy", f"Failure-domain policy must be one of {', '.join(POLICIES)}.", policy
         )
     spec["policy"] = policy
     spec["same_switch"] = _flag(raw.get("same_switch", False), "same_switch")
@@ -183,10 +242,15 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
 
 
 def spec_to_request(
-    spec: Mapping[str, Any], *, host: str | None, tenant: str | None
+    spec: Mapping[str, Any],
+    *,
+    host: str | None,
+    tenant: str | None,
+    tenant_hosts: frozenset[str] = frozenset(),
 ) -> PlacementRequest:
     """The placement engine's request for a normalised `spec`; `host` is the snapshot id
-    ("host:<pk>") of the asked-for host, resolved by the caller."""
+    ("host:<pk>") of the asked-for host, resolved by the caller; `tenant_hosts` those the
+    tenant's live compositions are on (a spreading request goes elsewhere first)."""
     return PlacementRequest(
         items=tuple(
             DeviceItem(
@@ -207,4 +271,5 @@ def spec_to_request(
         same_switch=spec["same_switch"],
         critical=spec["critical"],
         tenant=tenant,
+        tenant_hosts=tenant_hosts,
     )

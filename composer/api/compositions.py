@@ -259,7 +259,9 @@ COMPOSITION_EXAMPLE = {
         "ok": True,
         "host_name": "host-a-03",
         "score": 0.82,
-        "explanation": ["2 GPUs behind the host's own switch cxl-leaf-a."],
+        "explanation": [
+            "2 of 2 devices sit behind the host's own switch; mean path latency 420 ns."
+        ],
         "devices": [
             {
                 "name": "gpu-a-01-1",
@@ -335,7 +337,7 @@ REJECTION_EXAMPLE = {
     "ok": False,
     "code": "no_capacity",
     "message": "No host can reach 8 free GPUs behind one switch.",
-    "nearest": "6 of 8 GPUs fit behind switch cxl-leaf-b; relax 'same switch' or wait.",
+    "nearest": "6 of 8 GPUs fit behind one switch; relax 'same switch' or wait.",
     "funnel": [["kind/model/count", 64, 12], ["same switch", 12, 0]],
 }
 BAD_INPUT = OpenApiResponse(
@@ -348,7 +350,8 @@ BAD_INPUT = OpenApiResponse(
 OVER_QUOTA = OpenApiResponse(
     ErrorSerializer,
     description="`quota_exceeded`: over a quota of the tenant; the message names the quota "
-    "and the excess. Nothing written.",
+    "and the excess. `name_taken` (field `name`): another live composition of the tenant has "
+    "the name. Nothing written.",
 )
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",
@@ -561,7 +564,10 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         context = self.get_serializer_context()
         url = reverse("api:composition_detail", args=[composition.pk], request=request)
         if composition.state == CompositionState.REJECTED:
-            rejection = plan_public(composition.placement) or {"ok": False, "funnel": []}
+            rejection = plan_public(composition.placement, operator=is_operator(request.user)) or {
+                "ok": False,
+                "funnel": [],
+            }
             message = composition.failure_reason or rejection.get("message") or "No placement."
             body_422 = error_body(code="placement_rejected", detail=message)
             body_422.update(rejection=rejection, composition=url)
@@ -600,7 +606,7 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         except ComposerError as exc:
             exc.field = _field(exc.field)
             raise
-        return Response(plan_public(placement_as_dict(outcome)))
+        return Response(plan_public(placement_as_dict(outcome), operator=is_operator(request.user)))
 
     @extend_schema(
         summary="Decompose a composition",

@@ -24,7 +24,9 @@ from composer.models import (
     Template,
     Tenant,
 )
+from composer.placement.audience import plan_for
 from composer.specs import spec_normalise
+from fabric.permissions import is_operator
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -149,7 +151,7 @@ class TemplateSerializer(serializers.HyperlinkedModelSerializer):
         try:
             return spec_normalise(value)
         except SpecError as exc:
-            raise serializers.ValidationError(f"{exc.field}: {exc.message}") from exc
+            raise serializers.ValidationError(exc.message) from exc
 
 
 class QuotaUsageSerializer(serializers.Serializer):
@@ -305,10 +307,12 @@ class PlanSerializer(serializers.Serializer):
     nearest = serializers.CharField(required=False, help_text="The nearest feasible alternative.")
 
 
-def plan_public(plan: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A stored placement dict with the snapshot ids (device:12, enclosure:3) left out."""
+def plan_public(plan: dict[str, Any] | None, *, operator: bool) -> dict[str, Any] | None:
+    """A stored placement dict with the snapshot ids (device:12, enclosure:3) left out, its
+    sentences in the words of an operator or of a tenant (no fabric internals)."""
     if not plan:
         return None
+    plan = plan_for(plan, operator=operator)
     keep = ("name", "kind", "latency_ns", "bottleneck_gbps", "gib")
     out: dict[str, Any] = {"ok": bool(plan.get("ok")), "funnel": plan.get("funnel", [])}
     if out["ok"]:
@@ -432,7 +436,9 @@ class CompositionDetailSerializer(CompositionSerializer):
 
     @extend_schema_field(PlanSerializer(allow_null=True))
     def get_placement(self, composition: Composition) -> dict[str, Any] | None:
-        return plan_public(composition.placement)
+        request = self.context.get("request")
+        operator = request is not None and is_operator(request.user)
+        return plan_public(composition.placement, operator=operator)
 
 
 class PlacementRejectedSerializer(serializers.Serializer):

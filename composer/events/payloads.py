@@ -14,6 +14,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from django.core.serializers.json import DjangoJSONEncoder
 
 from composer.models import Event
+from fabric.health.wording import tenant_alert_message
 
 # --- groups -----------------------------------------------------------------------------------
 
@@ -176,6 +177,10 @@ class LayerMessage(TypedDict):
 # Keys that name who else is affected: never sent to a tenant.
 _OTHER_TENANTS_KEYS = frozenset({"tenants", "tenant_ids", "tenant_count", "tenants_count"})
 _OPERATOR_ONLY_KEYS = frozenset({"source_id", "source_name", "acknowledged_by"})
+# What a tenant may know of a blast radius: which of its compositions it hurts, and how.
+# The rest (the fabric's device and host counts and ids, whatever a radius grows later)
+# describes the fabric, and stays with operators.
+_TENANT_RADIUS_KEYS = frozenset({"effect", "compositions", "composition_count"})
 
 
 def payload_for(event: Event, *, tenant_id: int | Collection[int]) -> dict[str, Any] | None:
@@ -191,18 +196,32 @@ def payload_for(event: Event, *, tenant_id: int | Collection[int]) -> dict[str, 
     - the keys `tenants`, `tenant_ids`, `tenant_count` and `tenants_count` are dropped, and
       so are the keys that name fabric internals or operators (`source_id`,
       `source_name`, `acknowledged_by`: an alert's console id and element name, and who
-      acknowledged it — as the tenant's alert API shows it; the message stays);
+      acknowledged it — as the tenant's alert API shows it);
+    - an alert (an object with `source_type` and `message`) gets its `message` in a tenant's
+      words (`fabric.health.wording`): the operator's names the element and carries the
+      fabric manager's own text;
+    - a `blast_radius` keeps only `effect`, `compositions` and `composition_count`: the
+      fabric's counts of devices and hosts are not a tenant's to know;
     - where a list under key `K` lost entries, the counts `K_count` and `<K without s>_count`
       beside it are recomputed (`compositions` -> `composition_count`, `compositions_count`).
 
-    Other numbers (an alert's affected `devices` and `hosts`) are facts about the fabric,
-    not about a tenant, and stay. Lists must be complete for the counts to be exact.
+    Lists must be complete for the counts to be exact.
     """
     allowed = frozenset({tenant_id} if isinstance(tenant_id, int) else tenant_id)
     payload = event.payload if isinstance(event.payload, dict) else {}
     if not _owned_by(payload, allowed):
         return None
     return _scope_dict(payload, allowed)
+
+
+def blast_radius_for(radius: Any, *, tenant_id: int | Collection[int]) -> dict[str, Any]:
+    """A stored blast radius as the tenant(s) `tenant_id` may know it: the same rule as a
+    `blast_radius` in an event (`payload_for`), with `composition_count` set."""
+    payload = {"blast_radius": dict(radius) if isinstance(radius, dict) else {}}
+    scoped = payload_for(Event(payload=payload), tenant_id=tenant_id) or {}
+    out: dict[str, Any] = scoped.get("blast_radius") or {}
+    out["composition_count"] = len(out.get("compositions") or ())
+    return out
 
 
 def _owned_by(value: Any, allowed: frozenset[int]) -> bool:
@@ -232,9 +251,13 @@ def _scope_dict(value: dict[str, Any], allowed: frozenset[int]) -> dict[str, Any
                 shortened.append(key)
             out[key] = kept
         elif isinstance(item, dict):
+            if key == "blast_radius":
+                item = {k: v for k, v in item.items() if k in _TENANT_RADIUS_KEYS}
             out[key] = _scope_dict(item, allowed)
         else:
             out[key] = item
+    if "message" in value and isinstance(value.get("source_type"), str):
+        out["message"] = tenant_alert_message(value["source_type"], str(value.get("rule") or ""))
     for key in shortened:
         for count_key in (f"{key}_count", f"{key.removesuffix('s')}_count"):
             if count_key in out and count_key not in _OTHER_TENANTS_KEYS:

@@ -28,7 +28,7 @@ POLICY_CHOICES = [
     ("none", "No preference"),
     ("switch", "Spread across switches"),
     ("enclosure", "Spread across enclosures"),
-    ("pack", "Pack into as few enclosures as possible"),
+    ("pack", "Pack onto as few hosts and enclosures as possible"),
 ]
 _KIND_LABELS = dict(DeviceKind.choices)
 KIND_CHOICES = [("", "—"), *((k, _KIND_LABELS.get(k, k)) for k in DEVICE_KINDS)]
@@ -87,23 +87,34 @@ class CompositionFilterForm(forms.Form):
         )
 
 
-def _number_input(placeholder: str = "", *, step: str = "1") -> forms.NumberInput:
-    return forms.NumberInput(
-        attrs={"class": "form-control form-control-sm", "placeholder": placeholder, "step": step}
+def _number_input(placeholder: str = "", *, whole: bool = True) -> forms.TextInput:
+    """A text box for a number, not `<input type=number>`: a browser sends an empty value for
+    letters typed into a number input, which would read as "not given" (a count of 1, no
+    memory). As text, what was typed reaches `spec_normalise`, which says what is wrong."""
+    return forms.TextInput(
+        attrs={
+            "class": "form-control form-control-sm",
+            "placeholder": placeholder,
+            "inputmode": "numeric" if whole else "decimal",
+            "autocomplete": "off",
+        }
     )
 
 
 class CompositionRequestForm(forms.Form):
     """A composition request: a template as is, or a custom spec.
 
-    Numbers are taken as text and checked by `spec_normalise`, so the form and the API give
-    the same messages. `tenants` are those the user may request for (one: no choice shown);
-    `operator` adds the host choice (hosts are fabric objects, for operators only).
+    Numbers are taken as text and checked by `spec_normalise`, and the name by
+    `composition_request` (no `maxlength`: a browser would cut a long name without a word),
+    so the form and the API give the same messages. With a template, the template's spec is
+    used as is, except for self-heal, which the tenant may turn on or off on top of it.
+    `tenants` are those the user may request for (one: no choice shown); `operator` adds the
+    host choice (hosts are fabric objects, for operators only).
     """
 
     tenant = forms.ModelChoiceField(queryset=Tenant.objects.none(), empty_label=None)
     name = forms.CharField(
-        max_length=100,
+        error_messages={"required": "Give the composition a name."},
         widget=forms.TextInput(
             attrs={"class": "form-control", "placeholder": "e.g. inference-1", "autofocus": True}
         ),
@@ -118,7 +129,7 @@ class CompositionRequestForm(forms.Form):
         required=False, label="CXL memory (GiB)", widget=_number_input("0")
     )
     storage_tb = forms.CharField(
-        required=False, label="NVMe storage (TB)", widget=_number_input("0", step="any")
+        required=False, label="NVMe storage (TB)", widget=_number_input("0", whole=False)
     )
     cores = forms.CharField(required=False, label="Host cores", widget=_number_input("0"))
     host_memory_gib = forms.CharField(
@@ -201,7 +212,7 @@ class CompositionRequestForm(forms.Form):
                 required=False, label="Count", widget=_number_input("1")
             )
             self.fields[f"item_{i}_min_memory_gib"] = forms.CharField(
-                required=False, label="Min. memory (GiB)", widget=_number_input("any")
+                required=False, label="Min. memory (GiB)", widget=_number_input("any", whole=False)
             )
         self.item_rows = [
             {
@@ -224,14 +235,15 @@ class CompositionRequestForm(forms.Form):
     # --- the spec -------------------------------------------------------------------------
 
     def spec(self) -> dict[str, Any]:
-        """The spec to send: {} with a template (its spec is used as is), else the fields.
+        """The spec to send: with a template, only self-heal (which overrides the template's
+        own; the rest of its spec is used as is), else the fields.
 
         Raw text goes through: `spec_normalise` says what is wrong with it.
         """
         data = self.cleaned_data
         self._item_row_of = []
         if data.get("template") is not None:
-            return {}
+            return {"self_heal": bool(data.get("self_heal"))}
         items = []
         for i in range(ITEM_ROWS):
             kind = data.get(f"item_{i}_kind") or ""
@@ -271,6 +283,7 @@ class CompositionRequestForm(forms.Form):
             if self.cleaned_data.get("template") is not None and spec_field not in (
                 "name",
                 "template",
+                "self_heal",
             ):
                 return "template"  # the template's own spec is at fault
             return spec_field
@@ -289,8 +302,12 @@ class CompositionRequestForm(forms.Form):
         return None
 
     def add_composer_error(self, exc: ComposerError) -> None:
-        """Put a service error on the field it names (or on the form as a whole)."""
-        self.add_error(self.field_for(exc.field), exc.message)
+        """Put a service error on the field it names, in the few words that suit a message
+        beside that field; elsewhere (the template, the form as a whole) the whole message,
+        which says which part is wrong."""
+        field = self.field_for(exc.field)
+        own = (field is not None and field != "template") or exc.field == "template"
+        self.add_error(field, exc.field_message if own else exc.message)
 
     @property
     def amount_fields(self) -> list[forms.BoundField]:
@@ -298,8 +315,9 @@ class CompositionRequestForm(forms.Form):
         return [self[name] for name in names]
 
     @property
-    def flag_fields(self) -> list[forms.BoundField]:
-        return [self["same_switch"], self["critical"], self["self_heal"]]
+    def locked_flag_fields(self) -> list[forms.BoundField]:
+        """The flags a template sets for good (self-heal stays the tenant's choice)."""
+        return [self["same_switch"], self["critical"]]
 
     def mark_invalid(self) -> None:
         """Bootstrap's red border on every field with an error."""

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from composer.choices import AllocationState, CompositionState
+from composer.choices import LIVE_COMPOSITION_STATES, AllocationState, CompositionState
 from composer.querysets import TenantScopedQuerySet
 from fabric.models.base import TimeStampedModel
 
@@ -30,7 +30,8 @@ class Composition(TimeStampedModel):
         DEGRADED -> READY | DECOMPOSING          (the fault cleared; or the tenant let go)
 
     `spec` is the normalised request (`composer.specs`); `placement` the plan (host,
-    devices, slices, score, explanation, funnel) or, when rejected, the rejection.
+    devices, slices, score, explanation, funnel) or, when rejected, the rejection. `name`
+    is unique among the tenant's live compositions (`LIVE_COMPOSITION_STATES`).
     """
 
     tenant = models.ForeignKey(
@@ -75,7 +76,14 @@ class Composition(TimeStampedModel):
                 fields=["tenant", "idempotency_key"],
                 condition=~Q(idempotency_key=""),
                 name="composer_composition_idempotency_key",
-            )
+            ),
+            # One live composition of a tenant per name; a released (or decomposing,
+            # rejected, failed) one leaves its name free for the next request.
+            models.UniqueConstraint(
+                fields=["tenant", "name"],
+                condition=Q(state__in=sorted(LIVE_COMPOSITION_STATES)),
+                name="composer_composition_live_name",
+            ),
         ]
         indexes = [
             models.Index(fields=["tenant", "state"], name="composer_comp_tenant_state"),

@@ -42,7 +42,7 @@ class Template(TimeStampedModel):
         try:
             self.spec = spec_normalise(self.spec)
         except SpecError as exc:
-            raise ValidationError({"spec": f"{exc.field}: {exc.message}"}) from exc
+            raise ValidationError({"spec": exc.message}) from exc
 
 
 class Quota(TimeStampedModel):

@@ -23,18 +23,27 @@ from composer.placement.constraints import (
     storage_gb,
     validate,
 )
-from composer.placement.nearest import label, nearest_host, nearest_policy, nearest_reach
+from composer.placement.nearest import (
+    Wanted,
+    label,
+    nearest_host,
+    nearest_policy,
+    nearest_reach,
+)
 from composer.placement.plan import plan_on_host
 from composer.placement.request import (
     DeviceItem,
+    Note,
     Placement,
     PlacementRequest,
     Rejection,
 )
 from composer.placement.scoring import (
     CORE_FIT_WEIGHT,
+    TENANT_HOST_PENALTY,
     group_balance,
     host_rank,
+    spreads,
 )
 from composer.placement.shared import Candidates, amounts, memoised
 from composer.placement.snapshot import PARTITIONABLE, STORAGE, HostInfo, Snapshot
@@ -102,7 +111,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 "no_capacity",
                 f"{have} usable {label(item.kind, item.model)} match; {item.count} asked.",
                 funnel,
-                f"{have} of {item.count} fit anywhere; ask for {have} or wait.",
+                Note(f"{have} of {item.count} fit anywhere; ask for {have} or wait."),
             )
     memory = _capacity_candidates(snapshot, PARTITIONABLE, request.memory_gib, blocked, funnel)
     storage = _capacity_candidates(
@@ -118,40 +127,48 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 "no_capacity",
                 f"{have:,} {unit} of {what} free; {needed:,.0f} asked.",
                 funnel,
-                f"{have:,} {unit} of {what} fit anywhere; ask less or wait.",
+                Note(f"{have:,} {unit} of {what} fit anywhere; ask less or wait."),
             )
 
-    # Reach groups that see enough of everything, counted per group (once per snapshot and
-    # candidate set: shared.amounts).
-    wanted: list[tuple[Candidates, float, str]] = [
-        (found, item.count, "count") for item, found in items
-    ]
+    # Reach groups that see enough of each thing asked for, counted per group (once per
+    # snapshot and candidate set: shared.amounts), one thing at a time: the funnel and a
+    # rejection then name what no host reaches (with what else it needs), not only that
+    # "devices" are out of reach.
+    wanted = [Wanted(item.kind, item.model, found, item.count, "count") for item, found in items]
     if request.memory_gib:
-        wanted.append((memory, request.memory_gib, "gib"))
+        wanted.append(Wanted(PARTITIONABLE, None, memory, request.memory_gib, "gib"))
     if request.storage_tb:
-        wanted.append((storage, storage_gb(request.storage_tb), "gb"))
-    feasible = set(range(len(snapshot.groups)))
-    for found, needed, unit in wanted:
-        seen = amounts(snapshot, found, unit)[1]
-        feasible = {g for g in feasible if seen[g] >= needed}
-    reaching = hosts.count(feasible)
-    funnel.append(("hosts: reach enough devices", fitting, reaching))
-    if not reaching:
-        return _reject(
-            "no_capacity",
-            "No host reaches enough free devices through the fabric.",
-            funnel,
-            nearest_reach(request, snapshot, items),
-        )
+        wanted.append(Wanted(STORAGE, None, storage, storage_gb(request.storage_tb), "gb"))
+    every_group = set(range(len(snapshot.groups)))
+    feasible = every_group
+    reaching = fitting
+    for index, want in enumerate(wanted):
+        seen = amounts(snapshot, want.found, want.unit)[1]
+        kept = {g for g in feasible if seen[g] >= want.needed}
+        count = reaching if len(kept) == len(feasible) else hosts.count(kept)
+        funnel.append((f"hosts: reach {want.what}", reaching, count))
+        if not count:
+            usable = {g for g in every_group if hosts.count({g})}
+            alone = any(seen[g] >= want.needed for g in usable)
+            rest = " and ".join(w.what for w in wanted[:index])
+            return _reject(
+                "no_capacity",
+                f"No host reaches {want.what} together with {rest}."
+                if alone and rest
+                else f"No host reaches {want.what} through the fabric.",
+                funnel,
+                nearest_reach(snapshot, wanted, index, seen, usable, feasible),
+            )
+        feasible, reaching = kept, count
 
     # Same switch and spread, decided per reach group (latency aside) before any host.
     if items and (request.same_switch or request.policy in ("enclosure", "switch")):
         reason = "switch" if request.same_switch else "domain"
         feasible = {g for g in feasible if _group_policy_ok(request, snapshot, items, g)}
-        kept = hosts.count(feasible)
-        funnel.append((f"hosts: {_REASONS[reason]}", reaching, kept))
-        reaching = kept
-        if not kept:
+        in_policy = hosts.count(feasible)
+        funnel.append((f"hosts: {_REASONS[reason]}", reaching, in_policy))
+        reaching = in_policy
+        if not in_policy:
             return _reject(
                 "domain_conflict",
                 f"No host reaches devices that meet the {_REASONS[reason]}.",
@@ -242,9 +259,20 @@ class _Hosts:
             1 for g in groups for h in self._members(g) if self.ok(hosts[h], isolate=isolate)
         )
 
+    def _most_free_first(self, group: int) -> Iterator[str]:
+        """The group's hosts with enough free cores, most free cores first (ties by name,
+        as in `group_by_cores`): its runs of equal free cores, from the last."""
+        by, cores = self.snapshot.group_by_cores[group], self.snapshot.group_cores_sorted[group]
+        start, end = self._start(group), len(by)
+        while end > start:
+            first = bisect_left(cores, cores[end - 1], start, end)
+            yield from by[first:end]
+            end = first
+
     def ranked(self, groups: set[int], gpus: int) -> Iterator[tuple[HostInfo, float]]:
         """Usable hosts of `groups`, best ranked first (scoring.host_rank), with their
-        penalty: a merge of each group's hosts in free-core order."""
+        penalty: a merge of each group's hosts in free-core order (most free first when the
+        request spreads, fewest when it packs), the tenant's own hosts moved back."""
         request, snapshot = self.request, self.snapshot
         hosts = snapshot.hosts
         if request.host is not None:
@@ -253,16 +281,22 @@ class _Hosts:
                 yield host, host_rank(request, snapshot, host, gpus)[0]
             return
         scale = CORE_FIT_WEIGHT / max(snapshot.max_cores, 1)
+        spread = spreads(request)
+        # core_fit, split into what is the same for every host and what is not.
+        base = CORE_FIT_WEIGHT + scale * request.cores if spread else -scale * request.cores
         lanes = [
             _lane(
-                group_balance(request, snapshot, group, gpus) - scale * request.cores,
-                scale,
-                self._members(group),
+                group_balance(request, snapshot, group, gpus) + base,
+                -scale if spread else scale,
+                self._most_free_first(group) if spread else self._members(group),
                 snapshot,
             )
             for group in sorted(groups)
         ]
-        for penalty, _, host_id in heapq.merge(*lanes):
+        merged: Iterator[tuple[float, str, str]] = heapq.merge(*lanes)
+        if spread and request.tenant_hosts:
+            merged = _moved_back(merged, request.tenant_hosts, TENANT_HOST_PENALTY)
+        for penalty, _, host_id in merged:
             host = hosts[host_id]
             if self.ok(host):
                 yield host, penalty
@@ -277,6 +311,23 @@ def _lane(
     for host_id in members:
         host = hosts[host_id]
         yield offset + scale * host.cores_free, host.name, host_id
+
+
+def _moved_back(
+    ranked: Iterable[tuple[float, str, str]], hosts: frozenset[str], extra: float
+) -> Iterator[tuple[float, str, str]]:
+    """`ranked` (best first) with the penalty of `hosts` raised by `extra`, still best
+    first: each of those is held back until nothing better is left."""
+    held: list[tuple[float, str, str]] = []
+    for entry in ranked:
+        if entry[2] in hosts:
+            heapq.heappush(held, (entry[0] + extra, entry[1], entry[2]))
+            continue
+        while held and held[0] <= entry:
+            yield heapq.heappop(held)
+        yield entry
+    while held:
+        yield heapq.heappop(held)
 
 
 def _group_policy_ok(
@@ -336,5 +387,5 @@ def _capacity_candidates(
     return item_candidates(snapshot, kind, None, {}, blocked, funnel, label(kind, None))
 
 
-def _reject(code: str, message: str, funnel: Funnel, nearest: str) -> Rejection:
+def _reject(code: str, message: str, funnel: Funnel, nearest: Note) -> Rejection:
     return Rejection(code, message, tuple(funnel), nearest)

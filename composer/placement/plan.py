@@ -13,7 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from composer.placement.constraints import choose_capacity, choose_whole, storage_gb
-from composer.placement.request import DeviceItem, DevicePick, Placement, PlacementRequest
+from composer.placement.request import (
+    DeviceItem,
+    DevicePick,
+    Note,
+    Placement,
+    PlacementRequest,
+)
 from composer.placement.scoring import plan_score
 from composer.placement.shared import Candidates, group_part, host_ranks
 from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
@@ -114,16 +120,20 @@ def plan_on_host(
     if memory_picks:
         sentences.insert(
             0,
-            f"{request.memory_gib} GiB of CXL memory as "
-            f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
-            + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
-            + ".",
+            Note(
+                f"{request.memory_gib} GiB of CXL memory as "
+                f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
+                + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
+                + "."
+            ),
         )
     sentences.insert(
         0,
-        f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
-        f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
-        "oversubscription, less what is bound).",
+        Note(
+            f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
+            f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
+            "oversubscription, less what is bound)."
+        ),
     )
     return Placement(host.id, host.name, picks, memory_picks, score, tuple(sentences))
 

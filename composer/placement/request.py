@@ -11,6 +11,7 @@ __all__ = [
     "DeviceItem",
     "DevicePick",
     "MemorySlice",
+    "Note",
     "Placement",
     "PlacementRequest",
     "Rejection",
@@ -18,6 +19,21 @@ __all__ = [
 
 POLICIES = ("none", "enclosure", "switch", "pack")
 REJECTION_CODES = ("no_capacity", "domain_conflict", "latency", "quota", "invalid")
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One sentence of an explanation, in the words of each audience: `operator` may name
+    fabric internals (switches, enclosures, hosts the request does not get); `tenant` says
+    the same without them (None: the same words suit both). The engine writes both, so
+    nothing has to be cut out of a sentence afterwards (`composer.placement.audience`)."""
+
+    operator: str
+    tenant: str | None = None
+
+    def text(self, *, operator: bool) -> str:
+        """The sentence for an operator (`operator`) or a tenant."""
+        return self.operator if operator or self.tenant is None else self.tenant
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +59,10 @@ class PlacementRequest:
     "pack" (as few enclosures as possible), or "none".
     `same_switch`: every device of `items` behind one switch (memory and storage are
     dual-homed to spines and exempt). `critical`: share no switch or enclosure with another
-    tenant.
+    tenant. `tenant_hosts`: the hosts the tenant's live compositions are on; with any
+    policy but "pack", compositions spread across hosts (the emptiest first, and the
+    tenant's own hosts after the others), so that one host's loss does not take all of a
+    tenant's compositions.
     """
 
     items: tuple[DeviceItem, ...] = ()
@@ -57,6 +76,7 @@ class PlacementRequest:
     same_switch: bool = False
     critical: bool = False
     tenant: str | None = None
+    tenant_hosts: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +105,7 @@ class Placement:
     devices: tuple[DevicePick, ...]
     memory: tuple[DevicePick, ...]
     score: float
-    explanation: tuple[str, ...]
+    explanation: tuple[Note, ...]
     funnel: tuple[tuple[str, int, int], ...] = ()
 
     @property
@@ -95,13 +115,14 @@ class Placement:
 
 @dataclass(frozen=True, slots=True)
 class Rejection:
-    """Why no plan exists: a stable `code`, a message, the funnel (constraint, candidates
-    before, after — in order) and the nearest feasible alternative as a sentence."""
+    """Why no plan exists: a stable `code`, a message naming the constraint that blocks (in
+    words fit for everyone), the funnel (constraint, candidates before, after — in order)
+    and the nearest feasible alternative as a sentence for each audience."""
 
     code: str
     message: str
     funnel: tuple[tuple[str, int, int], ...] = ()
-    nearest: str = ""
+    nearest: Note = Note("")
 
     @property
     def ok(self) -> bool:

@@ -7,11 +7,15 @@ Pure Python. Preferences, strongest first:
    ones, and from the smallest free block that fits, so large free blocks stay whole;
 3. lower latency.
 
-Hosts are ranked by the CPU:GPU balance they leave: a request's cores should fit a host's
-free cores snugly (a small request on a big host strands the big host's cores for GPU-heavy
-work), and the GPUs and cores left in the host's reach group should stay near the fabric's
-own ratio (`Snapshot.cores_per_gpu`), so that neither GPUs without cores nor cores without
-GPUs are left behind. The score is 100 minus penalties; the explanation names each one.
+Hosts are ranked by how the request's cores fit them and by the CPU:GPU balance they leave.
+By default compositions spread across hosts: the host with the most free cores first, and
+a host the tenant already has a composition on after the others (a host is a failure
+domain: one host's loss should not take all of a tenant's compositions). With the "pack"
+policy a request's cores fit a host's free cores snugly instead (a small request on a big
+host strands the big host's cores for GPU-heavy work). Either way the GPUs and cores left in
+the host's reach group should stay near the fabric's own ratio (`Snapshot.cores_per_gpu`),
+so that neither GPUs without cores nor cores without GPUs are left behind. The score is 100
+minus penalties; the explanation names each one.
 """
 
 from __future__ import annotations
@@ -19,16 +23,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from composer.placement.request import DevicePick, PlacementRequest
+from composer.placement.request import DevicePick, Note, PlacementRequest
 from composer.placement.snapshot import HostInfo, Snapshot
 
-__all__ = ["balance", "core_fit", "enclosure_order", "group_balance", "host_rank", "plan_score"]
+__all__ = [
+    "balance",
+    "core_fit",
+    "enclosure_order",
+    "group_balance",
+    "host_rank",
+    "plan_score",
+    "spreads",
+    "tenant_host_penalty",
+]
 
 OWN_SWITCH_PENALTY = 10.0  # per device not behind the host's own switch, scaled to share
 UNTOUCHED_PENALTY = 8.0  # per untouched enclosure broken into
 LATENCY_PER_US = 4.0  # per microsecond of mean latency
-CORE_FIT_WEIGHT = 15.0  # the share of the host's free cores left idle
+CORE_FIT_WEIGHT = 15.0  # spread: the share of the host's cores taken; pack: left idle
 BALANCE_WEIGHT = 10.0  # drift of the reach group's cores-per-GPU from the fabric's
+TENANT_HOST_PENALTY = 12.0  # spread: the tenant already has a composition on the host
 
 
 def enclosure_order(snapshot: Snapshot, host: HostInfo, free_in: dict[str, int]) -> object:
@@ -51,19 +65,36 @@ def enclosure_order(snapshot: Snapshot, host: HostInfo, free_in: dict[str, int])
     return key
 
 
+def spreads(request: PlacementRequest) -> bool:
+    """Whether the request spreads across hosts (every policy but "pack")."""
+    return request.policy != "pack"
+
+
 def host_rank(
     request: PlacementRequest, snapshot: Snapshot, host: HostInfo, gpus: int
 ) -> tuple[float, str]:
-    """A penalty for building on `host` (lower is better; ties by name): how snugly the
-    request's cores fit the host's free cores, and how far the host's reach group drifts
-    from the fabric's cores-per-GPU ratio once `gpus` GPUs and the cores are taken."""
-    return (core_fit(request, snapshot, host) + balance(request, snapshot, host, gpus), host.name)
+    """A penalty for building on `host` (lower is better; ties by name): how the request's
+    cores fit the host (`core_fit`), whether the tenant is there already (spread), and how
+    far the host's reach group drifts from the fabric's cores-per-GPU ratio once `gpus` GPUs
+    and the cores are taken."""
+    penalty = core_fit(request, snapshot, host) + tenant_host_penalty(request, host)
+    return (penalty + balance(request, snapshot, host, gpus), host.name)
 
 
 def core_fit(request: PlacementRequest, snapshot: Snapshot, host: HostInfo) -> float:
-    """The free cores the request would leave idle on `host`, on the fabric's scale: grows
-    with the host's free cores, so a group's hosts rank in their free-core order."""
-    return CORE_FIT_WEIGHT * (host.cores_free - request.cores) / max(snapshot.max_cores, 1)
+    """On the fabric's scale, the free cores the request would leave idle on `host` (pack:
+    the fullest host that fits first) or the cores that would be taken there (spread: the
+    emptiest host first). Monotonic in the host's free cores either way, so a group's hosts
+    rank in their free-core order (the engine walks it one way or the other)."""
+    idle = (host.cores_free - request.cores) / max(snapshot.max_cores, 1)
+    return CORE_FIT_WEIGHT * (idle if not spreads(request) else 1.0 - idle)
+
+
+def tenant_host_penalty(request: PlacementRequest, host: HostInfo) -> float:
+    """Spread: a host the tenant already has a composition on ranks after the others."""
+    if spreads(request) and host.id in request.tenant_hosts:
+        return TENANT_HOST_PENALTY
+    return 0.0
 
 
 def balance(request: PlacementRequest, snapshot: Snapshot, host: HostInfo, gpus: int) -> float:
@@ -89,9 +120,10 @@ def plan_score(
     host: HostInfo,
     picks: Sequence[DevicePick],
     host_penalty: float,
-) -> tuple[float, list[str]]:
-    """The plan's score (100 minus penalties) and the sentences that explain it."""
-    sentences: list[str] = []
+) -> tuple[float, list[Note]]:
+    """The plan's score (100 minus penalties) and the sentences that explain it (switch names
+    for operators only)."""
+    sentences: list[Note] = []
     penalty = host_penalty
     own = set(host.switches)
     enclosures = snapshot.enclosures
@@ -102,9 +134,13 @@ def plan_score(
         penalty += LATENCY_PER_US * mean_latency / 1000
         inside = len(picks) - outside
         own_names = ", ".join(snapshot.switch_name(s) for s in host.switches) or "none"
+        latency = f"mean path latency {mean_latency:.0f} ns."
         sentences.append(
-            f"{inside} of {len(picks)} devices sit behind the host's own switch ({own_names}); "
-            f"mean path latency {mean_latency:.0f} ns."
+            Note(
+                f"{inside} of {len(picks)} devices sit behind the host's own switch "
+                f"({own_names}); {latency}",
+                f"{inside} of {len(picks)} devices sit behind the host's own switch; {latency}",
+            )
         )
         used = {p.enclosure for p in picks}
         untouched = [
@@ -115,18 +151,28 @@ def plan_score(
         ]
         penalty += UNTOUCHED_PENALTY * len(untouched)
         sentences.append(
-            f"Devices come from {len(used)} enclosure{'s' if len(used) != 1 else ''}; "
-            + (
-                f"{len(untouched)} of them untouched before (a whole free block broken)."
-                if untouched
-                else "all of them already partly used, so whole free blocks stay intact."
+            Note(
+                f"Devices come from {len(used)} enclosure{'s' if len(used) != 1 else ''}; "
+                + (
+                    f"{len(untouched)} of them untouched before (a whole free block broken)."
+                    if untouched
+                    else "all of them already partly used, so whole free blocks stay intact."
+                )
             )
         )
+    if spreads(request):
+        how = "spread: the most free cores first"
+        if host.id in request.tenant_hosts:
+            how += ", hosts without the tenant's other compositions before this one"
+    else:
+        how = "pack: the snuggest core fit"
     sentences.append(
-        f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked; "
-        f"host balance penalty {host_penalty:.1f} (snug core fit and the cores-per-GPU "
-        f"ratio left in its reach, fabric ratio {snapshot.cores_per_gpu:.1f})."
+        Note(
+            f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked; "
+            f"host penalty {host_penalty:.1f} ({how}; the cores-per-GPU ratio left in its "
+            f"reach, fabric ratio {snapshot.cores_per_gpu:.1f})."
+        )
     )
     score = round(max(0.0, 100.0 - penalty), 2)
-    sentences.append(f"Score {score:.1f} of 100.")
+    sentences.append(Note(f"Score {score:.1f} of 100."))
     return score, sentences

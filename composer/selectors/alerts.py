@@ -2,9 +2,9 @@
 
 An alert belongs to the fabric; a tenant sees it when it hurt one of the tenant's
 compositions as it opened (an AlertAudience row, written with the alert's event), and
-sees of its blast radius only its own compositions — the same generic rule that cuts
-event payloads (`composer.events.payload_for`). Registered with
-`fabric.services.alerts.register_alert_scope` in ComposerConfig.ready().
+sees of its blast radius only its own compositions — the same rule that cuts event
+payloads (`composer.events.payload_for`); its message is the alert's `tenant_message`.
+Registered with `fabric.services.alerts.register_alert_scope` in ComposerConfig.ready().
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from composer.events import payload_for
-from composer.models import Event, Membership
+from composer.events import blast_radius_for
+from composer.models import Membership
 from fabric.models import Alert
 from fabric.services.alerts import AlertScope
 
@@ -31,17 +31,10 @@ def tenant_alerts(user: Any, alerts: QuerySet[Alert]) -> QuerySet[Alert]:
     return alerts.filter(audience__tenant__memberships__user=user).distinct()
 
 
-# What a tenant may know of a blast radius: how much it takes (counts, not the fabric's
-# ids) and which of its own compositions it hurts.
-_TENANT_RADIUS_KEYS = ("effect", "device_count", "host_count", "compositions")
-
-
 def tenant_blast_radius(user: Any, radius: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`radius` as `user` may know it: counts, and their tenants' compositions only."""
-    kept = {key: radius[key] for key in _TENANT_RADIUS_KEYS if key in radius}
-    scoped = payload_for(Event(payload=kept), tenant_id=_tenant_ids(user)) or {}
-    scoped["composition_count"] = len(scoped.get("compositions") or ())
-    return scoped
+    """`radius` as `user` may know it: its effect and their tenants' compositions only
+    (`composer.events.blast_radius_for`, the rule of the live events)."""
+    return blast_radius_for(dict(radius), tenant_id=_tenant_ids(user))
 
 
 TENANT_ALERT_SCOPE = AlertScope(alerts=tenant_alerts, blast_radius=tenant_blast_radius)

@@ -1,6 +1,7 @@
-"""Checks of a composition request before anything is written (rule 4): the host exists,
-the fabric could ever satisfy the request, and the tenant's quotas allow it. Each failure
-raises a ComposerError subclass naming the field and, for quotas, by how much.
+"""Checks of a composition request before anything is written (rule 4): the name is usable
+and free, the host exists, the fabric could ever satisfy the request, and the tenant's
+quotas allow it. Each failure raises a ComposerError subclass naming the field and, for
+quotas, by how much.
 """
 
 from __future__ import annotations
@@ -10,13 +11,49 @@ from typing import Any
 
 from django.db.models import Count, Max, Sum
 
-from composer.errors import QuotaExceeded, SpecError
-from composer.models import Quota, Tenant
+from composer.choices import LIVE_COMPOSITION_STATES, CompositionState
+from composer.errors import NameTaken, QuotaExceeded, SpecError
+from composer.models import Composition, Quota, Tenant
 from composer.selectors.quotas import quota_usage
 from fabric.choices import ComponentState, DeviceKind, DeviceState
 from fabric.models import Device, Host
 
 KIND_LABELS = dict(DeviceKind.choices)
+
+# --- the name -----------------------------------------------------------------------------
+
+
+def composition_name_clean(name: str | None) -> str:
+    """The name without surrounding spaces; SpecError (field `name`) when it is empty or
+    longer than the column, never cut short."""
+    name = (name or "").strip()
+    longest = Composition._meta.get_field("name").max_length or 100
+    if not name:
+        raise SpecError("Give the composition a name.", field="name")
+    if len(name) > longest:
+        raise SpecError(
+            f"Name is at most {longest} characters; this one has {len(name)}.", field="name"
+        )
+    return name
+
+
+def composition_check_name_free(*, tenant: Tenant, name: str) -> None:
+    """NameTaken when one of the tenant's live compositions already has `name` (the unique
+    index `composer_composition_live_name` is the last word under concurrency)."""
+    state = (
+        Composition.objects.filter(tenant=tenant, name=name, state__in=LIVE_COMPOSITION_STATES)
+        .values_list("state", flat=True)
+        .first()
+    )
+    if state is not None:
+        label = CompositionState(state).label.lower()
+        raise NameTaken(
+            f"{tenant.name} already has a composition named {name} ({label}); choose "
+            "another name, or decompose that one first.",
+            field="name",
+            field_message=f"{tenant.name} already has a composition with this name ({label}).",
+        )
+
 
 # --- validation against the fabric ------------------------------------------------------
 

@@ -26,6 +26,7 @@ from composer.choices import (
 )
 from composer.errors import ClaimConflict, InvalidTransition, SpecError
 from composer.models import Allocation, Composition, Job, StateChange, Template, Tenant
+from composer.placement.audience import note_as_json
 from composer.placement.engine import place
 from composer.placement.load import build_snapshot
 from composer.placement.request import DevicePick, Placement, Rejection
@@ -33,7 +34,9 @@ from composer.placement.snapshot import Snapshot
 from composer.services.allocations import Claim, allocations_claim
 from composer.services.composition_checks import (
     composition_check_fabric,
+    composition_check_name_free,
     composition_check_quotas,
+    composition_name_clean,
 )
 from composer.services.jobs import _enqueue
 from composer.specs import spec_normalise, spec_to_request
@@ -118,8 +121,26 @@ def _snapshot() -> Snapshot:
     return snapshot
 
 
+def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
+    """The hosts (snapshot ids) the tenant's active compositions are on: a request spreads
+    away from them unless its policy packs."""
+    hosts = (
+        Composition.objects.filter(
+            tenant=tenant, state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
+        )
+        .values_list("host_id", flat=True)
+        .distinct()
+    )
+    return frozenset(f"host:{pk}" for pk in hosts)
+
+
 def _place(tenant: Tenant, spec: Mapping[str, Any], host: Host | None) -> Placement | Rejection:
-    request = spec_to_request(spec, host=f"host:{host.pk}" if host else None, tenant=str(tenant.pk))
+    request = spec_to_request(
+        spec,
+        host=f"host:{host.pk}" if host else None,
+        tenant=str(tenant.pk),
+        tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
+    )
     snapshot = _snapshot()
     if host is not None and request.host not in snapshot.hosts:
         return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")
@@ -142,7 +163,8 @@ def _pick_dict(pick: DevicePick) -> dict[str, Any]:
 
 
 def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
-    """A plan or a rejection as JSON (stored on the composition, shown by pages and API)."""
+    """A plan or a rejection as JSON (stored on the composition; pages and the API show it
+    through `composer.placement.audience.plan_for`, in the reader's words)."""
     funnel = [list(step) for step in outcome.funnel]
     if isinstance(outcome, Rejection):
         return {
@@ -150,7 +172,7 @@ def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
             "code": outcome.code,
             "message": outcome.message,
             "funnel": funnel,
-            "nearest": outcome.nearest,
+            "nearest": note_as_json(outcome.nearest),
         }
     return {
         "ok": True,
@@ -159,7 +181,7 @@ def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
         "devices": [_pick_dict(p) for p in outcome.devices],
         "memory": [_pick_dict(p) for p in outcome.memory],
         "score": outcome.score,
-        "explanation": list(outcome.explanation),
+        "explanation": [note_as_json(note) for note in outcome.explanation],
         "funnel": funnel,
     }
 
@@ -199,8 +221,8 @@ def composition_request(
     composition: PLACING with its devices claimed and a COMPOSE job queued after commit, or
     REJECTED with the reason and the funnel when nothing fits now. With an
     `idempotency_key` already used by this tenant, returns that first composition and does
-    nothing else. Raises SpecError (bad input, `field` set) or QuotaExceeded, writing
-    nothing.
+    nothing else. Raises SpecError (bad input, `field` set), NameTaken (another live
+    composition of the tenant has the name) or QuotaExceeded, writing nothing.
     """
     key = (idempotency_key or "").strip()
     if len(key) > 200:
@@ -209,9 +231,7 @@ def composition_request(
         first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
         if first is not None:
             return first
-    name = (name or "").strip()
-    if not name or len(name) > 100:
-        raise SpecError("Give the composition a name of 1 to 100 characters.", field="name")
+    name = composition_name_clean(name)
     if template is not None and not template.is_active:
         raise SpecError(f"Template {template.name} is not available.", field="template")
     raw = {**(template.spec if template else {}), **(spec or {})}
@@ -225,6 +245,7 @@ def composition_request(
                 first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
                 if first is not None:
                     return first
+            composition_check_name_free(tenant=tenant, name=name)
             composition_check_quotas(tenant=tenant, spec=clean)
             composition = _create(tenant, requested_by, name, template, clean, key, remote_addr)
             _place_and_claim(composition, clean, host, requested_by, remote_addr)
@@ -233,6 +254,8 @@ def composition_request(
             first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
             if first is not None:
                 return first
+        # Another request took the name between the check and the insert (the unique index).
+        composition_check_name_free(tenant=tenant, name=name)
         raise
     return composition
 

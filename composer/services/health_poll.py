@@ -108,7 +108,8 @@ def _compositions_react(outcome: PollOutcome, alerts: dict[int, Alert]) -> None:
             compositions_react_to_health(
                 unhealthy_device_ids=devices,
                 healthy_device_ids=(),
-                reason=f"{alert.get_severity_display()} alert: {alert.message}",
+                # The composition is the tenant's: its reason is in the tenant's words.
+                reason=f"{alert.get_severity_display()} alert: {alert.tenant_message}",
                 alert_id=alert.pk,
             )
             covered |= devices

@@ -27,9 +27,9 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from composer.events import payload_for
+from composer.events import blast_radius_for
 from composer.forms.alerts import AlertFilterForm
-from composer.models import Event, Membership, Tenant
+from composer.models import Membership, Tenant
 from fabric.api.health import AlertFilterSet
 from fabric.models import Alert
 from fabric.permissions import is_operator
@@ -75,7 +75,7 @@ def _count(radius: Mapping[str, Any], key: str, *, plural: str = "s") -> int:
 def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -> list[AlertRow]:
     """The rows of one page; at most one query (the tenants' names, for operators).
 
-    A tenant's radius is cut by `composer.events.payload_for`, the one rule that also cuts
+    A tenant's radius is cut by `composer.events.blast_radius_for`, the rule that also cuts
     the live events (and that the registered alert scope applies): called here with the
     viewer's tenant ids read once, rather than through the scope once per row.
     """
@@ -85,7 +85,7 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
             alert.blast_radius if isinstance(alert.blast_radius, dict) else {}
         )
         if not operator:
-            radius = payload_for(Event(payload=dict(radius)), tenant_id=tenant_ids) or {}
+            radius = blast_radius_for(radius, tenant_id=tenant_ids)
         radii.append(radius)
     names: dict[int, str] = {}
     if operator:

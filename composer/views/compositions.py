@@ -26,6 +26,7 @@ from composer.errors import ComposerError
 from composer.filters import CompositionFilterSet
 from composer.forms.compositions import CompositionFilterForm, CompositionRequestForm
 from composer.models import Composition, Job, Membership, Tenant
+from composer.placement.audience import plan_for
 from composer.selectors.health import composition_device_status
 from composer.services.compositions import (
     COMPOSITION_TARGET,
@@ -154,11 +155,16 @@ def composition_list(request: HttpRequest) -> HttpResponse:
 # --- the request form and its preview ------------------------------------------------------
 
 
-def _form_context(request: HttpRequest, form: CompositionRequestForm | None) -> dict[str, Any]:
+def _form_context(
+    request: HttpRequest, form: CompositionRequestForm | None, *, action: str = "request"
+) -> dict[str, Any]:
+    """The form page's (or partial's) context; `action` is the button that was pressed,
+    so that a preview's errors do not say that nothing was requested."""
     if form is not None and form.is_bound:
         form.mark_invalid()
     return {
         "form": form,
+        "action": action,
         "device_models": (
             Device.objects.exclude(model="")
             .exclude(kind="cxl_memory")
@@ -229,13 +235,15 @@ def composition_preview_view(request: HttpRequest) -> HttpResponse:
         except ComposerError as exc:
             form.add_composer_error(exc)
         else:
+            plan = plan_for(placement_as_dict(outcome), operator=is_operator(request.user))
             return render(
-                request,
-                "composer/_composition_preview.html",
-                {"plan": placement_as_dict(outcome), "is_preview": True},
+                request, "composer/_composition_preview.html", {"plan": plan, "is_preview": True}
             )
     response = render(
-        request, "composer/_composition_form.html", _form_context(request, form), status=400
+        request,
+        "composer/_composition_form.html",
+        _form_context(request, form, action="preview"),
+        status=400,
     )
     response["HX-Retarget"] = "#composition-form"
     response["HX-Reswap"] = "outerHTML"
@@ -255,7 +263,7 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     allocations = list(
         composition.allocations.select_related("device").order_by("released_at", "pk")
     )
-    plan = composition.placement or {}
+    plan = plan_for(composition.placement, operator=is_operator(request.user))
     paths = {p["device"]: p for p in (plan.get("devices") or []) + (plan.get("memory") or [])}
     # Each held device's health and reach now, not as placed: the table must not say Bound
     # at 298 ns about a GPU its host can no longer reach.
@@ -290,6 +298,9 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "can_decompose": composition.state in (CompositionState.READY, CompositionState.DEGRADED),
         "can_heal": composition.state == CompositionState.DEGRADED,
         "unbind_pending": plan.get(UNBIND_PENDING_KEY) or [],
+        "self_heal_overrides_template": composition.template is not None
+        and bool((composition.template.spec or {}).get("self_heal"))
+        != bool((composition.spec or {}).get("self_heal")),
     }
 
 

@@ -210,6 +210,11 @@ class TenantAlertSerializer(serializers.ModelSerializer):
 
     url = serializers.HyperlinkedIdentityField(view_name="api:alert_detail")
     is_acknowledged = serializers.BooleanField(read_only=True)
+    message = serializers.CharField(
+        source="tenant_message",
+        read_only=True,
+        help_text="What kind of element and what is wrong; no element names.",
+    )
     blast_radius = serializers.SerializerMethodField()
 
     class Meta:

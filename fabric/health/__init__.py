@@ -4,5 +4,6 @@
 - `readings.py`: readings -> health columns, ChangeRecords, samples, rule decisions;
 - `alerting.py`: decisions -> alerts and the rules' memory (`HealthCondition` rows);
 - `blast.py`: the blast radius stored on an alert when it opens;
-- `rules.py`: pure (no Django, no database): thresholds, damping, decisions.
+- `rules.py`: pure (no Django, no database): thresholds, damping, decisions;
+- `wording.py`: pure: an alert in a tenant's words (no element names).
 """

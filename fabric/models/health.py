@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from fabric.choices import AlertSeverity, AlertSource, AlertState, Health, PowerState, SampleTarget
+from fabric.health.wording import tenant_alert_message
 
 
 class HealthSample(models.Model):
@@ -125,6 +126,12 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.severity} {self.rule} on {self.source_type} {self.source_name}"
+
+    @property
+    def tenant_message(self) -> str:
+        """The alert in a tenant's words: the kind of element and what is wrong, without
+        its name or the manager's own text (`fabric.health.wording`)."""
+        return tenant_alert_message(self.source_type, self.rule)
 
     @property
     def is_open(self) -> bool:

@@ -10,7 +10,8 @@
 //  - `fabric.alert` with state "closed": a brief success toast, and the alert's open toast goes;
 //  - `alert.acknowledged`: no toast; an open toast of that alert says who acknowledged it.
 // The payload is already cut to what the viewer may see (a tenant gets its own compositions
-// only), so the toast shows what it is given. Text goes in with textContent, never as HTML.
+// only, no element names and none of the fabric's counts), so the toast shows what it is
+// given. Text goes in with textContent, never as HTML.
 //
 // Reconnects do not spam: what was toasted is remembered per tab (sessionStorage, like
 // live.js's de-duplication), an event older than one already handled for the same alert is
@@ -109,28 +110,31 @@
     return badge;
   }
 
-  // "3 devices and 1 host lost; your compositions: c1" (tenants);
-  // "3 devices and 1 host lost; 2 compositions: c1, g1 (2 tenants)" (operators). The
-  // headline is the server's, in the words every page uses (fabric.topology.radius).
+  // "3 devices and 1 host lost; 2 compositions: c1, g1 (2 tenants)" (operators: the headline
+  // is the server's, in the words every page uses, fabric.topology.radius);
+  // "Your compositions: c1" (tenants: the fabric's counts are not sent to them).
   function radiusLine(radius) {
     const line = el("div", "toast-radius small mt-1");
-    const devices = Number(radius.devices) || 0;
-    const hosts = Number(radius.hosts) || 0;
-    let text = radius.headline || `${plural(devices, "device")} and ${plural(hosts, "host")} lost`;
-    if (radius.effect === "at_risk") {
-      text = `at risk: ${text}`;
-    } else if (radius.effect === "frozen") {
-      text += ", bindings frozen";
-    }
-    text = text.charAt(0).toUpperCase() + text.slice(1);
     const compositions = Array.isArray(radius.compositions) ? radius.compositions : [];
-    if (!compositions.length) {
-      line.append(`${text}; no composition hurt`);
-      return line;
+    if (isOperator) {
+      const devices = Number(radius.devices) || 0;
+      const hosts = Number(radius.hosts) || 0;
+      let text = radius.headline || `${plural(devices, "device")} and ${plural(hosts, "host")} lost`;
+      if (radius.effect === "at_risk") {
+        text = `at risk: ${text}`;
+      } else if (radius.effect === "frozen") {
+        text += ", bindings frozen";
+      }
+      text = text.charAt(0).toUpperCase() + text.slice(1);
+      if (!compositions.length) {
+        line.append(`${text}; no composition hurt`);
+        return line;
+      }
+      line.append(`${text}; ${plural(compositions.length, "composition")}: `);
+    } else {
+      const how = {at_risk: " at risk", frozen: " (bindings frozen)"}[radius.effect] || "";
+      line.append(`Your compositions${how}: `);
     }
-    line.append(
-      `${text}; ${isOperator ? `${plural(compositions.length, "composition")}: ` : "your compositions: "}`,
-    );
     compositions.forEach((ref, index) => {
       if (index) {
         line.append(", ");
@@ -208,8 +212,8 @@
 
   function sourceTitle(alert) {
     const kind = SOURCES[alert.source_type] || String(alert.source_type || "Fabric");
-    // Tenants get the console's words for fabric elements in the message only (as in the
-    // alert list and the API); the title says what kind of element it is.
+    // Tenants are sent no element names (the message comes in their words, as in the alert
+    // list and the API); the title says what kind of element it is.
     return isOperator && alert.source_name ? `${kind} ${alert.source_name}` : `${kind} alert`;
   }
 

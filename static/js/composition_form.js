@@ -1,6 +1,7 @@
 // The composition request form: picking a template fills the custom fields with its spec
 // and locks them; "Custom request" unlocks them. The server ignores the locked fields when
-// a template is chosen (the template's spec is used as is). Plain script (STYLE §9).
+// a template is chosen (the template's spec is used as is). Self-heal is not locked: picking
+// a template sets it to the template's default, and the tenant may change it on top.
 "use strict";
 
 (() => {
@@ -20,7 +21,7 @@
     }
   }
 
-  function fill(form, spec) {
+  function fill(form, spec, {selfHeal}) {
     const rows = form.querySelectorAll("[data-item-row]").length;
     for (let i = 0; i < rows; i += 1) {
       const item = (spec.items || [])[i] || {};
@@ -36,7 +37,9 @@
     setValue(form, "policy", spec.policy || "none");
     setValue(form, "same_switch", spec.same_switch);
     setValue(form, "critical", spec.critical);
-    setValue(form, "self_heal", spec.self_heal);
+    if (selfHeal) {
+      setValue(form, "self_heal", spec.self_heal);
+    }
   }
 
   function apply(form, fromChange) {
@@ -44,6 +47,7 @@
     const fieldset = form.querySelector("#custom-fields");
     const note = form.querySelector("#custom-fields-note");
     const description = form.querySelector("#template-description");
+    const healNote = form.querySelector("#self-heal-note");
     if (!select || !fieldset) {
       return;
     }
@@ -56,18 +60,25 @@
     if (description) {
       description.textContent = chosen ? chosen.description || "" : "";
     }
+    if (healNote) {
+      healNote.textContent = chosen
+        ? `The template's default is ${chosen.spec.self_heal ? "on" : "off"}; your choice here overrides it.`
+        : "";
+    }
+    // A form drawn again with errors keeps the self-heal choice it was sent with.
     if (chosen) {
-      fill(form, chosen.spec);
+      fill(form, chosen.spec, {selfHeal: fromChange});
     } else if (fromChange) {
-      fill(form, { items: [], policy: "none" });
+      fill(form, { items: [], policy: "none" }, {selfHeal: true});
     }
   }
 
   function setUp(root) {
-    const form = root.querySelector ? root.querySelector("#composition-form") || (root.id === "composition-form" ? root : null) : null;
-    if (!form) {
+    const form = root.id === "composition-form" ? root : root.querySelector && root.querySelector("#composition-form");
+    if (!form || form.dataset.ready) {
       return;
     }
+    form.dataset.ready = "1";
     apply(form, false);
     const select = form.elements.namedItem("template");
     if (select) {
@@ -75,7 +86,33 @@
     }
   }
 
+  // A preview that answered (a plan, or a rejection) means the fields passed every check a
+  // request makes but the name's, which a preview does not need: the errors of an earlier
+  // attempt are stale. The name's stay until the next Request.
+  function clearStaleErrors() {
+    const form = document.getElementById("composition-form");
+    if (!form) {
+      return;
+    }
+    for (const feedback of form.querySelectorAll(".invalid-feedback:not(#error-name)")) {
+      feedback.remove();
+    }
+    for (const field of form.querySelectorAll(".is-invalid:not([name='name'])")) {
+      field.classList.remove("is-invalid");
+    }
+    const banner = form.querySelector("#form-errors");
+    if (banner && !form.querySelector("#error-name")) {
+      banner.remove();
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", () => setUp(document));
-  // The form comes back as a partial when it has errors: set it up again.
-  document.addEventListener("htmx:afterSwap", (event) => setUp(event.detail.elt.parentNode || document));
+  // The form comes back as a partial when it has errors: set it up again (htmx:load is
+  // fired on every element htmx adds).
+  document.addEventListener("htmx:load", (event) => setUp(event.detail.elt));
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target && event.detail.target.id === "composition-preview") {
+      clearStaleErrors();
+    }
+  });
 })();

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -54,10 +55,6 @@ class World:
     h100_chassis: Enclosure
 
 
-def _compose(tenant: Any, user: Any, spec: dict[str, Any], name: str) -> Composition:
-    return composed(tenant=tenant, user=user, name=name, spec=spec)
-
-
 def _chassis(composition: Composition) -> Enclosure:
     return composition.allocations.get(device__kind="gpu").device.enclosure
 
@@ -66,9 +63,9 @@ def _chassis(composition: Composition) -> Enclosure:
 def world(acme: Any, alice: Any, globex: Any, carol: Any) -> World:
     manager = simulated_manager()
     inventory_sync(manager=manager)
-    acme_infer = _compose(acme, alice, L40S, "acme-infer")
-    globex_infer = _compose(globex, carol, L40S, "globex-infer")
-    globex_train = _compose(globex, carol, H100, "globex-train")
+    acme_infer = composed(tenant=acme, user=alice, spec=L40S, name="acme-infer")
+    globex_infer = composed(tenant=globex, user=carol, spec=L40S, name="globex-infer")
+    globex_train = composed(tenant=globex, user=carol, spec=H100, name="globex-train")
     assert _chassis(acme_infer) == _chassis(globex_infer) != _chassis(globex_train)
     health_poll_run(manager=manager)  # a healthy baseline: no alert
     assert not Alert.objects.exists()
@@ -148,16 +145,25 @@ def test_a_failed_chassis_alerts_operators_and_the_hurt_tenant_live_and_nothing_
     )
     expect(admin.locator("#alert-count")).to_have_text("2")
 
-    # Alice: her composition only, and it shows DEGRADED without a reload.
-    expect(alice_toast).to_contain_text("your compositions: acme-infer")
+    # Alice: her composition only, and it shows DEGRADED without a reload; no element
+    # names, none of the fabric's counts.
+    expect(alice_toast).to_contain_text("Your compositions: acme-infer")
+    expect(alice_toast).to_contain_text("An enclosure your compositions depend on failed.")
     expect(alice_toast).not_to_contain_text("globex")
+    expect(alice_toast).not_to_contain_text(world.l40s_chassis.name)
+    expect(alice_toast).not_to_contain_text(" host")
     expect(alice_toast.locator("a.toast-composition")).to_have_attribute(
         "href", f"/compositions/{world.acme_infer.pk}/"
     )
     expect(mine.locator("#composition-state .badge")).to_have_attribute(
         "data-state", "degraded", timeout=LIVE_WITHIN_MS
     )
-    expect(mine.locator("#failure-reason")).to_contain_text(world.l40s_chassis.name)
+    expect(mine.locator("#failure-reason")).to_contain_text(
+        "An enclosure your compositions depend on failed."
+    )
+    # (Its own device, gpu-a-02-1, is named; the chassis, gpu-a-02, is not.)
+    chassis_named = re.compile(rf"{re.escape(world.l40s_chassis.name)}(?![\w-])")
+    expect(mine.locator("#failure-reason")).not_to_contain_text(chassis_named)
     expect(mine.locator("#alert-count")).to_have_text("1")
     mine.screenshot(path=str(SHOTS / "alice-composition-degraded-toast.png"))
     admin.screenshot(path=str(SHOTS / "admin-alert-list-live.png"))

@@ -62,4 +62,54 @@ def test_a_template_with_a_bad_spec_does_not_validate() -> None:
     template = Template(name="t", slug="t", spec={"items": [{"kind": "gpu", "count": -3}]})
     with pytest.raises(ValidationError) as caught:
         template.clean()
-    assert "items[0].count" in str(caught.value)
+    assert caught.value.message_dict == {
+        "spec": ["Device item 1: count must be at least 1 (got -3)."]
+    }
+
+
+@pytest.mark.parametrize(
+    ("raw", "message", "field_message"),
+    [
+        (
+            {"items": [{"kind": "gpu", "count": -1}]},
+            "Device item 1: count must be at least 1 (got -1).",
+            "Count must be at least 1.",
+        ),
+        (
+            {"items": [{"kind": "gpu"}, {"kind": "gpu", "count": "two"}]},
+            "Device item 2: count must be a whole number (got 'two').",
+            "Count must be a whole number.",
+        ),
+        (
+            {"items": [{"kind": "gpu", "minima": {"memory_gib": -1}}]},
+            "Device item 1: minimum memory (GiB) must be at least 0 (got -1).",
+            "Minimum memory (GiB) must be at least 0.",
+        ),
+        (
+            {"items": [{"count": 2}]},
+            "Device item 1: choose the kind of device.",
+            "Choose the kind of device.",
+        ),
+        (
+            {"memory_gib": "lots"},
+            "CXL memory must be a whole number (got 'lots').",
+            "CXL memory must be a whole number.",
+        ),
+        (
+            {"memory_gib": 10**9},
+            "CXL memory must be at most 1,048,576 (got 1e+09).",
+            "CXL memory must be at most 1,048,576.",
+        ),
+        (
+            {"cores": 1, "policy": "tight"},
+            "Failure-domain policy must be one of none, enclosure, switch, pack (got 'tight').",
+            "Failure-domain policy must be one of none, enclosure, switch, pack.",
+        ),
+    ],
+)
+def test_messages_are_in_the_consoles_words(raw: Any, message: str, field_message: str) -> None:
+    """Beside a form field, the field's label and the rule; alone (the API's detail), the
+    device item named and what was given. Never a path such as items[0].count."""
+    with pytest.raises(SpecError) as caught:
+        spec_normalise(raw)
+    assert (caught.value.message, caught.value.field_message) == (message, field_message)

@@ -320,7 +320,9 @@ def test_a_retry_with_the_same_idempotency_key_returns_the_first_result(
     assert again.json()["id"] == first.json()["id"] and again.json()["job"] == first.json()["job"]
     assert Composition.objects.count() == 1 and Allocation.objects.count() == 1
     assert Job.objects.filter(kind=JobKind.COMPOSE).count() == 1
-    other = client.post(URL, body, format="json", HTTP_IDEMPOTENCY_KEY="retry-2")
+    other = client.post(
+        URL, {**body, "name": "twice"}, format="json", HTTP_IDEMPOTENCY_KEY="retry-2"
+    )
     assert other.status_code == 202 and other.json()["id"] != first.json()["id"]
 
 

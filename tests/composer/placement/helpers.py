@@ -28,10 +28,13 @@ def world(
     far_latency: int = 800,
     memory: tuple[int, ...] = (512, 512),
     drives: int = 2,
+    cut: dict[str, tuple[str, ...]] | None = None,
     **options: object,
 ) -> Snapshot:
     """GPU chassis a1, a2 behind leaf 1 and b1 behind leaf 2; hosts ha (leaf 1) and hb
-    (leaf 2); mem box and jbof behind the spine. `gpus`: free GPUs per chassis."""
+    (leaf 2); mem box and jbof behind the spine. `gpus`: free GPUs per chassis. `cut`:
+    per host id, the enclosures it does not reach (no working path, e.g. the spine in
+    maintenance)."""
     gpus = gpus if gpus is not None else {"a1": 4, "a2": 2, "b1": 4}
     totals = totals or {"a1": 4, "a2": 4, "b1": 4}
     host_cores = host_cores or {"ha": 64, "hb": 64}
@@ -71,6 +74,8 @@ def world(
             "enclosure:jbof": Reach(700, 63.0),
         },
     }  # fmt: skip
+    for host_id, unreached in (cut or {}).items():
+        reach[host_id] = {e: r for e, r in reach[host_id].items() if e not in unreached}
     return Snapshot.build(
         hosts=hosts,
         enclosures=enclosures,

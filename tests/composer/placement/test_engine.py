@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from composer.placement.engine import place
@@ -79,7 +81,7 @@ def test_each_constraint_rejects_what_does_not_fit(
     assert rejection.code == code
     assert rejection.message
     if code != "invalid":
-        assert rejection.nearest
+        assert rejection.nearest.operator and rejection.nearest.text(operator=False)
 
 
 def test_the_funnel_counts_what_each_constraint_removed() -> None:
@@ -94,14 +96,85 @@ def test_the_funnel_counts_what_each_constraint_removed() -> None:
 def test_the_funnel_counts_hosts_cut_by_the_latency_ceiling() -> None:
     rejection = rejected(PlacementRequest(items=gpus(7), max_latency_ns=600))
     assert rejection.funnel[-2:] == (
-        ("hosts: reach enough devices", 2, 2),
+        ("hosts: reach 7 GPUs", 2, 2),
         ("hosts: latency ceiling", 2, 0),
     )
 
 
-def test_the_nearest_alternative_names_the_best_switch() -> None:
+SPINE_DOWN = {h: ("enclosure:mem", "enclosure:jbof") for h in ("host:a", "host:b")}
+
+
+def test_a_rejection_names_the_memory_no_host_reaches_not_the_gpus() -> None:
+    """The spine in maintenance: the memory box is free but out of every host's reach, and
+    the GPUs are not what blocks a GPU + 256 GiB request."""
+    rejection = rejected(PlacementRequest(items=gpus(1), memory_gib=256), cut=SPINE_DOWN)
+    assert rejection.code == "no_capacity"
+    assert rejection.message == "No host reaches 256 GiB of CXL memory through the fabric."
+    assert rejection.funnel[-2:] == (
+        ("hosts: reach 1 GPU", 2, 2),
+        ("hosts: reach 256 GiB of CXL memory", 2, 0),
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "No host reaches any free CXL memory now; ask without it or wait."
+    )
+    assert "GPU" not in rejection.nearest.operator
+
+
+def test_a_rejection_names_what_is_out_of_reach_together() -> None:
+    """GPUs enough from one host, memory from another, never both from one."""
+    cut = {"host:a": ("enclosure:mem",), "host:b": ("enclosure:a1", "enclosure:a2")}
+    rejection = rejected(PlacementRequest(items=gpus(5), memory_gib=256), cut=cut)
+    assert rejection.message == "No host reaches 256 GiB of CXL memory together with 5 GPUs."
+    assert rejection.funnel[-1] == ("hosts: reach 256 GiB of CXL memory", 1, 0)
+    assert rejection.nearest.text(operator=False) == (
+        "No host that reaches 5 GPUs reaches any free CXL memory; ask for less of the rest, "
+        "or wait."
+    )
+
+
+def test_the_nearest_amount_in_reach_is_offered() -> None:
+    cut = {"host:a": ("enclosure:b1",), "host:b": ("enclosure:a1", "enclosure:a2")}
+    rejection = rejected(PlacementRequest(items=gpus(7)), cut=cut)
+    assert rejection.message == "No host reaches 7 GPUs through the fabric."
+    assert rejection.nearest.operator == (
+        "A host reaches at most 6 GPUs (ha); ask for 6 GPUs or wait."
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "A host reaches at most 6 GPUs; ask for 6 GPUs or wait."
+    )
+
+
+def test_the_nearest_alternative_names_the_best_switch_to_operators_only() -> None:
     rejection = rejected(PlacementRequest(items=gpus(8), same_switch=True))
-    assert rejection.nearest == "6 of 8 GPUs fit behind switch sw-1; relax 'same switch' or wait."
+    assert rejection.nearest.text(operator=True) == (
+        "6 of 8 GPUs fit behind switch sw-1; relax 'same switch' or wait."
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "6 of 8 GPUs fit behind one switch; relax 'same switch' or wait."
+    )
+
+
+INTERNAL_NAMES = re.compile(r"\b(sw-1|sw-2|spine|a1|a2|b1|jbof)\b")
+
+
+@pytest.mark.parametrize(
+    ("case", "request_"),
+    [*ACCEPTED, *((case, request_) for case, request_, _ in REJECTED)],
+    ids=[*(c for c, _ in ACCEPTED), *(c for c, _, _ in REJECTED)],
+)
+def test_a_tenant_reads_no_switch_or_enclosure_names(case: str, request_: PlacementRequest) -> None:
+    """Every sentence has a tenant's rendering without the fabric's internals: switch and
+    enclosure names, and hosts other than the one the plan is on."""
+    outcome = place(request_, world())
+    if isinstance(outcome, Placement):
+        others = {h.name for h in world().hosts.values()} - {outcome.host_name}
+        sentences = [note.text(operator=False) for note in outcome.explanation]
+    else:
+        others = {h.name for h in world().hosts.values()}
+        sentences = [outcome.message, outcome.nearest.text(operator=False)]
+    for sentence in sentences:
+        assert not INTERNAL_NAMES.search(sentence), sentence
+        assert not any(re.search(rf"\b{name}\b", sentence) for name in others), sentence
 
 
 def test_memory_spans_two_devices_as_slices() -> None:
@@ -124,7 +197,7 @@ def test_a_host_takes_no_second_slice_of_a_memory_device() -> None:
     rejection = rejected(PlacementRequest(memory_gib=200, host="host:a"), sliced=both)
     assert rejection.code == "no_capacity"
     assert rejection.funnel[-1] == ("hosts: one memory slice per device and host", 1, 0)
-    assert "one slice of a device per host" in (rejection.nearest or "")
+    assert "one slice of a device per host" in rejection.nearest.operator
     assert placed(PlacementRequest(memory_gib=200), sliced=both).host == "host:b"
     # Spanning devices: 768 GiB needs both, and host:a holds one of them.
     assert rejected(PlacementRequest(memory_gib=768, host="host:a"), sliced=held).code == (
@@ -176,7 +249,10 @@ def test_a_critical_hold_keeps_other_tenants_out() -> None:
 def test_devices_behind_the_hosts_own_switch_are_preferred() -> None:
     plan = placed(PlacementRequest(items=gpus(2), host="host:b"))
     assert {d.enclosure for d in plan.devices} == {"enclosure:b1"}
-    assert "2 of 2 devices sit behind the host's own switch (sw-2)" in " ".join(plan.explanation)
+    operator = " ".join(note.text(operator=True) for note in plan.explanation)
+    tenant = " ".join(note.text(operator=False) for note in plan.explanation)
+    assert "2 of 2 devices sit behind the host's own switch (sw-2)" in operator
+    assert "2 of 2 devices sit behind the host's own switch;" in tenant
 
 
 def test_a_partly_used_enclosure_is_taken_before_an_untouched_one() -> None:
@@ -184,9 +260,53 @@ def test_a_partly_used_enclosure_is_taken_before_an_untouched_one() -> None:
     assert {d.enclosure for d in plan.devices} == {"enclosure:a2"}
 
 
-def test_a_small_request_goes_to_the_host_with_fewer_free_cores() -> None:
-    plan = placed(PlacementRequest(memory_gib=64, cores=8), host_cores={"ha": 120, "hb": 16})
+def test_a_packed_request_goes_to_the_host_with_fewer_free_cores() -> None:
+    request = PlacementRequest(memory_gib=64, cores=8, policy="pack")
+    plan = placed(request, host_cores={"ha": 120, "hb": 16})
     assert plan.host == "host:b"
+    assert "pack: the snuggest core fit" in " ".join(n.operator for n in plan.explanation)
+
+
+@pytest.mark.parametrize("policy", ["none", "enclosure", "switch"])
+def test_by_default_a_request_spreads_to_the_host_with_more_free_cores(policy: str) -> None:
+    request = PlacementRequest(memory_gib=64, cores=8, policy=policy)
+    plan = placed(request, host_cores={"ha": 16, "hb": 120})
+    assert plan.host == "host:b"
+    assert "spread: the most free cores first" in " ".join(n.operator for n in plan.explanation)
+
+
+def test_a_spreading_request_goes_where_the_tenant_has_no_composition_yet() -> None:
+    """Nothing tells the hosts apart but the tenant's other composition on ha."""
+    assert placed(PlacementRequest(memory_gib=64)).host == "host:a"
+    mine = frozenset({"host:a"})
+    plan = placed(PlacementRequest(memory_gib=64, tenant_hosts=mine))
+    assert plan.host == "host:b"
+    # Even with more cores free on ha; and packing ignores it.
+    assert (
+        placed(
+            PlacementRequest(memory_gib=64, cores=8, tenant_hosts=mine),
+            host_cores={"ha": 64, "hb": 32},
+        ).host
+        == "host:b"
+    )
+    packed = PlacementRequest(memory_gib=64, cores=8, tenant_hosts=mine, policy="pack")
+    assert placed(packed, host_cores={"ha": 16, "hb": 64}).host == "host:a"
+    # When every host has one, the tenant's hosts rank among themselves as before.
+    both = frozenset({"host:a", "host:b"})
+    assert placed(PlacementRequest(memory_gib=64, tenant_hosts=both)).host == "host:a"
+
+
+def test_held_back_hosts_keep_the_walk_in_penalty_order() -> None:
+    from composer.placement.engine import _moved_back
+
+    walk = [(1.0, "a", "h:a"), (2.0, "b", "h:b"), (3.0, "c", "h:c"), (9.0, "d", "h:d")]
+    moved = list(_moved_back(walk, frozenset({"h:a", "h:c"}), 5.0))
+    assert moved == [
+        (2.0, "b", "h:b"),
+        (6.0, "a", "h:a"),
+        (8.0, "c", "h:c"),
+        (9.0, "d", "h:d"),
+    ]
 
 
 def test_the_uplink_budget_rejects_an_oversubscribed_host() -> None:

@@ -8,7 +8,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from composer.choices import AllocationState, CompositionState, JobKind, JobStatus
-from composer.errors import InvalidTransition, QuotaExceeded, SpecError
+from composer.errors import InvalidTransition, NameTaken, QuotaExceeded, SpecError
 from composer.events import event_publish
 from composer.models import Allocation, Composition, Job, Quota, StateChange, Template
 from composer.placement.request import Placement, Rejection
@@ -270,3 +270,47 @@ def test_the_database_refuses_a_second_holder_of_a_whole_device(
 
     with pytest.raises(IntegrityError), transaction.atomic():
         Allocation.objects.create(composition=other, device=held.device)
+
+
+def test_a_name_taken_between_check_and_insert_is_refused_by_the_index(
+    synced: FabricManager, acme: Any, alice: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A concurrent request that took the name after this one's check: the unique index
+    refuses the insert, and the caller is told the name is taken, not a 500."""
+    from composer.services import compositions as service
+
+    request(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, name="twin")
+    real = service.composition_check_name_free
+    calls: list[str] = []
+
+    def late(*, tenant: Any, name: str) -> None:
+        calls.append(name)
+        if len(calls) > 1:  # the re-check after the IntegrityError
+            real(tenant=tenant, name=name)
+
+    monkeypatch.setattr(service, "composition_check_name_free", late)
+    with pytest.raises(NameTaken) as caught:
+        request(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, name="twin")
+    assert caught.value.field == "name" and calls == ["twin", "twin"]
+    assert Composition.objects.filter(name="twin").count() == 1
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"items": [{"kind": "gpu", "count": 1}]}, {"cores": 4}],
+    ids=["one gpu, no cores", "cores"],
+)
+def test_a_tenants_compositions_in_a_row_spread_across_hosts(
+    spec: dict[str, Any], synced: FabricManager, acme: Any, alice: Any, globex: Any, carol: Any
+) -> None:
+    """A host is a failure domain: with room elsewhere, a tenant's next composition does
+    not go where its others are (the default policy spreads), whatever other tenants do."""
+    request(globex, carol, spec, name="g1")
+    hosts = [request(acme, alice, spec, name=f"c{i}").host for i in range(3)]
+    assert None not in hosts and len(set(hosts)) == 3 == Host.objects.count()
+
+
+def test_packed_compositions_share_a_host(synced: FabricManager, acme: Any, alice: Any) -> None:
+    spec = {"cores": 4, "policy": "pack"}
+    hosts = {request(acme, alice, spec, name=f"c{i}").host for i in range(3)}
+    assert len(hosts) == 1

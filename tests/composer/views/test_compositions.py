@@ -189,12 +189,12 @@ def test_a_request_from_the_form_creates_the_composition_and_redirects(
         ({"item_0_kind": "gpu", "item_0_count": "-1"}, "item_0_count", "at least 1"),
         ({"item_0_kind": "gpu", "item_0_count": "99"}, "item_0_count", "in all"),
         ({"item_0_kind": "gpu", "item_0_model": "Z9000"}, "item_0_model", "Unknown"),
-        ({"memory_gib": "lots"}, "memory_gib", "must be a number"),
+        ({"memory_gib": "lots"}, "memory_gib", "must be a whole number"),
         ({"memory_gib": "99999"}, "memory_gib", "in all"),
         ({"item_1_kind": "gpu", "item_1_count": "1.5"}, "item_1_count", "whole number"),
         ({"item_0_kind": "gpu", "template": "999"}, "template", "valid choice"),
         ({}, "item_0_kind", "asks for nothing"),
-        ({"item_0_kind": "gpu", "name": ""}, "name", "required"),
+        ({"item_0_kind": "gpu", "name": ""}, "name", "Give the composition a name"),
     ],
 )
 def test_bad_input_shows_field_errors_and_creates_nothing(

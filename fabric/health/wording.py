@@ -1,0 +1,45 @@
+"""How an alert reads for a tenant: what kind of element and what is wrong, never which one.
+
+An alert's own message names the element ("Enclosure mem-a-01 degraded: ...") and carries
+the fabric manager's own words; both are fabric internals that a tenant does not see
+(README). A tenant's sentence is therefore built from the alert's structure alone (the kind
+of its source and its rule), not by cutting names out of the operator's message. Pure
+Python, like the rules whose keys it reads.
+"""
+
+from __future__ import annotations
+
+from fabric.health import rules
+
+__all__ = ["tenant_alert_message"]
+
+# "A switch", "An enclosure": what a tenant is told failed.
+_SOURCES = {
+    "device": "A device",
+    "link": "A link",
+    "switch": "A switch",
+    "host": "A host",
+    "enclosure": "An enclosure",
+    "power_feed": "A power feed",
+    "fabric_manager": "The fabric manager",
+}
+# What is wrong with it, after "<source> your compositions depend on".
+_RULES = {
+    rules.ELEMENT_FAILED: "failed",
+    rules.ELEMENT_DEGRADED: "is degraded",
+    rules.TEMPERATURE: "is running too hot",
+    rules.ECC_UNCORRECTABLE: "reports uncorrectable memory errors",
+    rules.ECC_CORRECTABLE: "reports many correctable memory errors",
+    rules.LINK_ERRORS: "reports link errors",
+    rules.LINK_DOWNTRAINED: "runs below its link width or speed",
+    rules.POWER_OFF: "is powered off",
+    rules.MANAGER_UNREACHABLE: "is unreachable",
+}
+
+
+def tenant_alert_message(source_type: str, rule: str) -> str:
+    """ "A switch your compositions depend on failed.": the alert in a tenant's words (a
+    tenant only sees alerts that hurt its compositions)."""
+    source = _SOURCES.get(source_type, "A fabric element")
+    what = _RULES.get(rule) or f"has a problem ({rules.RULES.get(rule, 'health').lower()})"
+    return f"{source} your compositions depend on {what}."
