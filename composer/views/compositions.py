@@ -315,7 +315,8 @@ def composition_decompose_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
     """The "Heal now" button of a degraded composition: queue the heal job, back to the
-    page (which then shows the job's progress and log)."""
+    page (which then shows the job's progress and log); a composition whose losses have
+    cleared meanwhile is simply ready again."""
     composition = get_object_or_404(Composition.objects.for_user(request.user), pk=pk)
     if not can_write(request.user, composition):
         raise PermissionDenied("Read-only members cannot heal compositions.")
@@ -326,5 +327,12 @@ def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
     except ComposerError as exc:
         messages.error(request, f"Could not heal {composition.name}: {exc.message}")
     else:
-        messages.success(request, f"Healing {composition.name} (job {job.pk}).")
+        if composition.state == CompositionState.READY:
+            messages.success(
+                request,
+                f"{composition.name} is ready again: every device it lost is back, "
+                "so there was nothing to replace.",
+            )
+        else:
+            messages.success(request, f"Healing {composition.name} (job {job.pk}).")
     return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
