@@ -137,6 +137,8 @@ def composition_list(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
+        # Polled while live updates are down, as long as a composition shown is on its way.
+        "unsettled": page is not None and any(c.state not in SETTLED_STATES for c in page),
         "errors": errors,
         "can_request": writable_tenants(request.user).exists(),
         "show_tenant": operator or Membership.objects.filter(user=request.user).count() > 1,
