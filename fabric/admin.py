@@ -149,7 +149,7 @@ def _fault_action(action: str) -> Callable[[Any, HttpRequest, QuerySet[Any]], No
         done = 0
         for obj in queryset.select_related("manager"):
             try:
-                fault_inject(
+                outcome = fault_inject(
                     manager=obj.manager,
                     target_type=target_type,
                     target_id=obj.pk,
@@ -158,11 +158,15 @@ def _fault_action(action: str) -> Callable[[Any, HttpRequest, QuerySet[Any]], No
                     remote_addr=_remote_addr(request),
                     source="admin",
                 )
-                done += 1
             except ValidationError as exc:
                 modeladmin.message_user(
                     request, f"{obj}: {'; '.join(exc.messages)}", messages.ERROR
                 )
+                continue
+            if outcome.changed:
+                done += 1
+            else:
+                modeladmin.message_user(request, outcome.sentence(), messages.INFO)
         if done:
             modeladmin.message_user(
                 request,

@@ -2,7 +2,9 @@
 
 Only fabric managers that use the simulated driver accept faults. The answer is 202: the
 fault is in the simulated fabric at once, and a health poll is queued, which opens (or
-closes) the alert and pushes it to the browsers a moment later.
+closes) the alert and pushes it to the browsers a moment later; 200 when the action
+changed nothing. The target is resolved as on the fault page
+(`fabric.services.fault_targets`).
 """
 
 from __future__ import annotations
@@ -83,12 +85,21 @@ class FaultRequestSerializer(serializers.Serializer):
 class FaultResultSerializer(serializers.Serializer):
     target_type = serializers.CharField()
     target_id = serializers.IntegerField(help_text="The element's console id.")
-    target_name = serializers.CharField()
+    target_name = serializers.CharField(
+        help_text="The element's name (a link's two ends: `cxl-spine-1 <-> mem-a-01`)."
+    )
     action = serializers.CharField()
     before = serializers.CharField(help_text='The element\'s own fault before: "none", …')
     after = serializers.CharField()
+    changed = serializers.BooleanField(
+        help_text="False when the action changed nothing (recovering an element with no "
+        "fault, failing a failed one): nothing is recorded."
+    )
+    message = serializers.CharField(help_text="What happened, in words for a person.")
     manager = serializers.IntegerField()
-    change_record = serializers.IntegerField(help_text="The audit record of the injection.")
+    change_record = serializers.IntegerField(
+        allow_null=True, help_text="The audit record of the injection; null when unchanged."
+    )
     health_poll = serializers.CharField(help_text='"queued": the alert follows the poll.')
 
 
@@ -104,12 +115,18 @@ class SimulatorFaultView(GenericAPIView):
             "Fails, degrades or recovers one device, link, switch, enclosure or power feed "
             "of a simulated fabric manager, writes an audit record and queues a health poll "
             "of that manager, which opens or closes the alert (with its blast radius) and "
-            "pushes it to every browser that may see it. Operators only; other users get "
+            "pushes it to every browser that may see it (202). An action that changes "
+            "nothing (recovering an element with no fault, failing a failed one) answers "
+            "200 with `changed` false and records nothing (the poll still runs, so the "
+            "console catches up with a change made elsewhere). The target is a "
+            "name (a link by its two ends, `cxl-spine-1 <-> mem-a-01`), an external id or "
+            "a console id, resolved as on the fault page. Operators only; other users get "
             "404. Bad input answers 400 naming the field; a manager that is not simulated "
             "answers 400 on `manager`."
         ),
         request=FaultRequestSerializer,
         responses={
+            200: FaultResultSerializer,
             202: FaultResultSerializer,
             400: OpenApiResponse(ErrorSerializer, description="Bad input; `field` names it."),
             401: OpenApiResponse(ErrorSerializer, description="No credentials."),
@@ -132,6 +149,9 @@ class SimulatorFaultView(GenericAPIView):
                     "action": "fail",
                     "before": "none",
                     "after": "failed",
+                    "changed": True,
+                    "message": "Switch cxl-spine-1 failed (it was running normally). A health "
+                    "poll is queued: alerts and compositions follow in a moment.",
                     "manager": 1,
                     "change_record": 812,
                     "health_poll": "queued",
@@ -152,22 +172,27 @@ class SimulatorFaultView(GenericAPIView):
             remote_addr=request.META.get("REMOTE_ADDR") or None,
             source="api",
         )
+        outcome = done.outcome
         logger.info(
-            "fault %s on %s %s injected through the API by user %s",
-            done.action,
-            done.target_type,
-            done.target_id,
+            "fault %s on %s %s through the API by user %s: %s",
+            outcome.action,
+            outcome.target_type,
+            outcome.target_id,
             request.user.pk,
+            "injected" if outcome.changed else "nothing changed",
         )
         body = {
-            "target_type": done.target_type,
-            "target_id": done.target_id,
-            "target_name": done.target_name,
-            "action": done.action,
-            "before": done.before,
-            "after": done.after,
+            "target_type": outcome.target_type,
+            "target_id": outcome.target_id,
+            "target_name": outcome.target_name,
+            "action": outcome.action,
+            "before": outcome.before or "none",
+            "after": outcome.after or "none",
+            "changed": outcome.changed,
+            "message": done.message(),
             "manager": data["manager"].pk,
-            "change_record": done.record.pk,
+            "change_record": outcome.record.pk if outcome.record is not None else None,
             "health_poll": "queued",
         }
-        return Response(FaultResultSerializer(body).data, status=status.HTTP_202_ACCEPTED)
+        code = status.HTTP_202_ACCEPTED if outcome.changed else status.HTTP_200_OK
+        return Response(FaultResultSerializer(body).data, status=code)

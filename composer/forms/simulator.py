@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 
 from fabric.choices import FaultAction, FaultTarget
-from fabric.forms import MAX_ID
 from fabric.models import FabricManager
+
+# What the page remembers between injections (in its address, after the redirect).
+REMEMBERED = ("manager", "target_type", "target", "action")
 
 
 class FaultForm(forms.Form):
     """Which element of which simulated fabric, and what happens to it.
 
-    `target` is what an operator knows: a name or an external id (a number is a console
-    id). The service resolves it and names this field when nothing matches.
+    `target` is what an operator knows: a name (a link by its two ends, as the console
+    shows it: `cxl-spine-1 <-> mem-a-01`), an external id, or a console id. The service
+    resolves it (`fabric.services.fault_targets`, as for the API) and names this field
+    when nothing matches.
     """
 
     manager = forms.ModelChoiceField(
@@ -25,18 +31,17 @@ class FaultForm(forms.Form):
     target = forms.CharField(
         max_length=200,
         label="Name or id",
-        widget=forms.TextInput(attrs={"placeholder": "e.g. cxl-spine-1", "list": "fault-targets"}),
+        widget=forms.TextInput(attrs={"placeholder": "e.g. cxl-spine-1"}),
     )
     action = forms.ChoiceField(choices=FaultAction.choices, initial=FaultAction.FAIL)
 
-    def clean_target(self) -> str:
-        value = self.cleaned_data["target"].strip()
-        if value.isascii() and value.isdigit() and (len(value) > 19 or int(value) > MAX_ID):
-            raise forms.ValidationError("No element has an id that large.")
-        return value
+    @classmethod
+    def remembered(cls, query: Any) -> dict[str, str]:
+        """The initial values carried in the page's address after an injection, so the
+        form keeps what the operator typed (only these fields, at most 200 characters)."""
+        return {name: str(query.get(name))[:200] for name in REMEMBERED if query.get(name)}
 
-    def target_id(self) -> int | str:
-        """The target as the service takes it: ASCII digits are a console id, the rest a
-        name or an external id ("²" is a name, not a number)."""
-        value = self.cleaned_data["target"]
-        return int(value) if value.isascii() and value.isdigit() else value
+    def target_kind(self) -> str:
+        """The element kind the target field is for now (its suggestions follow it)."""
+        value = self["target_type"].value()
+        return str(value) if value in FaultTarget.values else FaultTarget.DEVICE

@@ -3,7 +3,7 @@
 "Lost" is read from the console tables, as the fabric side writes them (inventory sync and
 the health poller update `Device.health`/`state` and `Link.state`):
 
-- the device failed: health CRITICAL, or state FAILED;
+- the device failed: health CRITICAL;
 - the device is gone: state ABSENT (or no longer in the topology at all);
 - the device is cut off: no working path from the composition's host to its enclosure
   (a failed switch or link leaves the device itself healthy, but the host cannot reach
@@ -12,6 +12,12 @@ the health poller update `Device.health`/`state` and `Link.state`):
 A degraded link (reduced width) loses nothing, and neither does a device at WARNING: the
 composition keeps working. The periodic health reconcile and the heal job use this one
 definition, so what degrades a composition is what heals it.
+
+Failure is read from `health`, never from the FAILED state: inventory sync sets FAILED from
+a critical health, but only the health poll follows the device every few seconds, and the
+state stays FAILED until the next sync (minutes) after the device is back. Judged by the
+state, a composition would stay degraded, and a heal would replace a device that works,
+long after the poll saw it recover.
 """
 
 from __future__ import annotations
@@ -32,8 +38,6 @@ __all__ = [
     "composition_unhealthy_devices",
     "compositions_unhealthy_devices",
 ]
-
-_LOST_STATES = {DeviceState.FAILED: "failed", DeviceState.ABSENT: "absent"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +164,8 @@ def _why(
     node = graph.nodes.get(f"device:{device_pk}")
     if node is None:
         return "absent"
-    if node.state in _LOST_STATES:
-        return _LOST_STATES[DeviceState(node.state)]
+    if node.state == DeviceState.ABSENT:
+        return "absent"
     if node.health == Health.CRITICAL:
         return "failed"
     if reachable is not None and node.parent is not None and node.parent not in reachable:

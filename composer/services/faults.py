@@ -15,23 +15,28 @@ from typing import Any
 
 from django.db import transaction
 
-from fabric.models import ChangeRecord, FabricManager
-from fabric.services.faults import fault_inject
+from fabric.models import FabricManager
+from fabric.services.faults import FaultOutcome, fault_inject
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class FaultInjected:
-    """What an injection did: the audit record and the poll it queued."""
+    """What an injection did: `outcome`, with its audit record when something changed."""
 
-    record: ChangeRecord
-    target_type: str
-    target_id: int
-    target_name: str
-    action: str
-    before: str
-    after: str
+    outcome: FaultOutcome
+
+    @property
+    def changed(self) -> bool:
+        return self.outcome.changed
+
+    def message(self) -> str:
+        """The operator's sentence for the page and the API."""
+        text = self.outcome.sentence()
+        if self.changed:
+            text += " A health poll is queued: alerts and compositions follow in a moment."
+        return text
 
 
 def simulator_fault(
@@ -44,7 +49,9 @@ def simulator_fault(
     remote_addr: str | None = None,
     source: str = "fault injection",
 ) -> FaultInjected:
-    """Fail, degrade or recover one element of a simulated fabric and poll its health now.
+    """Fail, degrade or recover one element of a simulated fabric and poll the manager's
+    health now — also when the action changed nothing, so a console that missed a change
+    made elsewhere (`manage.py sim_fault`) catches up.
 
     Raises django's ValidationError naming the field (`manager`, `target_type`,
     `target_id`, `action`) for bad input; nothing is changed then.
@@ -52,7 +59,7 @@ def simulator_fault(
     from composer.services.health_poll import health_poll_request
 
     with transaction.atomic():
-        record = fault_inject(
+        outcome = fault_inject(
             manager=manager,
             target_type=target_type,
             target_id=target_id,
@@ -62,13 +69,4 @@ def simulator_fault(
             source=source,
         )
         transaction.on_commit(lambda: health_poll_request(manager=manager))
-    before, after = (record.changes or {}).get("fault", ("none", "none"))
-    return FaultInjected(
-        record=record,
-        target_type=target_type,
-        target_id=record.target_id,
-        target_name=record.target_label,
-        action=action,
-        before=str(before),
-        after=str(after),
-    )
+    return FaultInjected(outcome=outcome)

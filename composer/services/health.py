@@ -8,7 +8,7 @@ went bad or came back, through `compositions_react_to_health`:
   the devices and the alert; when its spec opts in (`self_heal`), a heal job is queued;
 - a DEGRADED composition whose devices are all fine again (by
   `composer.selectors.health`: not failed, not gone, reachable from its host) is READY
-  again.
+  again (`composer.services.recovery`), the reason naming what came back.
 
 `compositions_health_reconcile`, run by beat with the stale-job sweep, reaches the same
 end from the tables alone, so a lost poll result (or a missed call) still ends right; it
@@ -28,6 +28,7 @@ from composer.errors import ComposerError, InvalidTransition, StaleState
 from composer.models import Allocation, Composition
 from composer.selectors.health import DeviceProblem, compositions_unhealthy_devices
 from composer.services.heal import heal_reconcile, heal_request, heal_unbinds_retry
+from composer.services.recovery import composition_recover
 from composer.states import composition_transition
 from fabric.topology.load import load_graph
 
@@ -87,21 +88,22 @@ def _degrade(
     return True
 
 
-def _recover(composition: Composition, reason: str, alert_id: int | None) -> bool:
-    text = f"Every device is healthy again: {reason}{_alert(alert_id)}"
-    try:
-        composition_transition(
-            composition,
-            CompositionState.READY,
-            reason=text,
-            source=f"alert {alert_id}" if alert_id is not None else SOURCE,
-            failure_reason="",
+def _devices_back(compositions: Sequence[Composition], healthy: set[int]) -> dict[int, list[str]]:
+    """The names of each composition's own devices among `healthy` (what came back)."""
+    names: dict[int, list[str]] = {}
+    if not compositions or not healthy:
+        return names
+    for composition_id, name in (
+        Allocation.objects.filter(
+            composition_id__in=[c.pk for c in compositions],
+            device_id__in=healthy,
+            released_at__isnull=True,
         )
-    except (StaleState, InvalidTransition):
-        logger.info("composition %s changed before it could recover", composition.pk)
-        return False
-    logger.info("composition %s recovered: %s", composition.pk, text)
-    return True
+        .order_by("pk")
+        .values_list("composition_id", "device__name")
+    ):
+        names.setdefault(composition_id, []).append(name)
+    return names
 
 
 def _self_heal(composition: Composition) -> int | None:
@@ -171,7 +173,18 @@ def compositions_react_to_health(
             job = _self_heal(composition)
             if job is not None:
                 jobs.append(job)
-    recovered = [c.pk for c in back if c.pk not in problems and _recover(c, reason, alert_id)]
+    names = _devices_back([c for c in back if c.pk not in problems], healthy)
+    recovered = [
+        c.pk
+        for c in back
+        if c.pk not in problems
+        and composition_recover(
+            composition=c,
+            back=names.get(c.pk, ()),
+            why=f"{reason}{_alert(alert_id)}",
+            source=f"alert {alert_id}" if alert_id is not None else SOURCE,
+        )
+    ]
     return HealthReaction(tuple(degraded), tuple(recovered), tuple(jobs))
 
 
@@ -203,7 +216,9 @@ def compositions_health_reconcile(*, now: Any = None) -> HealthReconcileResult:
             elif (
                 composition.state == CompositionState.DEGRADED
                 and not found
-                and _recover(composition, "found by the periodic health check", None)
+                and composition_recover(
+                    composition=composition, why="periodic health check", source=SOURCE
+                )
             ):
                 recovered.append(composition.pk)
     requeued = heal_reconcile(now=now)

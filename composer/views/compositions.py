@@ -141,6 +141,8 @@ def composition_list(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
+        # Polled while live updates are down, as long as a composition shown is on its way.
+        "unsettled": page is not None and any(c.state not in SETTLED_STATES for c in page),
         "errors": errors,
         "can_request": writable_tenants(user).exists(),
         "show_tenant": operator or Membership.objects.filter(user=user).count() > 1,
@@ -339,7 +341,8 @@ def composition_decompose_view(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
     """The "Heal now" button of a degraded composition: queue the heal job, back to the
-    page (which then shows the job's progress and log)."""
+    page (which then shows the job's progress and log); a composition whose losses have
+    cleared meanwhile is simply ready again."""
     composition = get_object_or_404(Composition.objects.for_user(request.user), pk=pk)
     if not can_write(request.user, composition):
         raise PermissionDenied("Read-only members cannot heal compositions.")
@@ -350,5 +353,12 @@ def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
     except ComposerError as exc:
         messages.error(request, f"Could not heal {composition.name}: {exc.message}")
     else:
-        messages.success(request, f"Healing {composition.name} (job {job.pk}).")
+        if composition.state == CompositionState.READY:
+            messages.success(
+                request,
+                f"{composition.name} is ready again: every device it lost is back, "
+                "so there was nothing to replace.",
+            )
+        else:
+            messages.success(request, f"Healing {composition.name} (job {job.pk}).")
     return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))

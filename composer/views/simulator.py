@@ -3,23 +3,19 @@
 from __future__ import annotations
 
 import logging
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
 
-from composer.forms.simulator import FaultForm
+from composer.forms.simulator import REMEMBERED, FaultForm
 from composer.services.faults import simulator_fault
 from fabric.choices import ChangeAction
-from fabric.models import (
-    ChangeRecord,
-    Enclosure,
-    FabricManager,
-    PowerFeed,
-    SimulatedElement,
-    Switch,
-)
+from fabric.models import ChangeRecord, FabricManager, SimulatedElement
+from fabric.services.fault_targets import FaultTargetOption, fault_targets
 from fabric.views.common import operator_required
 
 logger = logging.getLogger(__name__)
@@ -29,9 +25,13 @@ RECENT_SHOWN = 20
 FAULT_KINDS = ("device", "link", "switch", "enclosure", "power_feed")
 
 
-def _active_faults(managers: list[FabricManager]) -> list[dict[str, object]]:
-    """Every element that carries a fault now, with the manager it belongs to."""
+def _active_faults(
+    managers: list[FabricManager], targets: dict[str, list[FaultTargetOption]]
+) -> list[dict[str, object]]:
+    """Every element that carries a fault now, with the manager it belongs to and the name
+    the console knows it by (what its Recover button sends)."""
     by_fabric = {str((m.settings or {}).get("fabric") or ""): m for m in managers}
+    names = {(o.kind, o.external_id): o.name for options in targets.values() for o in options}
     rows = (
         SimulatedElement.objects.filter(
             fabric__name__in=by_fabric, kind__in=FAULT_KINDS, is_present=True
@@ -45,27 +45,23 @@ def _active_faults(managers: list[FabricManager]) -> list[dict[str, object]]:
             "manager": by_fabric[row.fabric.name],
             "kind": row.kind,
             "external_id": row.external_id,
-            "name": (row.data or {}).get("name") or row.external_id,
+            "name": names.get((row.kind, row.external_id))
+            or (row.data or {}).get("name")
+            or row.external_id,
             "fault": row.fault,
         }
         for row in rows
     ]
 
 
-def _suggestions(managers: list[FabricManager]) -> list[str]:
-    """Names for the target field's autocomplete: the big failure domains, not every device."""
-    names: set[str] = set()
-    for model in (Switch, Enclosure, PowerFeed):
-        names.update(
-            model.objects.filter(manager__in=managers).values_list("name", flat=True)[:500]
-        )
-    return sorted(names)
-
-
 @operator_required
 def fault_injection(request: HttpRequest) -> HttpResponse:
-    """GET: the form, the faults in force and the recent injections. POST: inject one."""
-    form = FaultForm(request.POST or None)
+    """GET: the form (with what the last injection used), the faults in force and the
+    recent injections. POST: inject one, then back to the page with the same values."""
+    if request.method == "POST":
+        form = FaultForm(request.POST)
+    else:
+        form = FaultForm(initial=FaultForm.remembered(request.GET))
     status = 200
     if request.method == "POST":
         if form.is_valid():
@@ -73,7 +69,7 @@ def fault_injection(request: HttpRequest) -> HttpResponse:
                 done = simulator_fault(
                     manager=form.cleaned_data["manager"],
                     target_type=form.cleaned_data["target_type"],
-                    target_id=form.target_id(),
+                    target_id=form.cleaned_data["target"],
                     action=form.cleaned_data["action"],
                     actor=request.user,
                     remote_addr=request.META.get("REMOTE_ADDR") or None,
@@ -83,14 +79,14 @@ def fault_injection(request: HttpRequest) -> HttpResponse:
                 for field, errors in exc.message_dict.items():
                     form.add_error("target" if field == "target_id" else field, errors)
             else:
-                messages.success(
-                    request,
-                    f"{done.action.capitalize()} injected on {done.target_type.replace('_', ' ')} "
-                    f"{done.target_name} ({done.before} → {done.after}); health poll queued.",
-                )
-                return redirect("composer:fault_injection")
+                (messages.success if done.changed else messages.info)(request, done.message())
+                kept = {name: str(form.cleaned_data[name]) for name in REMEMBERED}
+                kept["manager"] = str(form.cleaned_data["manager"].pk)
+                url = reverse("composer:fault_injection")
+                return HttpResponseRedirect(f"{url}?{urlencode(kept)}")
         status = 400
     managers = list(FabricManager.objects.filter(driver="simulated").order_by("name"))
+    targets = fault_targets(managers=managers)
     recent = ChangeRecord.objects.filter(action=ChangeAction.FAULT).select_related("actor")[
         :RECENT_SHOWN
     ]
@@ -100,9 +96,13 @@ def fault_injection(request: HttpRequest) -> HttpResponse:
         {
             "form": form,
             "managers": managers,
-            "faults": _active_faults(managers),
+            "faults": _active_faults(managers, targets),
             "recent": recent,
-            "suggestions": _suggestions(managers),
+            "targets": targets,
+            "target_kind": form.target_kind(),
+            "target_example": next(
+                (option.name for option in targets.get(form.target_kind(), [])[:1]), ""
+            ),
         },
         status=status,
     )

@@ -1,5 +1,8 @@
 """Fault injection into a simulated fabric: fail, degrade or recover one element.
 
+The target is resolved by `fabric.services.fault_targets` (names, link ends, external or
+console ids), the one resolver of the page, the API and the command.
+
 For demos and tests of health, alerts, blast radius and self-healing. The fault is set in
 the simulated manager's own state, where every process sees it; the console learns of it
 (with propagation: a failed power feed takes its gear down) at the next discovery or
@@ -9,76 +12,58 @@ health poll, exactly as it would from real hardware.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import transaction
 
 from fabric.choices import ChangeAction, FaultAction, FaultTarget
 from fabric.drivers.base import DriverError
 from fabric.drivers.simulated import store
-from fabric.models import (
-    ChangeRecord,
-    Device,
-    Enclosure,
-    FabricManager,
-    Link,
-    PowerFeed,
-    SimulatedElement,
-    Switch,
-)
+from fabric.models import ChangeRecord, FabricManager, SimulatedElement
+from fabric.services.fault_targets import FAULT_MODELS, fault_target_name, fault_target_resolve
 from fabric.services.history import change_record
 
 logger = logging.getLogger(__name__)
 
-FAULT_MODELS: dict[str, type[models.Model]] = {
-    FaultTarget.DEVICE: Device,
-    FaultTarget.LINK: Link,
-    FaultTarget.SWITCH: Switch,
-    FaultTarget.ENCLOSURE: Enclosure,
-    FaultTarget.POWER_FEED: PowerFeed,
-}
+# The resolver's names are re-exported: callers (the admin) import them from here.
+__all__ = ["FAULT_MODELS", "FaultOutcome", "fault_inject", "fault_target_resolve"]
+
 _FAULT_LABELS = {"": "none", "failed": "failed", "degraded": "degraded"}
 
 
-def fault_target_resolve(
-    *, manager: FabricManager, target_type: str, target_id: int | str
-) -> models.Model:
-    """Find the console row a fault is aimed at.
+@dataclass(frozen=True, slots=True)
+class FaultOutcome:
+    """What an injection did. `before` and `after` are the element's own fault ("",
+    "failed", "degraded"); when they are equal nothing changed and nothing was recorded
+    (`record` is None)."""
 
-    `target_id` is the console's primary key when it is an int, otherwise the manager's
-    external id, or failing that the element's name (links have no name). Raises
-    ValidationError naming `target_type` or `target_id`.
-    """
-    model = FAULT_MODELS.get(str(target_type))
-    if model is None:
-        raise ValidationError(
-            {"target_type": f"Must be one of {', '.join(FaultTarget.values)}; got {target_type!r}."}
-        )
-    rows = model.objects.filter(manager=manager)  # type: ignore[attr-defined]
-    obj = None
-    if isinstance(target_id, int) and not isinstance(target_id, bool):
-        obj = rows.filter(pk=target_id).first()
-    elif isinstance(target_id, str) and target_id.strip():
-        key = target_id.strip()
-        obj = rows.filter(external_id=key).first()
-        if obj is None and model is not Link:
-            matches = list(rows.filter(name=key)[:2])
-            if len(matches) > 1:
-                raise ValidationError(
-                    {"target_id": f"Several {target_type}s are named {key!r}; use the external id."}
-                )
-            obj = matches[0] if matches else None
-    else:
-        raise ValidationError({"target_id": "Give a console id (number) or an external id/name."})
-    if obj is None:
-        raise ValidationError(
-            {
-                "target_id": f"No {target_type} {target_id!r} on fabric manager {manager.name}; "
-                "run an inventory sync if it was added recently."
-            }
-        )
-    return obj
+    target_type: str
+    target_id: int
+    target_name: str
+    action: str
+    before: str
+    after: str
+    record: ChangeRecord | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def sentence(self) -> str:
+        """What happened, as the operator says it: "Switch cxl-leaf-a failed (it was
+        running normally).", "Link a <-> b has no fault to recover from; nothing changed."."""
+        what = f"{FaultTarget(self.target_type).label} {self.target_name}"
+        if not self.changed:
+            if self.after == "failed":
+                return f"{what} has already failed; nothing changed."
+            if self.after == "degraded":
+                return f"{what} is already degraded; nothing changed."
+            return f"{what} has no fault to recover from; nothing changed."
+        was = {"": "running normally", "failed": "failed", "degraded": "degraded"}[self.before]
+        done = {"": "recovered", "failed": "failed", "degraded": "degraded"}[self.after]
+        return f"{what} {done} (it was {was})."
 
 
 def fault_inject(
@@ -90,13 +75,15 @@ def fault_inject(
     actor: Any = None,
     remote_addr: str | None = None,
     source: str = "fault injection",
-) -> ChangeRecord:
+) -> FaultOutcome:
     """Fail, degrade or recover one device, link, switch, enclosure or power feed.
 
     `target_type` is a FaultTarget value, `action` a FaultAction value, `target_id` as in
-    `fault_target_resolve`. Only managers that use the simulated driver accept faults.
-    Writes a ChangeRecord (action FAULT, `changes={"fault": [before, after]}`) and returns
-    it. Raises ValidationError naming the offending field.
+    `fabric.services.fault_targets.fault_target_resolve`. Only managers that use the
+    simulated driver accept faults. A change writes a ChangeRecord (action FAULT,
+    `changes={"fault": [before, after]}`); an action that changes nothing (recovering an
+    element with no fault, failing a failed one) writes none. Returns the FaultOutcome.
+    Raises ValidationError naming the offending field.
     """
     if action not in FaultAction.values:
         raise ValidationError(
@@ -115,7 +102,7 @@ def fault_inject(
         fabric = store.fabric_get(fabric_name)
     except DriverError as exc:
         raise ValidationError({"manager": exc.message}) from exc
-    label = getattr(obj, "name", "") or obj.external_id  # type: ignore[attr-defined]
+    label = fault_target_name(obj)
     with transaction.atomic():
         try:
             before, after = store.element_fault_set(
@@ -128,6 +115,18 @@ def fault_inject(
             raise ValidationError(
                 {"target_id": f"{target_type} {label} is not in simulated fabric {fabric.name}."}
             ) from exc
+        outcome = FaultOutcome(
+            target_type=str(target_type),
+            target_id=int(obj.pk),
+            target_name=label,
+            action=action,
+            before=before,
+            after=after,
+            record=None,
+        )
+        if not outcome.changed:
+            logger.info("fault %s on %s %s changed nothing", action, target_type, label)
+            return outcome
         record = change_record(
             obj,
             ChangeAction.FAULT,
@@ -140,4 +139,4 @@ def fault_inject(
         )
         record.save()
     logger.info("fault %s injected on %s %s (manager %s)", action, target_type, label, manager.name)
-    return record
+    return replace(outcome, record=record)

@@ -14,7 +14,9 @@
 //
 //    De-duplicated by id, across reconnects and page loads in the same tab. After a
 //    reconnect the missed events come with `replay: true`, and may arrive after newer live
-//    ones: a page that keeps state per object keeps the event with the highest id.
+//    ones: a page that keeps state per object keeps the event with the highest id. An event
+//    the previous page heard after this one was asked for is delivered again: this page may
+//    have been drawn before it (a composition shown "placing" while its job already binds).
 //
 // 2. Elements that declare interest get the htmx event "refresh" (so a partial with
 //    hx-trigger="refresh" reloads itself), at most once per burst, with the message as
@@ -80,11 +82,15 @@
 
   function loadSeen() {
     const map = new Map();
+    // When this page was asked for (epoch ms). What the previous page heard after that may
+    // be missing from what the server drew, so it is not "seen" here: the first resume
+    // replays it (the server looks back COMPOSER_EVENTS_SETTLE_S for such events).
+    const requested = performance.timeOrigin || Date.now();
     try {
       const raw = JSON.parse(window.sessionStorage.getItem(STORE_SEEN) || "[]");
       const cutoff = Date.now() - SEEN_KEEP_MS;
       for (const [id, at] of raw) {
-        if (Number.isInteger(id) && at > cutoff) {
+        if (Number.isInteger(id) && at > cutoff && at < requested) {
           map.set(id, at);
         }
       }

@@ -1,7 +1,8 @@
 """The whole health chain through a real Celery worker (no eager mode), from an API call:
 a switch fails → the poll the injection queued opens one alert with the right blast radius →
 the composition it cuts off is DEGRADED → its self-heal job binds a spare on the other leaf →
-READY again; recovering the switch closes the alert. Every step is an event in the log."""
+READY again; recovering the switch closes the alert. Every step is an event in the log.
+And without self-heal: a GPU fails and comes back → DEGRADED → READY again by itself."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ import pytest
 from composer.choices import CompositionState, EventType, JobKind, JobStatus
 from composer.models import Composition, Event, Job
 from composer.services.compositions import composition_decompose, composition_request
+from composer.services.jobs import inventory_sync_request
+from fabric.choices import DeviceState
 from fabric.drivers.registry import get_driver
 from fabric.models import Alert, FabricManager, Host, Switch
 from fabric.services.sync import inventory_sync
@@ -141,3 +144,46 @@ def test_a_switch_failure_degrades_then_self_heals_through_a_real_worker(
         for e in Event.objects.filter(type=EventType.COMPOSITION_STATE, composition=healing)
     ]
     assert composition_events[-3:] == ["degraded", "healing", "ready"]
+
+
+def test_a_composition_is_ready_again_by_itself_once_its_gpu_is_back(
+    celery_worker: Any, manager: FabricManager, acme: Any, alice: Any, admin_user: Any, api_as: Any
+) -> None:
+    """Fault injection → DEGRADED → recovery → READY, with nobody pressing *Heal now*: the
+    poll the recovery queued sees the GPU back, although the inventory sync that ran while it
+    was down still has it FAILED."""
+    composition = composed(celery_worker, tenant=acme, requested_by=alice, name="infer", spec=H100)
+    gpu = composition.allocations.select_related("device").get().device
+    api = api_as(admin_user)
+
+    def fault(action: str) -> None:
+        response = api.post(
+            "/api/v1/simulator/faults/",
+            {"target_type": "device", "target_id": gpu.name, "action": action},
+            format="json",
+        )
+        assert response.status_code == 202, response.content
+
+    def state() -> str:
+        return Composition.objects.get(pk=composition.pk).state
+
+    fault("fail")
+    until(lambda: state() == CompositionState.DEGRADED, celery_worker, "the degradation")
+    sync = wait_for(inventory_sync_request(manager=manager), celery_worker)
+    assert sync.status == JobStatus.SUCCEEDED, f"{sync.error}\n{celery_worker.log()}"
+    gpu.refresh_from_db()
+    assert gpu.state == DeviceState.FAILED
+
+    fault("recover")
+    until(lambda: state() == CompositionState.READY, celery_worker, "the recovery")
+
+    composition.refresh_from_db()
+    assert composition.failure_reason == ""
+    change = composition.state_changes.order_by("at", "id").last()
+    assert (change.from_state, change.to_state) == ("degraded", "ready")
+    assert change.reason.startswith(f"Recovered: {gpu.name} back")
+    assert not Job.objects.filter(kind=JobKind.HEAL).exists()
+    # The tenant's page hears it: the state change is an event for Acme.
+    event = Event.objects.filter(type=EventType.COMPOSITION_STATE, composition=composition).last()
+    assert (event.payload["from"], event.payload["to"]) == ("degraded", "ready")
+    assert list(event.audience.values_list("tenant_id", flat=True)) == [acme.pk]

@@ -31,6 +31,7 @@ from composer.services.heal.common import (
 from composer.services.heal.spares import _replace_one
 from composer.services.heal.undo import _rollback, _swap
 from composer.services.jobs import _enqueue
+from composer.services.recovery import composition_recover
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -65,7 +66,14 @@ def heal_request(
     one; a HEALING composition with no job (its worker died) gets a new one, which resumes.
     The job is enqueued after commit. Raises InvalidTransition (field "state") when the
     composition is neither degraded nor healing.
+
+    A DEGRADED composition that has lost nothing any more (what it lost came back before
+    the health poll or the reconcile noticed) is READY at once instead, audited as a
+    recovery with `actor`: there is nothing to replace. Its heal job is recorded and run
+    here (it finds the composition ready and succeeds), so callers still get a job, and no
+    worker is needed.
     """
+    recovered = False
     with transaction.atomic():
         locked = Composition.objects.select_for_update().get(pk=composition.pk)
         state = CompositionState(locked.state)
@@ -80,7 +88,15 @@ def heal_request(
             logger.info("composition %s: heal already pending as job %s", locked.pk, pending.pk)
             return pending
         user = actor if getattr(actor, "pk", None) else None
-        if state == CompositionState.DEGRADED:
+        if state == CompositionState.DEGRADED and not composition_unhealthy_devices(locked):
+            recovered = composition_recover(
+                composition=locked,
+                why=f"heal requested by {user.get_username()}" if user else "self-heal",
+                source="" if user else "self-heal",
+                actor=user,
+                remote_addr=remote_addr,
+            )
+        if state == CompositionState.DEGRADED and not recovered:
             composition_transition(
                 locked,
                 CompositionState.HEALING,
@@ -102,8 +118,13 @@ def heal_request(
         )
         job.full_clean(exclude=["tenant", "requested_by"])  # rows in hand
         job.save()
-        transaction.on_commit(partial(_enqueue_heal, job, locked))
+        if not recovered:
+            transaction.on_commit(partial(_enqueue_heal, job, locked))
     composition.state = locked.state
+    if recovered:
+        # Outside the transaction, as a worker would run it: the job's log is written.
+        composition_heal_run(job, retryable=False)
+        return job
     logger.info(
         "composition %s: heal queued as job %s (%s)",
         composition.pk,
@@ -146,7 +167,10 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
         composition = _composition(job)
         source = f"heal job {job.pk}"
         if composition.state == CompositionState.READY:
-            logger.info("composition %s is ready; nothing to heal", composition.pk)
+            logger.info(
+                "Composition %s is ready: every device it lost is back; nothing to replace.",
+                composition.name,
+            )
             return {"composition": composition.pk, "state": composition.state, "replaced": []}
         if composition.state == CompositionState.DEGRADED:  # queued before heal_request moved it
             composition_transition(

@@ -46,7 +46,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         manager = manager_for(options["manager"])
         try:
-            record = fault_inject(
+            outcome = fault_inject(
                 manager=manager,
                 target_type=options["target_type"],
                 target_id=options["target"],
@@ -57,8 +57,7 @@ class Command(BaseCommand):
             raise CommandError(
                 "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items())
             ) from exc
-        before, after = record.changes.get("fault", [None, None])
-        self.stdout.write(f"{record.target_type} {record.target_label}: fault {before} -> {after}")
+        self.stdout.write(outcome.sentence())
         if options["sync"]:
             try:
                 result = inventory_sync(manager=manager, source="manage.py sim_fault")

@@ -56,6 +56,34 @@ def test_by_console_id_and_recover(api_as: Any, admin_user: Any, synced: FabricM
     assert (response.json()["before"], response.json()["after"]) == ("degraded", "none")
 
 
+def inject(api: Any, target_type: str, target_id: int | str, action: str) -> Any:
+    body = {"target_type": target_type, "target_id": target_id, "action": action}
+    return api.post(URL, body, format="json")
+
+
+def test_a_link_by_its_two_ends_as_on_the_fault_page(
+    api_as: Any, admin_user: Any, synced: FabricManager, django_capture_on_commit_callbacks: Any
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        response = inject(api_as(admin_user), "link", "mem-a-01 <-> cxl-spine-1", "fail")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["target_name"] == "cxl-spine-1 <-> mem-a-01" and body["changed"] is True
+    assert body["message"].startswith("Link cxl-spine-1 <-> mem-a-01 failed (it was running")
+
+
+def test_recovering_a_healthy_element_says_nothing_changed(
+    api_as: Any, admin_user: Any, synced: FabricManager
+) -> None:
+    response = inject(api_as(admin_user), "switch", "cxl-leaf-a", "recover")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["before"], body["after"], body["changed"]) == ("none", "none", False)
+    assert (body["change_record"], body["health_poll"]) == (None, "queued")
+    assert body["message"] == "Switch cxl-leaf-a has no fault to recover from; nothing changed."
+    assert not ChangeRecord.objects.filter(action="fault").exists()
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -65,6 +93,7 @@ def test_by_console_id_and_recover(api_as: Any, admin_user: Any, synced: FabricM
         ({"target_type": "switch", "target_id": True, "action": "fail"}, "target_id"),
         ({"target_type": "switch", "target_id": "nope", "action": "fail"}, "target_id"),
         ({"target_type": "switch", "target_id": 99999, "action": "fail"}, "target_id"),
+        ({"target_type": "switch", "target_id": 10**30, "action": "fail"}, "target_id"),
         ({"target_type": "switch", "target_id": "x", "action": "explode"}, "action"),
         ({"target_type": "switch", "target_id": "x", "action": "fail", "manager": "zz"}, "manager"),
     ],

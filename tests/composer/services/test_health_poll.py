@@ -13,9 +13,11 @@ from composer.models import AlertAudience, Composition, Event, Job
 from composer.services.compositions import composition_request
 from composer.services.health_poll import health_poll_run
 from composer.tasks import composition_compose_task
+from fabric.choices import DeviceState
 from fabric.models import Alert, FabricManager
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
 from fabric.services.faults import fault_inject
+from fabric.services.sync import inventory_sync
 
 pytestmark = pytest.mark.django_db
 
@@ -104,6 +106,32 @@ def test_recovery_closes_the_alert_and_the_composition_is_ready_again(
     assert ready.state == CompositionState.READY
     states = [e.payload["alert"]["state"] for e in Event.objects.filter(type="fabric.alert")]
     assert states[0] == "open" and states[-1] == "closed"
+
+
+def test_a_device_the_inventory_sync_marked_failed_is_back_at_the_first_clean_poll(
+    synced: FabricManager, ready: Composition
+) -> None:
+    """The sync sets the device FAILED while it is down and only the next sync (minutes
+    later) clears it; the composition must not wait for that, nor for anyone's *Heal now*."""
+    gpu = ready.allocations.get(device__kind="gpu").device
+    fault_inject(manager=synced, target_type="device", target_id=gpu.name, action="fail")
+    health_poll_run(manager=synced)
+    inventory_sync(manager=synced)
+    gpu.refresh_from_db()
+    ready.refresh_from_db()
+    assert (gpu.state, ready.state) == (DeviceState.FAILED, CompositionState.DEGRADED)
+
+    fault_inject(manager=synced, target_type="device", target_id=gpu.name, action="recover")
+    health_poll_run(manager=synced)
+
+    ready.refresh_from_db()
+    assert ready.state == CompositionState.READY and ready.failure_reason == ""
+    change = ready.state_changes.last()
+    assert (change.from_state, change.to_state) == ("degraded", "ready")
+    assert change.reason.startswith(f"Recovered: {gpu.name} back (health poll)")
+    event = Event.objects.filter(type=EventType.COMPOSITION_STATE, composition=ready).last()
+    assert (event.payload["from"], event.payload["to"]) == ("degraded", "ready")
+    assert list(event.audience.values_list("tenant_id", flat=True)) == [ready.tenant_id]
 
 
 def test_an_acknowledgement_is_an_event_for_the_same_audience(

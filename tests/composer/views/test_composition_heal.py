@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from composer.choices import CompositionState, JobKind
+from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
 from composer.services.compositions import composition_request
 from composer.services.health import compositions_react_to_health
@@ -72,6 +72,36 @@ def test_alice_sees_heal_now_on_a_degraded_composition_and_it_heals(
     assert trail.actor == alice and trail.remote_addr == "127.0.0.1"
     after = page(client, degraded)
     assert b'id="heal-button"' not in after and b"Self-heal" in after  # the plan says so
+
+
+def test_heal_now_after_the_loss_cleared_makes_it_ready_with_nothing_to_replace(
+    synced: FabricManager,
+    degraded: Composition,
+    alice: Any,
+    client_as: Callable[[Any], Client],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """The GPU is back (the tables say so) before any poll or reconcile moved the
+    composition: *Heal now* makes it ready, audited as alice's, without a heal on the fabric."""
+    fault(synced, "device", gpu_of(degraded).name, "recover")
+    client = client_as(alice)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(reverse("composer:composition_heal", args=[degraded.pk]))
+
+    assert response.status_code == 302
+    degraded.refresh_from_db()
+    assert degraded.state == CompositionState.READY and degraded.failure_reason == ""
+    assert not degraded.state_changes.filter(to_state="healing").exists()
+    change = degraded.state_changes.last()
+    assert (change.from_state, change.to_state, change.actor) == ("degraded", "ready", alice)
+    assert change.reason.startswith("Recovered (heal requested by alice)")
+    job = Job.objects.get(kind=JobKind.HEAL, target_id=degraded.pk)
+    assert job.status == JobStatus.SUCCEEDED and job.result["replaced"] == []
+    assert "nothing to replace" in " ".join(job.log_lines.values_list("message", flat=True))
+    content = page(client, degraded)
+    assert b"is ready again: every device it lost is back" in content
+    assert b'id="heal-button"' not in content
 
 
 def test_bob_sees_no_button_and_gets_403_and_carol_404(
