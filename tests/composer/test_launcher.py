@@ -13,9 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from composer.demo_users import DEMO_USERS
 from composer.embedded import free_port
+from composer.launcher import banner
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_banner_names_every_demo_login() -> None:
+    text = banner("8123", "s3cret")
+
+    assert "http://127.0.0.1:8123/" in text and "'s3cret'" in text
+    for user in DEMO_USERS:
+        assert user.description in text
+    assert "bob (Acme, read-only)" in text
 
 
 def group_alive(pgid: int) -> bool:
@@ -58,27 +69,30 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 180
-        status = None
-        while time.monotonic() < deadline and launcher.poll() is None:
-            try:
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/accounts/login/", timeout=2
-                ) as r:
-                    status = r.status
-                    body = r.read().decode()
-                break
-            except OSError:
-                time.sleep(0.5)
-        output = log_path.read_text()
-        assert status == 200, output
-        assert 'name="username"' in body
-        assert f"http://127.0.0.1:{port}/" in output
-        assert "launcher-test" in output and "alice" in output and "carol" in output
+        deadline = time.monotonic() + 240
+        while "Composer is running at" not in (output := log_path.read_text()):
+            assert launcher.poll() is None and time.monotonic() < deadline, output
+            time.sleep(0.2)
+        running = re.search(r"Composer is running at (\S+)", output)
+        assert running, output
+        url = running.group(1)
         pids = {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output)}
-        redis_pid = re.search(r"embedded Redis at \S+ \(pid (\d+)\)", output)
+        redis = re.search(r"embedded Redis at (\S+) \(pid (\d+)\)", output)
         assert set(pids) == {"worker", "beat", "web"}, output
-        assert redis_pid, output
+        assert redis, output
+        redis_pid = int(redis.group(2))
+
+        # The banner is printed once the console answers: at once, no retries.
+        assert url == f"http://127.0.0.1:{port}/"
+        with urllib.request.urlopen(f"{url}accounts/login/", timeout=5) as r:
+            assert r.status == 200 and 'name="username"' in r.read().decode()
+        from celery import Celery
+
+        pongs = Celery("launcher-test", broker=redis.group(1)).control.ping(timeout=1.0)
+        assert any(name.startswith("composer-") for pong in pongs for name in pong), pongs
+        assert "launcher-test" in output
+        assert all(user.description in output for user in DEMO_USERS), output
+
     finally:
         launcher.send_signal(signal.SIGINT)
         code = launcher.wait(timeout=60)
@@ -86,7 +100,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
     assert code == 0, output
     for name, pid in pids.items():
         assert not group_alive(pid), f"{name} (pgid {pid}) still running after Ctrl-C"
-    assert not group_alive(int(redis_pid.group(1)))
+    assert not group_alive(redis_pid)
 
 
 @pytest.mark.worker
@@ -120,3 +134,11 @@ def test_ctrl_c_while_starting_leaves_nothing_running(tmp_path: Path) -> None:
     assert redis_pid and not group_alive(int(redis_pid.group(1))), output
     for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output):
         assert not group_alive(int(pid)), f"{name} still running after Ctrl-C during start-up"
+
+
+def test_the_readme_names_every_demo_login() -> None:
+    readme = (ROOT / "README.md").read_text()
+    logins = readme.split("and the demo logins:", 1)[1].split("password", 1)[0]
+
+    for user in DEMO_USERS:
+        assert f"**{user.username}**" in logins, user.username
