@@ -30,8 +30,9 @@ class DemoUser:
         """Who the login is, as the banner shows it: `bob (Acme, read-only)`."""
         if self.is_operator:
             return f"{self.username} (operator)"
-        tenant = dict((slug, name) for name, slug in DEMO_TENANTS)[self.tenant_slug or ""]
-        return f"{self.username} ({tenant}, {Role(self.role).label.lower()})"
+        tenant = next(name for name, slug in DEMO_TENANTS if slug == self.tenant_slug)
+        role = Role(self.role).label.lower() if self.role else "no role"
+        return f"{self.username} ({tenant}, {role})"
 
 
 DEMO_USERS: tuple[DemoUser, ...] = (
