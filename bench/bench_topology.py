@@ -59,7 +59,14 @@ from django.test.utils import (  # noqa: E402
 )
 from django.urls import NoReverseMatch, reverse  # noqa: E402
 
-from bench.common import machine, markers, percentile, write_section  # noqa: E402
+from bench.common import (  # noqa: E402
+    LINK,
+    busy_note,
+    machine,
+    markers,
+    percentile,
+    write_section,
+)
 from fabric.drivers.simulated.builder import world_write  # noqa: E402
 from fabric.drivers.simulated.spec import WorldSpec  # noqa: E402
 from fabric.models import FabricManager, FailureDomain  # noqa: E402
@@ -236,8 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         START,
         f"## Topology: graph, JSON, blast radius and paths at {args.devices:,} devices",
         "",
-        f"Measured {info['date']} on {info['arch']}, {info['cpu']}, {info['cores']} cores; "
-        f"Python {info['python']}, Django {info['django']}, {info['database']}.",
+        f"Measured {info['date']} on {info['arch']}, {info['cpu']}, {info['cores']} cores "
+        f"(5-minute load average {info['load']}); Python {info['python']}, "
+        f"Django {info['django']}, {info['database']}.",
         "",
         f"`python bench/bench_topology.py`: the simulated builder's world of {args.devices:,} "
         f"devices (`WorldSpec.for_device_count`: {counts['racks']} racks, {counts['hosts']:,} "
@@ -301,15 +309,27 @@ def main(argv: list[str] | None = None) -> int:
         "devices of its pod; with the spines in a ring every host reaches every device and "
         "one `Path` object per device dominates (about a microsecond each in CPython). "
         "A max far above its p99 is the odd call that met Python's garbage collector. "
-        "Timings vary with the machine and its load; the query count does not.",
+        + busy_note(info)
+        + "Timings vary with the machine and its load; the query count does not.",
         END,
     ]
     section = "\n".join(lines)
+    # Quoted by docs/topology.md, so that it never carries a figure of its own.
+    summary = (
+        f"Measured by `bench/bench_topology.py` on {info['date']} at {args.devices:,} "
+        f"devices ({info['database']}, {info['cores']} cores, load average {info['load']}): "
+        f"`load_graph()` reads the graph in {load_queries} queries and "
+        f"{timings[0].p50:,.0f} ms (p50); the topology JSON, load and render, takes "
+        f"{timings[2].p(0.95):,.0f} ms (p95); the blast radius of one failure domain "
+        f"{percentile(blast_all, 0.99):.2f} ms (p99 over {len(specs):,} domains); a "
+        f"`domains_refresh` that finds nothing to change {refresh_ms:,.0f} ms. "
+        f"[All the figures]({LINK})."
+    )
     if args.no_write:
-        sys.stdout.write(section + "\n")
+        sys.stdout.write(section + "\n\n" + summary + "\n")
     else:
-        write_section("topology", section)
-        log(f"wrote {Path('docs/benchmarks.md')}\n")
+        written = write_section("topology", section, excerpts={"summary": summary})
+        log(f"wrote {', '.join(str(path.relative_to(ROOT)) for path in written)}\n")
     log(section + "\n")
     return 0 if json_ok and blast_ok and reach_ok else 1
 

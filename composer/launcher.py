@@ -2,22 +2,34 @@
 
 Starts (in order) an embedded Redis when REDIS_URL is unset, migrates, loads the demo data
 centre (idempotent), then runs a Celery worker, Celery beat and the ASGI server (Daphne)
-as child processes. Each child runs in its own process group; Ctrl-C or SIGTERM stops them
-all and waits for them, so nothing is left running. A child that dies stops the rest.
+as child processes, and prints where the console is and who may log in once it answers:
+the web server serves a page and the worker answers a ping. Each child runs in its own
+process group; Ctrl-C or SIGTERM stops them all and waits for them, so nothing is left
+running. A child that dies stops the rest.
+
+The settings are `composer.settings.dev` unless DJANGO_SETTINGS_MODULE names others: DEBUG
+off (COMPOSER_DEBUG=1 turns it on), static files served from their source folders.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
+from composer.demo_users import demo_logins
+
 ROOT = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"  # the ASGI server listens on loopback only
+READY_TIMEOUT_S = 300.0  # how long the web server and the worker may take to answer
 log = logging.getLogger("composer.launcher")
 
 
@@ -63,14 +75,44 @@ class Launcher:
                 process.wait()
             _signal_group(process, signal.SIGKILL)
 
+    def exited(self) -> int | None:
+        """The exit code of the first child that has exited (never 0), else None."""
+        for name, process in self.children:
+            code = process.poll()
+            if code is not None:
+                log.error("%s exited with code %s; stopping the console", name, code)
+                return code or 1
+        return None
+
+    def wait_until_ready(self, *, port: str, broker_url: str, worker: str) -> int | None:
+        """Block until the web server answers HTTP and the worker a ping.
+
+        Returns None when both do, else the exit code to stop with: a child's that exited,
+        0 when a stop was requested, 1 when they did not answer within READY_TIMEOUT_S.
+        """
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        web_up = worker_up = False
+        while not self.stopping:
+            code = self.exited()
+            if code is not None:
+                return code
+            web_up = web_up or _web_answers(port)
+            worker_up = worker_up or (web_up and _worker_answers(broker_url, worker))
+            if web_up and worker_up:
+                return None
+            if time.monotonic() > deadline:
+                waiting = "the web server" if not web_up else "the Celery worker"
+                log.error("%s did not answer within %.0f s", waiting, READY_TIMEOUT_S)
+                return 1
+            time.sleep(0.25)
+        return 0
+
     def watch(self) -> int:
         """Block until a child exits or a stop is requested; return the exit code."""
         while not self.stopping:
-            for name, process in self.children:
-                code = process.poll()
-                if code is not None:
-                    log.error("%s exited with code %s; stopping the console", name, code)
-                    return code or 1
+            code = self.exited()
+            if code is not None:
+                return code
             time.sleep(0.5)
         return 0
 
@@ -88,17 +130,86 @@ def _manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
-def main() -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    env = dict(os.environ)
+def _web_answers(port: str) -> bool:
+    """Whether the ASGI server serves the login page (any HTTP answer: it is up)."""
+    connection = http.client.HTTPConnection(HOST, int(port), timeout=5)
+    try:
+        connection.request("GET", "/accounts/login/")
+        connection.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+    return True
+
+
+def _worker_answers(broker_url: str, worker: str) -> bool:
+    """Whether the Celery worker named `worker` answers a ping through the broker.
+
+    A bare Celery app on the broker's URL: the launcher's own process never loads Django.
+    """
+    from celery import Celery
+
+    app = Celery("composer-launcher", broker=broker_url)
+    try:
+        return bool(app.control.ping(destination=[worker], timeout=1.0))
+    except Exception:  # the broker not reachable yet, or gone: not ready
+        return False
+    finally:
+        app.close()
+
+
+def _port_free(port: str) -> bool:
+    """Whether nothing listens on the port yet: another program there would answer the
+    readiness check in the web server's stead."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((HOST, int(port)))
+        except OSError:
+            return False
+    return True
+
+
+def console_url(port: str) -> str:
+    """The console's address as the banner prints it (ALLOWED_HOSTS accepts its host)."""
+    return f"http://{HOST}:{port}/"
+
+
+def console_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of every process the launcher starts: the caller's, with the demo's
+    settings module unless it names one."""
+    env = dict(environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "composer.settings.dev")
     env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def banner(port: str, password: str) -> str:
+    """What the user reads once the console answers: where, who may log in, how to stop."""
+    url = console_url(port)
+    return (
+        f"\n  Composer is running at {url}\n"
+        f"  Logins (password {password!r}): {demo_logins()}\n"
+        f"  API docs: {url}api/docs/   Press Ctrl-C to stop.\n"
+    )
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    env = console_environment(os.environ)
     var_dir = Path(env.get("COMPOSER_VAR_DIR", ROOT / "var"))
     var_dir.mkdir(parents=True, exist_ok=True)
     port = env.get("PORT", "8000")
     launcher = Launcher()
     signal.signal(signal.SIGINT, launcher.request_stop)
     signal.signal(signal.SIGTERM, launcher.request_stop)
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        log.error("PORT must be a port number; got %r", port)
+        return 1
+    if not _port_free(port):
+        log.error("port %s on %s is taken by another program; set PORT to a free one", port, HOST)
+        return 1
     try:
         if not env.get("REDIS_URL"):
             from composer.embedded import start_redis
@@ -112,8 +223,13 @@ def main() -> int:
         if launcher.stopping:
             raise Interrupted("start-up")
         celery = [sys.executable, "-m", "celery", "-A", "composer"]
+        # Named after this process, so that the readiness ping reaches this worker and no
+        # other one on the same Redis.
+        worker = f"composer-{os.getpid()}@{socket.gethostname()}"
         launcher.spawn(
-            "worker", [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], env
+            "worker",
+            [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2", "--hostname", worker],
+            env,
         )
         launcher.spawn(
             "beat",
@@ -134,20 +250,18 @@ def main() -> int:
                 "-m",
                 "daphne",
                 "-b",
-                "127.0.0.1",
+                HOST,
                 "-p",
                 port,
                 "composer.asgi:application",
             ],
             env,
         )
-        password = env.get("COMPOSER_DEMO_PASSWORD", "demo")
-        banner = (
-            f"\n  Composer is running at http://127.0.0.1:{port}/\n"
-            f"  Logins (password {password!r}): admin (operator), alice (Acme), carol (Globex)\n"
-            f"  API docs: http://127.0.0.1:{port}/api/docs/   Press Ctrl-C to stop.\n"
-        )
-        sys.stderr.write(banner)
+        log.info("waiting for the web server and the worker to answer")
+        code = launcher.wait_until_ready(port=port, broker_url=env["REDIS_URL"], worker=worker)
+        if code is not None:
+            return code
+        sys.stderr.write(banner(port, env.get("COMPOSER_DEMO_PASSWORD", "demo")))
         return launcher.watch()
     except Interrupted:
         log.info("interrupted while starting")

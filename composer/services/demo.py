@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from composer.choices import Role
+from composer.demo_users import DEMO_TENANTS, DEMO_USERS
 from composer.models import Membership, Quota, Template, Tenant
 from composer.specs import spec_normalise
 from fabric.drivers.simulated.builder import WorldSpec, WorldWriteResult, world_write
@@ -26,28 +26,6 @@ from fabric.services.pools import pools_assign, pools_ensure_defaults
 from fabric.services.sync import SyncResult, inventory_sync
 
 logger = logging.getLogger(__name__)
-
-DEMO_TENANTS: tuple[tuple[str, str], ...] = (("Acme", "acme"), ("Globex", "globex"))
-
-
-@dataclass(frozen=True, slots=True)
-class DemoUser:
-    """A demo login: operators are staff and superuser; the others belong to one tenant."""
-
-    username: str
-    first_name: str
-    email: str
-    is_operator: bool = False
-    tenant_slug: str | None = None
-    role: str | None = None
-
-
-DEMO_USERS: tuple[DemoUser, ...] = (
-    DemoUser("admin", "Ada", "admin@composer.example", is_operator=True),
-    DemoUser("alice", "Alice", "alice@acme.example", tenant_slug="acme", role=Role.ADMIN),
-    DemoUser("bob", "Bob", "bob@acme.example", tenant_slug="acme", role=Role.READONLY),
-    DemoUser("carol", "Carol", "carol@globex.example", tenant_slug="globex", role=Role.MEMBER),
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,10 @@ from composer.settings.env import env_bool, env_int, env_list, env_str
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("COMPOSER_VAR_DIR", str(BASE_DIR / "var")))
 
-DEBUG = env_bool("DEBUG", False)
+# Django's debug mode (tracebacks and the URL map on error pages, templates re-read, every
+# SQL statement kept in memory): a developer's opt-in, never on by default, not even for the
+# demo that `make run` starts, and never in production.
+DEBUG = env_bool("COMPOSER_DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])

@@ -9,7 +9,7 @@ from composer.settings.base import DEBUG, SECRET_KEY
 from composer.settings.env import env_bool
 
 if not DEBUG and not SECRET_KEY:
-    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    raise ImproperlyConfigured("SECRET_KEY must be set when COMPOSER_DEBUG is off")
 
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)
 CSRF_COOKIE_SECURE = env_bool("SECURE_COOKIES", True)

@@ -2,20 +2,106 @@
 
 from __future__ import annotations
 
+import http.cookiejar
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.http.request import validate_host
 
+from composer.demo_users import DEMO_USERS
 from composer.embedded import free_port
+from composer.launcher import banner, console_environment, console_url
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# Run under the settings `make run` gives its processes: what they are, and what an
+# unknown address and a stylesheet get from the console at the address the banner prints.
+SETTINGS_PROBE = """
+import json, sys
+import django
+django.setup()
+from django.conf import settings
+from django.test import Client
+client = Client(HTTP_HOST=sys.argv[1])
+page = client.get("/fabric/no-such-page/")
+css = client.get("/static/css/console.css")
+print(json.dumps({
+    "module": settings.SETTINGS_MODULE,
+    "debug": settings.DEBUG,
+    "allowed_hosts": settings.ALLOWED_HOSTS,
+    "status": page.status_code,
+    "page": page.content.decode(),
+    "css": css.status_code,
+}))
+"""
+
+
+def probe_settings(tmp_path: Path, **extra: str) -> dict[str, Any]:
+    """The settings the launcher's children run under, from a user's plain environment."""
+    plain = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DJANGO_SETTINGS_MODULE", "COMPOSER_DEBUG", "ALLOWED_HOSTS", "REDIS_URL"}
+    }
+    env = console_environment(
+        {
+            **plain,
+            "COMPOSER_VAR_DIR": str(tmp_path / "var"),
+            "DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}",
+            **extra,
+        }
+    )
+    host = urllib.parse.urlsplit(console_url("8000")).netloc
+    done = subprocess.run(
+        [sys.executable, "-c", SETTINGS_PROBE, host],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_make_run_serves_the_console_with_debug_off(tmp_path: Path) -> None:
+    """Django's debug 404 lists the whole URL map to whoever mistypes an address."""
+    seen = probe_settings(tmp_path)
+
+    assert seen["module"] == "composer.settings.dev"
+    assert seen["debug"] is False
+    assert validate_host(urllib.parse.urlsplit(console_url("8000")).hostname, seen["allowed_hosts"])
+    assert seen["status"] == 404
+    assert 'class="error-code">404' in seen["page"] and "Back to the dashboard" in seen["page"]
+    assert "URLconf" not in seen["page"] and "fabric/switches/" not in seen["page"]
+    assert seen["css"] == 200  # static files are served with DEBUG off, with no collectstatic
+
+
+def test_composer_debug_turns_debug_on_for_development(tmp_path: Path) -> None:
+    seen = probe_settings(tmp_path, COMPOSER_DEBUG="1")
+
+    assert seen["debug"] is True
+    assert seen["css"] == 200
+
+
+def test_the_banner_names_every_demo_login() -> None:
+    text = banner("8123", "s3cret")
+
+    assert "http://127.0.0.1:8123/" in text and "'s3cret'" in text
+    for user in DEMO_USERS:
+        assert user.description in text
+    assert "bob (Acme, read-only)" in text
 
 
 def group_alive(pgid: int) -> bool:
@@ -43,6 +129,23 @@ def launcher_env(tmp_path: Path, port: int) -> dict[str, str]:
     return env
 
 
+def signed_in(url: str, username: str, password: str) -> urllib.request.OpenerDirector:
+    """A cookie-keeping client logged in through the console's login form."""
+    opener = urllib.request.build_opener(
+        urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+    )
+    with opener.open(f"{url}accounts/login/", timeout=10) as r:
+        form = r.read().decode()
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert token, form
+    body = urllib.parse.urlencode(
+        {"username": username, "password": password, "csrfmiddlewaretoken": token.group(1)}
+    ).encode()
+    with opener.open(f"{url}accounts/login/", data=body, timeout=10) as r:
+        assert urllib.parse.urlsplit(r.url).path == "/", r.url  # on to the dashboard
+    return opener
+
+
 @pytest.mark.worker
 def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
     port = free_port()
@@ -58,27 +161,43 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 180
-        status = None
-        while time.monotonic() < deadline and launcher.poll() is None:
-            try:
-                with urllib.request.urlopen(
-                    f"http://127.0.0.1:{port}/accounts/login/", timeout=2
-                ) as r:
-                    status = r.status
-                    body = r.read().decode()
-                break
-            except OSError:
-                time.sleep(0.5)
-        output = log_path.read_text()
-        assert status == 200, output
-        assert 'name="username"' in body
-        assert f"http://127.0.0.1:{port}/" in output
-        assert "launcher-test" in output and "alice" in output and "carol" in output
+        deadline = time.monotonic() + 240
+        while "Composer is running at" not in (output := log_path.read_text()):
+            assert launcher.poll() is None and time.monotonic() < deadline, output
+            time.sleep(0.2)
+        running = re.search(r"Composer is running at (\S+)", output)
+        assert running, output
+        url = running.group(1)
         pids = {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output)}
-        redis_pid = re.search(r"embedded Redis at \S+ \(pid (\d+)\)", output)
+        redis = re.search(r"embedded Redis at (\S+) \(pid (\d+)\)", output)
         assert set(pids) == {"worker", "beat", "web"}, output
-        assert redis_pid, output
+        assert redis, output
+        redis_pid = int(redis.group(2))
+
+        # The banner is printed once the console answers: at once, no retries.
+        assert url == f"http://127.0.0.1:{port}/"
+        with urllib.request.urlopen(f"{url}accounts/login/", timeout=5) as r:
+            assert r.status == 200 and 'name="username"' in r.read().decode()
+        from celery import Celery
+
+        pongs = Celery("launcher-test", broker=redis.group(1)).control.ping(timeout=1.0)
+        assert any(name.startswith("composer-") for pong in pongs for name in pong), pongs
+        assert "launcher-test" in output
+        assert all(user.description in output for user in DEMO_USERS), output
+
+        # A tenant who opens an operator's address (or any unknown one) gets the console's
+        # own 404 page, with its styles, and never the URL map.
+        browser = signed_in(url, "alice", "launcher-test")
+        for path in ("fabric/switches/", "fabric/no-such-page/"):
+            with pytest.raises(urllib.error.HTTPError) as caught:
+                browser.open(f"{url}{path}", timeout=10)
+            page = caught.value.read().decode()
+            assert caught.value.code == 404, page
+            assert 'class="error-code">404' in page and "alice" in page
+            assert "URLconf" not in page and "composer.urls" not in page
+        for css in re.findall(r'href="/(static/[^"]+\.css)"', page):
+            with browser.open(f"{url}{css}", timeout=10) as r:
+                assert r.status == 200, css
     finally:
         launcher.send_signal(signal.SIGINT)
         code = launcher.wait(timeout=60)
@@ -86,7 +205,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
     assert code == 0, output
     for name, pid in pids.items():
         assert not group_alive(pid), f"{name} (pgid {pid}) still running after Ctrl-C"
-    assert not group_alive(int(redis_pid.group(1)))
+    assert not group_alive(redis_pid)
 
 
 @pytest.mark.worker
@@ -120,3 +239,11 @@ def test_ctrl_c_while_starting_leaves_nothing_running(tmp_path: Path) -> None:
     assert redis_pid and not group_alive(int(redis_pid.group(1))), output
     for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output):
         assert not group_alive(int(pid)), f"{name} still running after Ctrl-C during start-up"
+
+
+def test_the_readme_names_every_demo_login() -> None:
+    readme = (ROOT / "README.md").read_text()
+    logins = readme.split("and the demo logins:", 1)[1].split("password", 1)[0]
+
+    for user in DEMO_USERS:
+        assert f"**{user.username}**" in logins, user.username

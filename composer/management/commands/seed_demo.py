@@ -7,7 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from composer.services.demo import DEMO_USERS, demo_seed
+from composer.demo_users import demo_logins
+from composer.services.demo import demo_seed
 from fabric.drivers.base import DriverError
 from fabric.drivers.simulated.builder import WorldSpec
 
@@ -33,8 +34,8 @@ class Command(BaseCommand):
     help = (
         "Create or converge the demo data centre: a simulated fabric (default: 2 racks, 4 CXL "
         "switches, 16 hosts, 64 GPUs, 8 x 2 TiB CXL memory boxes, 4 JBOFs, 16 NICs), its "
-        "fabric manager, the demo users and tenants, default pools, and an inventory sync. "
-        "Safe to run again."
+        f"fabric manager, the demo tenants and logins ({demo_logins()}), default pools, and "
+        "an inventory sync. Safe to run again."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -102,7 +103,7 @@ class Command(BaseCommand):
             created = ", ".join(result.users_created) or "none"
             source = "default" if settings.COMPOSER_DEMO_PASSWORD == "demo" else "set"
             self.stdout.write(
-                f"Demo users ({', '.join(u.username for u in DEMO_USERS)}): created {created}; "
+                f"Demo logins: {demo_logins()}; created {created}; "
                 f"password from COMPOSER_DEMO_PASSWORD ({source})."
             )
         if result.sync is not None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import RequestFactory
+from django.test import Client, RequestFactory
+from django.urls import reverse
 from django.views import defaults
 
 
@@ -34,3 +35,18 @@ def test_the_403_page_says_why(alice: Any) -> None:
     response = defaults.permission_denied(request, Exception("Read-only members cannot do this."))
     assert response.status_code == 403
     assert "Read-only members cannot do this." in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_refused_form_gets_the_consoles_page_not_djangos(alice: Any) -> None:
+    """With DEBUG off Django's own CSRF page is a bare 'CSRF verification failed'."""
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(alice)
+
+    response = client.post(reverse("logout"))
+
+    assert response.status_code == 403
+    body = response.content.decode()
+    assert "The form could not be accepted" in body and "reload the page" in body
+    assert 'class="error-code">403' in body and "alice" in body
+    assert "CSRF verification failed" not in body
