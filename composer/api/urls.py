@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.urls import include, path, re_path
 from rest_framework.routers import APIRootView
 
-from composer.api import compositions, events, simulator, views
+from composer.api import compositions, events, quotas, simulator, templates, views
 from fabric.api.routers import Router
 from fabric.api.urls import router as fabric_router
 
@@ -17,8 +17,8 @@ app_name = "api"
 
 router = Router()
 router.register("jobs", views.JobViewSet, basename="job")
-router.register("templates", compositions.TemplateViewSet, basename="template")
-router.register("quotas", compositions.QuotaViewSet, basename="quota")
+router.register("templates", templates.TemplateViewSet, basename="template")
+router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
 
 

@@ -30,7 +30,7 @@ from django.views.decorators.http import require_GET, require_POST
 from composer.events import payload_for
 from composer.forms.alerts import AlertFilterForm
 from composer.models import Event, Membership, Tenant
-from fabric.api.health import AlertFilterSet
+from fabric.api.alerts import AlertFilterSet
 from fabric.models import Alert
 from fabric.permissions import is_operator
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to

@@ -19,7 +19,8 @@ from rest_framework.serializers import BaseSerializer
 
 from fabric import filters
 from fabric.api import serializers
-from fabric.api.health import DeviceHealthActions, MaintenanceActions
+from fabric.api.health import DeviceHealthActions
+from fabric.api.maintenance import MaintenanceActions
 from fabric.api.permissions import IsOperatorOr404
 from fabric.models import (
     Device,

@@ -1,0 +1,20 @@
+"""The token exchange: credentials in, the caller's API token out."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    """Credentials exchanged for an API token."""
+
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(
+        max_length=4096, trim_whitespace=False, style={"input_type": "password"}, write_only=True
+    )
+
+
+class TokenSerializer(serializers.Serializer):
+    """The caller's API token: send it as `Authorization: Token <token>`."""
+
+    token = serializers.CharField(source="key", read_only=True)

@@ -1,0 +1,92 @@
+"""Templates (named request shapes) and quotas (each tenant's limits, with their use)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from composer.errors import SpecError
+from composer.models import Quota, Template, Tenant
+from composer.specs import spec_normalise
+
+
+class TemplateSerializer(serializers.HyperlinkedModelSerializer):
+    """A named request shape. `spec` is a composition spec (see `CompositionSpec`), stored
+    normalised; operators create and change templates, everyone signed in reads them."""
+
+    id = serializers.IntegerField(read_only=True)
+    url = serializers.HyperlinkedIdentityField(view_name="api:template_detail", lookup_field="slug")
+    spec = serializers.JSONField(
+        help_text="A composition spec: items, memory_gib, storage_tb, cores, host_memory_gib, "
+        "host, max_latency_ns, policy, same_switch, critical, self_heal. Stored normalised."
+    )
+
+    class Meta:
+        model = Template
+        fields = ["id", "url", "name", "slug", "description", "spec", "is_active", "updated_at"]
+        read_only_fields = ["id", "url", "updated_at"]
+
+    def validate_spec(self, value: Any) -> dict[str, Any]:
+        try:
+            return spec_normalise(value)
+        except SpecError as exc:
+            raise serializers.ValidationError(f"{exc.field}: {exc.message}") from exc
+
+
+class QuotaUsageSerializer(serializers.Serializer):
+    """What the tenant's active compositions hold of this quota now."""
+
+    count = serializers.IntegerField(help_text="Whole devices held.")
+    memory_gib = serializers.IntegerField(help_text="GiB of CXL memory held (slices).")
+    storage_tb = serializers.FloatField(help_text="TB of NVMe capacity held.")
+
+
+class QuotaSerializer(serializers.HyperlinkedModelSerializer):
+    """A tenant's limit on one device kind (and optionally one model), with what is in use.
+
+    A null limit means no limit; a blank `model` covers every model of the kind.
+    """
+
+    id = serializers.IntegerField(read_only=True)
+    url = serializers.HyperlinkedIdentityField(view_name="api:quota_detail")
+    tenant = serializers.SlugRelatedField(
+        slug_field="slug", queryset=Tenant.objects.all(), help_text="The tenant's slug."
+    )
+    label = serializers.CharField(read_only=True, help_text='e.g. "GPU (H100 PCIe 80GB)".')
+    usage = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Quota
+        fields = [
+            "id",
+            "url",
+            "tenant",
+            "kind",
+            "model",
+            "label",
+            "max_count",
+            "max_memory_gib",
+            "max_storage_tb",
+            "usage",
+        ]
+        read_only_fields = ["id", "url", "label", "usage"]
+        validators: list[Any] = []  # uniqueness and limits checked in validate()
+
+    @extend_schema_field(QuotaUsageSerializer)
+    def get_usage(self, quota: Quota) -> dict[str, Any]:
+        usage = self.context.get("usage") or {}
+        return usage.get(quota.pk) or {"count": 0, "memory_gib": 0, "storage_tb": 0.0}
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        instance = self.instance or Quota()
+        for name, value in attrs.items():
+            setattr(instance, name, value)
+        try:
+            instance.full_clean(exclude=["tenant"] if "tenant" not in attrs else None)
+        except DjangoValidationError as exc:
+            errors = {k if k != "__all__" else "kind": v for k, v in exc.message_dict.items()}
+            raise serializers.ValidationError(errors) from exc
+        return attrs

@@ -1,0 +1,58 @@
+"""Serializers of the fabric API (read-only: the fabric is written by inventory sync).
+
+Two audiences, two shapes. Operators see everything a fabric manager reported. Tenant
+members see pools with their availability and devices as the device table shows them:
+what a device is and whether it is free, never where it sits or how it is wired (serial,
+firmware, external id, enclosure, rack, bound host, manager). The tenant shapes are
+separate classes rather than fields removed at run time, so the schema documents both and a
+field added to the operator shape can never leak to tenants by default.
+
+Every serializer reads only what the viewsets load with select_related/prefetch_related:
+serializing a page must not add queries per row.
+"""
+
+from __future__ import annotations
+
+from fabric.api.serializers.devices import (
+    DeviceSerializer,
+    OperatorPoolSerializer,
+    PoolSerializer,
+    TenantDeviceSerializer,
+)
+from fabric.api.serializers.inventory import (
+    EnclosureSerializer,
+    FabricManagerSerializer,
+    HostSerializer,
+    LinkSerializer,
+    PowerFeedSerializer,
+    RackSerializer,
+    SwitchSerializer,
+)
+from fabric.api.serializers.refs import (
+    LinkEndSerializer,
+    MaskedJSONField,
+    NamedRefSerializer,
+    PoolRefSerializer,
+    PortOwnerSerializer,
+    PortSerializer,
+)
+
+__all__ = [
+    "DeviceSerializer",
+    "EnclosureSerializer",
+    "FabricManagerSerializer",
+    "HostSerializer",
+    "LinkEndSerializer",
+    "LinkSerializer",
+    "MaskedJSONField",
+    "NamedRefSerializer",
+    "OperatorPoolSerializer",
+    "PoolRefSerializer",
+    "PoolSerializer",
+    "PortOwnerSerializer",
+    "PortSerializer",
+    "PowerFeedSerializer",
+    "RackSerializer",
+    "SwitchSerializer",
+    "TenantDeviceSerializer",
+]
