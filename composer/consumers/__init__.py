@@ -15,8 +15,10 @@ server -> client
     {"type": "resync", "newest_event_id", "message"}   too much was missed: reload state
     {"type": "subscribed" | "unsubscribed", "composition" | "job": id}
     {"type": "heartbeat", "newest_event_id", "at"}
-    {"type": "error", "field", "message"}
+    {"type": "error", "field", "message"}   a message refused, or no longer allowed
     close 4401: not signed in (or no longer active)
+    close 1009: a message over 64 KiB (after an error message saying so); 1007: text
+    frames that are not UTF-8 (the server)
 
 Nothing is lost (DESIGN "Events"), because delivery never relies on the live path alone:
 
@@ -28,7 +30,7 @@ Nothing is lost (DESIGN "Events"), because delivery never relies on the live pat
   and re-reads the user's scope, so a removed membership stops the flow.
 
 Each event is sent once per connection (ids are remembered for a while), and every
-message is re-checked against the connection's tenants before it is sent (STYLE §7).
+message is re-checked against the connection's tenants before it is sent.
 """
 
 from __future__ import annotations

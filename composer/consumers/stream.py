@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 import time
@@ -18,6 +17,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from composer.consumers import replay
+from composer.consumers.frames import Refusal, read_message
 from composer.consumers.replay import is_int
 from composer.events import (
     NOBODY,
@@ -98,16 +98,15 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
     ) -> None:
-        """Parse a frame; anything malformed gets an error message, never a crash."""
+        """Parse a frame; anything malformed gets an error message, never a crash (one too
+        big to read also a 1009 close: composer.consumers.frames)."""
         if self.heard is NOBODY:
             return
-        if text_data is None:
-            await self._error(None, "Send JSON text frames, not binary ones.")
-            return
-        try:
-            content = json.loads(text_data)
-        except ValueError:
-            await self._error(None, "The message is not valid JSON.")
+        content = read_message(text_data)
+        if isinstance(content, Refusal):
+            await self._error(content.field, content.message)
+            if content.close_code is not None:
+                await self.close(code=content.close_code)
             return
         try:
             await self.receive_json(content)

@@ -211,7 +211,14 @@ COMPOSER_HEALTH_POLL_INTERVAL_S = env_int("COMPOSER_HEALTH_POLL_INTERVAL_S", 30)
 COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S", 60)
 COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
 
+# The largest request body read: a bigger form is refused (400) and a bigger API body
+# answers 413 before it is read (composer.api.parsers).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("COMPOSER_MAX_BODY_BYTES", 1024 * 1024)
+
 REST_FRAMEWORK = {
+    # JSON bodies only, bounded (composer.api.parsers); forms and multipart answer 415.
+    "DEFAULT_PARSER_CLASSES": ["composer.api.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # DRF's token auth with malformed keys refused before the database (composer.api).

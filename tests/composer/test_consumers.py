@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from composer import events
 from composer.choices import CompositionState, EventType, JobKind
 from composer.consumers import replay, stream
+from composer.consumers.frames import MAX_MESSAGE_CHARS
 from composer.events import event_record, outbox
 from composer.models import Composition, Event, Job
 from composer.states import composition_transition
@@ -382,6 +383,9 @@ def test_a_composition_subscription_needs_permission(
         ('{"action": "resume", "last_event_id": "9"}', "last_event_id"),
         ('{"action": "resume", "last_event_id": 0, "seen": "all"}', "seen"),
         ('{"action": "resume", "last_event_id": 0, "seen": [1, "2"]}', "seen"),
+        ("[" * 30_000 + "]" * 30_000, None),  # under the size limit, deeper than the stack
+        ('{"a":' * 5_000 + "1" + "}" * 5_000, None),
+        ('{"action": "resume", "last_event_id": 0, "x": "\\u0000"}', "x"),
     ],
 )
 def test_a_malformed_message_gets_an_error_naming_the_field_and_the_socket_lives_on(
@@ -399,6 +403,23 @@ def test_a_malformed_message_gets_an_error_naming_the_field_and_the_socket_lives
         assert (await receive(ws))["type"] == "error"
         answer = await send(ws, {"action": "resume", "last_event_id": 0})
         assert answer["type"] == "resumed"
+        await ws.disconnect()
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("size", [MAX_MESSAGE_CHARS + 1, 10_000_000])
+def test_a_message_too_big_is_told_and_closed_with_1009(size: int, alice: Any) -> None:
+    cookie = session_cookie(alice)
+
+    async def scenario() -> None:
+        ws, _ = await open_as(cookie)
+        frame = '{"action": "resume", "last_event_id": 0, "pad": "' + "x" * size + '"}'
+        await ws.send_to(text_data=frame)
+        error = await receive(ws)
+        assert error["type"] == "error" and "at most 65,536 characters" in error["message"]
+        closing = await ws.receive_output(timeout=3)
+        assert (closing["type"], closing["code"]) == ("websocket.close", 1009)
         await ws.disconnect()
 
     run(scenario)

@@ -13,6 +13,7 @@ from rest_framework.reverse import reverse
 
 from composer.api.serializers.jobs import TenantRefSerializer
 from composer.models import Allocation, Composition, StateChange
+from fabric.validators import validate_name
 
 
 class CompositionSpecSerializer(serializers.Serializer):
@@ -52,7 +53,12 @@ class CompositionRequestSerializer(serializers.Serializer):
     tenants.
     """
 
-    name = serializers.CharField(max_length=100, required=False, help_text="Required to compose.")
+    name = serializers.CharField(
+        max_length=100,
+        required=False,
+        validators=[validate_name],
+        help_text="Required to compose.",
+    )
     tenant = serializers.SlugField(
         required=False, help_text="Slug of one of your tenants (operators: any tenant)."
     )

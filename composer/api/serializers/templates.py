@@ -11,6 +11,7 @@ from rest_framework import serializers
 from composer.errors import SpecError
 from composer.models import Quota, Template, Tenant
 from composer.specs import spec_normalise
+from fabric.validators import text_problem
 
 
 class TemplateSerializer(serializers.HyperlinkedModelSerializer):
@@ -28,6 +29,12 @@ class TemplateSerializer(serializers.HyperlinkedModelSerializer):
         model = Template
         fields = ["id", "url", "name", "slug", "description", "spec", "is_active", "updated_at"]
         read_only_fields = ["id", "url", "updated_at"]
+
+    def validate_name(self, value: str) -> str:
+        return _printable(value, multiline=False)
+
+    def validate_description(self, value: str) -> str:
+        return _printable(value, multiline=True)
 
     def validate_spec(self, value: Any) -> dict[str, Any]:
         try:
@@ -90,3 +97,11 @@ class QuotaSerializer(serializers.HyperlinkedModelSerializer):
             errors = {k if k != "__all__" else "kind": v for k, v in exc.message_dict.items()}
             raise serializers.ValidationError(errors) from exc
         return attrs
+
+
+def _printable(value: str, *, multiline: bool) -> str:
+    """`value`, or a field error when it holds what may not be stored (`fabric.validators`)."""
+    problem = text_problem(value, multiline=multiline)
+    if problem is not None:
+        raise serializers.ValidationError(problem)
+    return value
