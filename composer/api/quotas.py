@@ -24,20 +24,18 @@ from composer.selectors.quotas import quota_usage
             OpenApiExample(
                 "Acme's GPUs",
                 response_only=True,
-                value=[
-                    {
-                        "id": 1,
-                        "url": "https://composer.example/api/v1/quotas/1/",
-                        "tenant": "acme",
-                        "kind": "gpu",
-                        "model": "",
-                        "label": "GPU",
-                        "max_count": 16,
-                        "max_memory_gib": None,
-                        "max_storage_tb": None,
-                        "usage": {"count": 2, "memory_gib": 0, "storage_tb": 0.0},
-                    }
-                ],
+                value={
+                    "id": 1,
+                    "url": "https://composer.example/api/v1/quotas/1/",
+                    "tenant": "acme",
+                    "kind": "gpu",
+                    "model": "",
+                    "label": "GPU",
+                    "max_count": 16,
+                    "max_memory_gib": None,
+                    "max_storage_tb": None,
+                    "usage": {"count": 2, "memory_gib": 0, "storage_tb": 0.0},
+                },
             )
         ],
     ),
@@ -59,7 +57,10 @@ from composer.selectors.quotas import quota_usage
     destroy=extend_schema(summary="Delete a quota (operators)"),
 )
 class QuotaViewSet(WritableViewSet):
-    """Quotas, scoped by `Quota.objects.for_user`; writes for operators only."""
+    """Each tenant's quotas with their use: members read their tenants', operators every
+    tenant's and write them."""
+
+    # The queryset starts from the caller's own quotas (Quota.objects.for_user).
 
     serializer_class = QuotaSerializer
     permission_classes = [OperatorWrites]

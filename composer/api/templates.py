@@ -38,7 +38,7 @@ TEMPLATE_EXAMPLE = {
     list=extend_schema(
         summary="List templates",
         description="Named request shapes. Tenant members see the active ones; operators all.",
-        examples=[OpenApiExample("Templates", value=[TEMPLATE_EXAMPLE], response_only=True)],
+        examples=[OpenApiExample("Templates", value=TEMPLATE_EXAMPLE, response_only=True)],
     ),
     retrieve=extend_schema(summary="One template", description="By slug."),
     create=extend_schema(

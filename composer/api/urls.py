@@ -1,7 +1,7 @@
 """The REST API at /api/v1/ (namespace `api`): both apps' routers, auth, and a JSON 404.
 
-One router per app (STYLE §10): fabric's resources come from `fabric.api.urls`, composer's
-from the router below. URL names follow STYLE §11 (`api:device_detail`).
+One router per app: fabric's resources come from `fabric.api.urls`, composer's
+from the router below. URL names are `<entity>_<view>` (`api:device_detail`).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ urlpatterns = [
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
-    # Last: any other path ending in a slash is a JSON 404. Paths without the slash still get
-    # CommonMiddleware's APPEND_SLASH redirect first.
-    re_path(r"^.*/$", views.NotFoundView.as_view()),
+    # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.
+    # Paths without the slash still get CommonMiddleware's APPEND_SLASH redirect first.
+    re_path(r"^[\s\S]*/$", views.NotFoundView.as_view()),
 ]

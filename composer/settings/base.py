@@ -45,6 +45,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # An API method an endpoint does not have: 405 before authentication (composer.api).
+    "composer.api.middleware.ApiMethodsFirst",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -228,7 +230,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "composer.api.pagination.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "composer.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "composer.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -249,6 +251,7 @@ SPECTACULAR_SETTINGS = {
         "EnclosureKindEnum": "fabric.choices.EnclosureKind",
         "ComponentStateEnum": "fabric.choices.ComponentState",
         "LinkStateEnum": "fabric.choices.LinkState",
+        "AlertStateEnum": "fabric.choices.AlertState",
         "HealthEnum": "fabric.choices.Health",
         "JobKindEnum": "composer.choices.JobKind",
         "JobStatusEnum": "composer.choices.JobStatus",

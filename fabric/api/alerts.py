@@ -29,16 +29,22 @@ from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
-from fabric.api.serializers import NamedRefSerializer
+from fabric.api.serializers import NamedRefSerializer, for_caller
 from fabric.choices import AlertSeverity, AlertSource, AlertState
-from fabric.filters import StrictBooleanFilter
-from fabric.forms import MAX_ID
+from fabric.filters import IdFilter, StrictBooleanFilter
+from fabric.health.rules import RULES
 from fabric.models import Alert
 from fabric.permissions import is_operator
 from fabric.services.alerts import (
     alert_acknowledge,
     alert_scope,
     alerts_visible_to,
+)
+
+RULE_HELP = (
+    "The rule that raised it: "
+    + ", ".join(f"`{key}` ({label.lower()})" for key, label in RULES.items())
+    + "."
 )
 
 # The API view of each alert source, for `source_url`.
@@ -120,6 +126,7 @@ class AlertSerializer(serializers.ModelSerializer):
             "blast_radius",
         ]
         read_only_fields = fields
+        extra_kwargs = {"rule": {"help_text": RULE_HELP}}
 
     def get_source_url(self, alert: Alert) -> str | None:
         view = SOURCE_VIEWS.get(AlertSource(alert.source_type))
@@ -159,6 +166,7 @@ class TenantAlertSerializer(serializers.ModelSerializer):
             "blast_radius",
         ]
         read_only_fields = fields
+        extra_kwargs = {"rule": {"help_text": RULE_HELP}}
 
     @extend_schema_field(OpenApiTypes.OBJECT)
     def get_blast_radius(self, alert: Alert) -> dict[str, Any]:
@@ -178,12 +186,15 @@ class AlertFilterSet(django_filters.FilterSet):
     state = django_filters.ChoiceFilter(choices=AlertState.choices)
     severity = django_filters.MultipleChoiceFilter(choices=AlertSeverity.choices, distinct=False)
     source_type = django_filters.MultipleChoiceFilter(choices=AlertSource.choices, distinct=False)
-    source_id = django_filters.NumberFilter(min_value=1, max_value=MAX_ID)
+    source_id = IdFilter()
     rule = django_filters.CharFilter(max_length=40)
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
+    manager = IdFilter(field_name="manager_id")
     is_acknowledged = StrictBooleanFilter(method="filter_acknowledged")
-    since = django_filters.IsoDateTimeFilter(
-        method="filter_since", help_text="Opened, seen again or closed at or after (ISO 8601)."
+    since = extend_schema_field(OpenApiTypes.DATETIME)(
+        django_filters.IsoDateTimeFilter(
+            method="filter_since",
+            help_text="Opened, seen again or closed at or after (ISO 8601).",
+        )
     )
 
     class Meta:
@@ -269,27 +280,27 @@ ALERT_EXAMPLE = {
             "their compositions, in the `TenantAlert` shape, once the console enables it "
             "(until then they get 404)."
         ),
-        responses=AlertSerializer,
+        responses=for_caller("AlertForCaller", AlertSerializer, TenantAlertSerializer, many=True),
         examples=[
             OpenApiExample(
                 "An open switch failure",
                 response_only=True,
-                value={"count": 1, "next": None, "previous": None, "results": [ALERT_EXAMPLE]},
+                value=ALERT_EXAMPLE,
             )
         ],
     ),
     retrieve=extend_schema(
         summary="One alert",
-        responses=AlertSerializer,
+        responses=for_caller("AlertForCaller", AlertSerializer, TenantAlertSerializer),
         examples=[OpenApiExample("A switch failure", response_only=True, value=ALERT_EXAMPLE)],
     ),
 )
 class AlertViewSet(viewsets.ReadOnlyModelViewSet):
     """Alerts raised by the health poller; acknowledge with POST .../alerts/{id}/acknowledge/.
+    Operators see every alert; tenant members those that hurt their compositions."""
 
-    `get_queryset` starts from `fabric.services.alerts.alerts_visible_to(user)`: the hook
-    through which the composer scopes alerts to tenants.
-    """
+    # get_queryset starts from fabric.services.alerts.alerts_visible_to(user): the hook
+    # through which the composer scopes alerts to tenants.
 
     permission_classes = [AlertPermission]
     filterset_class = AlertFilterSet

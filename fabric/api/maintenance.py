@@ -10,6 +10,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from fabric.api.fields import StrictBooleanField, StrictCharField
 from fabric.api.permissions import IsOperatorOr404
 from fabric.models import Device, Enclosure, Switch
 from fabric.services.maintenance import maintenance_dependents, maintenance_set
@@ -18,8 +19,8 @@ from fabric.services.maintenance import maintenance_dependents, maintenance_set
 class MaintenanceInput(serializers.Serializer):
     """POST body of the maintenance action."""
 
-    on = serializers.BooleanField(help_text="true: into maintenance; false: back in service.")
-    reason = serializers.CharField(
+    on = StrictBooleanField(help_text="true: into maintenance; false: back in service.")
+    reason = StrictCharField(
         required=False, allow_blank=True, max_length=200, help_text="Kept in the audit trail."
     )
 

@@ -6,74 +6,25 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from rest_framework.authtoken.models import Token
 
-from composer.embedded import free_port
-from tests.support.worker import database_url
+from tests.support.daphne import daphne_running
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def daphne_port(django_db_setup: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """`daphne composer.asgi:application` on a free port, on the tests' database."""
-    tmp_path = tmp_path_factory.mktemp("daphne")
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "composer.settings.test",
-        "DATABASE_URL": database_url(settings.DATABASES["default"]),
-        "PYTHONUNBUFFERED": "1",
-    }
-    log = (tmp_path / "daphne.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "daphne",
-            "-b",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "composer.asgi:application",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "daphne.log").read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "daphne did not start"
-                time.sleep(0.2)
+    """Daphne on the tests' database."""
+    log_path = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    with daphne_running(settings.DATABASES["default"], log_path=log_path) as port:
         yield port
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def _post(port: int, path: str, body: bytes, content_type: str) -> tuple[int, str, bytes]:

@@ -12,7 +12,6 @@ from composer.api.serializers.compositions import (
     CompositionDetailSerializer,
     CompositionRequestSerializer,
     CompositionSerializer,
-    CompositionSpecSerializer,
     DeviceRefSerializer,
     HostRefSerializer,
     PathSerializer,
@@ -27,6 +26,7 @@ from composer.api.serializers.jobs import (
     JobSerializer,
     TenantRefSerializer,
 )
+from composer.api.serializers.spec import SpecField
 from composer.api.serializers.templates import (
     QuotaSerializer,
     QuotaUsageSerializer,
@@ -38,7 +38,6 @@ __all__ = [
     "CompositionDetailSerializer",
     "CompositionRequestSerializer",
     "CompositionSerializer",
-    "CompositionSpecSerializer",
     "DeviceRefSerializer",
     "HostRefSerializer",
     "JobDetailSerializer",
@@ -49,6 +48,7 @@ __all__ = [
     "PlanSerializer",
     "QuotaSerializer",
     "QuotaUsageSerializer",
+    "SpecField",
     "StateChangeSerializer",
     "TemplateSerializer",
     "TenantRefSerializer",

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from fabric.api.fields import StrictCharField
+
 
 class TokenRequestSerializer(serializers.Serializer):
     """Credentials exchanged for an API token."""
 
-    username = serializers.CharField(max_length=150)
-    password = serializers.CharField(
+    username = StrictCharField(max_length=150)
+    password = StrictCharField(
         max_length=4096, trim_whitespace=False, style={"input_type": "password"}, write_only=True
     )
 

@@ -12,37 +12,25 @@ from rest_framework import serializers
 from rest_framework.reverse import reverse
 
 from composer.api.serializers.jobs import TenantRefSerializer
+from composer.api.serializers.spec import SpecField
 from composer.models import Allocation, Composition, StateChange
+from fabric.api.fields import StrictCharField, StrictSlugField
 from fabric.validators import validate_name
 
 
-class CompositionSpecSerializer(serializers.Serializer):
-    """A custom request; every key optional. Documentation only: the spec is checked by
-    `composer.specs.spec_normalise`, whose errors name the field (`spec.items[0].count`)."""
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "maxLength": 200}, {"type": "integer", "minimum": 1}],
+        "nullable": True,
+    }
+)
+class HostField(serializers.CharField):
+    """A host by name (a JSON string) or console id (a JSON number); null: any host."""
 
-    items = serializers.ListField(
-        child=serializers.DictField(),
-        required=False,
-        help_text='Devices: [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 2, '
-        '"minima": {"memory_gib": 80}}]; kind is gpu, nvme, nic, dpu or fpga.',
-    )
-    memory_gib = serializers.IntegerField(required=False, help_text="CXL memory in GiB.")
-    storage_tb = serializers.FloatField(required=False, help_text="NVMe capacity in TB.")
-    cores = serializers.IntegerField(required=False, help_text="Free cores on the host.")
-    host_memory_gib = serializers.IntegerField(required=False, help_text="Free host DRAM.")
-    max_latency_ns = serializers.IntegerField(
-        required=False, allow_null=True, help_text="Ceiling from the host to every device."
-    )
-    policy = serializers.ChoiceField(
-        choices=["none", "enclosure", "switch", "pack"], required=False
-    )
-    same_switch = serializers.BooleanField(required=False)
-    critical = serializers.BooleanField(required=False)
-    self_heal = serializers.BooleanField(
-        required=False,
-        help_text="Replace a failed device automatically from a spare under the same rules "
-        "(a heal job); without it, a degraded composition can be healed on request.",
-    )
+    def to_internal_value(self, data: Any) -> str:
+        if isinstance(data, bool) or not isinstance(data, str | int):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
 
 
 class CompositionRequestSerializer(serializers.Serializer):
@@ -53,20 +41,20 @@ class CompositionRequestSerializer(serializers.Serializer):
     tenants.
     """
 
-    name = serializers.CharField(
+    name = StrictCharField(
         max_length=100,
         required=False,
         validators=[validate_name],
         help_text="Required to compose.",
     )
-    tenant = serializers.SlugField(
+    tenant = StrictSlugField(
         required=False, help_text="Slug of one of your tenants (operators: any tenant)."
     )
-    template = serializers.SlugField(required=False, help_text="Slug of an active template.")
-    spec = serializers.JSONField(
-        required=False, help_text="A custom request (see CompositionSpec)."
+    template = StrictSlugField(required=False, help_text="Slug of an active template.")
+    spec = SpecField(
+        required=False, spec_errors=True, help_text="A custom request; overrides the template's."
     )
-    host = serializers.CharField(
+    host = HostField(
         required=False, allow_null=True, max_length=200, help_text="A host name or id; any."
     )
 
@@ -218,7 +206,7 @@ class CompositionDetailSerializer(CompositionSerializer):
     """A composition with its request, plan (explanation, score, paths, funnel), devices and
     state history."""
 
-    spec = serializers.JSONField(read_only=True, help_text="The normalised request.")
+    spec = SpecField(read_only=True, help_text="The normalised request.")
     placement = serializers.SerializerMethodField()
     allocations = AllocationSerializer(many=True, read_only=True)
     history = StateChangeSerializer(many=True, read_only=True, source="state_changes")

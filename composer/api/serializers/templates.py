@@ -8,22 +8,21 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from composer.api.serializers.spec import SpecField
 from composer.errors import SpecError
 from composer.models import Quota, Template, Tenant
 from composer.specs import spec_normalise
+from fabric.api.fields import StrictModelSerializerMixin
 from fabric.validators import text_problem
 
 
-class TemplateSerializer(serializers.HyperlinkedModelSerializer):
+class TemplateSerializer(StrictModelSerializerMixin, serializers.HyperlinkedModelSerializer):
     """A named request shape. `spec` is a composition spec (see `CompositionSpec`), stored
     normalised; operators create and change templates, everyone signed in reads them."""
 
     id = serializers.IntegerField(read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:template_detail", lookup_field="slug")
-    spec = serializers.JSONField(
-        help_text="A composition spec: items, memory_gib, storage_tb, cores, host_memory_gib, "
-        "host, max_latency_ns, policy, same_switch, critical, self_heal. Stored normalised."
-    )
+    spec = SpecField(help_text="A composition spec, stored normalised.")
 
     class Meta:
         model = Template
@@ -51,7 +50,7 @@ class QuotaUsageSerializer(serializers.Serializer):
     storage_tb = serializers.FloatField(help_text="TB of NVMe capacity held.")
 
 
-class QuotaSerializer(serializers.HyperlinkedModelSerializer):
+class QuotaSerializer(StrictModelSerializerMixin, serializers.HyperlinkedModelSerializer):
     """A tenant's limit on one device kind (and optionally one model), with what is in use.
 
     A null limit means no limit; a blank `model` covers every model of the kind.
@@ -92,7 +91,9 @@ class QuotaSerializer(serializers.HyperlinkedModelSerializer):
         for name, value in attrs.items():
             setattr(instance, name, value)
         try:
-            instance.full_clean(exclude=["tenant"] if "tenant" not in attrs else None)
+            # The tenant's uniqueness (tenant, kind, model) is checked whenever there is a
+            # tenant: a partial update names no tenant but the quota has one.
+            instance.full_clean(exclude=["tenant"] if instance.tenant_id is None else None)
         except DjangoValidationError as exc:
             errors = {k if k != "__all__" else "kind": v for k, v in exc.message_dict.items()}
             raise serializers.ValidationError(errors) from exc

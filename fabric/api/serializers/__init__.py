@@ -13,6 +13,10 @@ serializing a page must not add queries per row.
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.utils import PolymorphicProxySerializer
+
 from fabric.api.serializers.devices import (
     DeviceSerializer,
     OperatorPoolSerializer,
@@ -37,6 +41,18 @@ from fabric.api.serializers.refs import (
     PortSerializer,
 )
 
+
+def for_caller(name: str, operator: Any, tenant: Any, *, many: bool = False) -> Any:
+    """For the schema: a response in one shape for operators and another for everyone else,
+    `oneOf` the two (the tenant shape holds its own fields and no other)."""
+    return PolymorphicProxySerializer(
+        component_name=name,
+        serializers=[operator, tenant],
+        resource_type_field_name=None,
+        many=many,
+    )
+
+
 __all__ = [
     "DeviceSerializer",
     "EnclosureSerializer",
@@ -55,4 +71,5 @@ __all__ = [
     "RackSerializer",
     "SwitchSerializer",
     "TenantDeviceSerializer",
+    "for_caller",
 ]

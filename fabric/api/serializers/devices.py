@@ -53,7 +53,7 @@ class TenantDeviceSerializer(serializers.HyperlinkedModelSerializer):
     """A device as tenant members see it: what it is and whether it is available.
 
     Deliberately no serial, firmware, external id, enclosure, slot, rack, bound host,
-    manager or raw attributes: those are fabric internals (STYLE §8).
+    manager or raw attributes: those are fabric internals.
     """
 
     id = serializers.IntegerField(read_only=True)
@@ -84,11 +84,10 @@ UNIT_CHOICES = [("devices", "devices"), ("GiB", "GiB")]
 
 
 class PoolSerializer(serializers.HyperlinkedModelSerializer):
-    """A pool with its availability, as every signed-in user sees it.
+    """A pool with its availability, as every signed-in user sees it."""
 
-    The numbers come from `fabric.selectors.pool_capacities`, which the viewset attaches to
-    each pool as `availability` (two queries per page, whatever the device count).
-    """
+    # The numbers come from fabric.selectors.pool_capacities, which the viewset attaches to
+    # each pool as `availability` (two queries per page, whatever the device count).
 
     id = serializers.IntegerField(read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:pool_detail", lookup_field="slug")
