@@ -170,7 +170,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             lambda: model.objects.for_user(user).filter(pk=target_id).exists()
         )()
         if not visible:
-            # The same answer for "no such" and "not yours": nothing leaks (STYLE §8).
+            # The same answer for "no such" and "not yours": nothing leaks.
             await self._error(kind, f"There is no {kind} {target_id} that you may see.")
             return
         if target not in self.subscriptions and len(self.subscriptions) >= MAX_SUBSCRIPTIONS:

@@ -1,12 +1,12 @@
 """Alerts: the list the viewer may see (live), the navbar's open-alert count, acknowledging.
 
-Every read starts from `fabric.services.alerts.alerts_visible_to(user)` (STYLE §8): operators
+Every read starts from `fabric.services.alerts.alerts_visible_to(user)`: operators
 see every alert, a tenant member those that hurt one of their tenants' compositions, and an
 alert someone may not see is a 404. Acknowledging is operators' work: a tenant member who
 sees the alert gets 403.
 
 The table (`_alert_rows.html`) and the navbar badge (`_alert_nav.html`) reload themselves
-when static/js/live.js hears `fabric.alert` or `alert.acknowledged` (STYLE §7): one
+when static/js/live.js hears `fabric.alert` or `alert.acknowledged`: one
 template draws the first page and every update.
 """
 

@@ -1,6 +1,6 @@
 // The composition request form: picking a template fills the custom fields with its spec
 // and locks them; "Custom request" unlocks them. The server ignores the locked fields when
-// a template is chosen (the template's spec is used as is). Plain script (STYLE §9).
+// a template is chosen (the template's spec is used as is). Plain script.
 "use strict";
 
 (() => {

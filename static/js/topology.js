@@ -1,7 +1,7 @@
 // The fabric topology page: Cytoscape.js draws the JSON of /api/v1/topology/ (the same JSON
 // fabric/topology/render.py builds), and the side panel asks the paths and failure-domain
 // endpoints what a node reaches, how a host reaches a device, and what a failure takes with it.
-// Plain script, no framework (STYLE §9). Everything the tests and the live updates need is on
+// Plain script, no framework. Everything the tests and the live updates need is on
 // `window.composerTopology`.
 "use strict";
 
