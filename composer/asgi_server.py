@@ -26,7 +26,7 @@ from typing import Any
 def configure_daphne() -> None:
     """Set Daphne's request and websocket factories as the module docstring says."""
     try:
-        from daphne import http_protocol, ws_protocol
+        from daphne import http_protocol, ws_protocol  # type: ignore[import-untyped]
     except ImportError:  # not served by Daphne
         return
     request_class: Any = http_protocol.WebRequest

@@ -14,6 +14,7 @@ few dozen levels deep, or holding a NUL or an unpaired surrogate in any string, 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import IO, Any
 
 from django.conf import settings
@@ -44,7 +45,7 @@ class JSONParser(parsers.JSONParser):
         self,
         stream: IO[bytes],
         media_type: str | None = None,
-        parser_context: dict[str, Any] | None = None,
+        parser_context: Mapping[str, Any] | None = None,
     ) -> Any:
         parser_context = parser_context or {}
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE

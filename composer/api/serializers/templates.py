@@ -93,7 +93,8 @@ class QuotaSerializer(StrictModelSerializerMixin, serializers.HyperlinkedModelSe
         try:
             # The tenant's uniqueness (tenant, kind, model) is checked whenever there is a
             # tenant: a partial update names no tenant but the quota has one.
-            instance.full_clean(exclude=["tenant"] if instance.tenant_id is None else None)
+            has_tenant = "tenant" in attrs or self.instance is not None
+            instance.full_clean(exclude=None if has_tenant else ["tenant"])
         except DjangoValidationError as exc:
             errors = {k if k != "__all__" else "kind": v for k, v in exc.message_dict.items()}
             raise serializers.ValidationError(errors) from exc
