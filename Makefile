@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint format bench clean
+.PHONY: run test fuzz lint format bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,11 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# schemathesis against every API operation, as an operator and as a tenant member, on Daphne
+# and DATABASE_URL's server (tests/fuzz/api.py; FUZZ_MAX_EXAMPLES, FUZZ_SEED to widen it).
+fuzz: $(STAMP)
+	$(PY) -m tests.fuzz.api
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -6,9 +6,11 @@ not a dependency of the product: `pip install numpy` into the venv to run it):
     .venv/bin/python bench/bench_packing.py                     # everything, writes the docs
     .venv/bin/python bench/bench_packing.py --seeds 2 --traces default --modes fixed --no-write
 
-Data: `../shared/data/alibaba-gpu-v2023/` (read in place, never copied): the cluster is
-`openb_node_list_gpu_node.csv` (1,213 nodes, 6,212 GPUs), the pods each
-`openb_pod_list_*.csv`. Published curves: `../shared/data/fgd-atc23-results/`.
+Data (read in place, never copied), under `$COMPOSER_BENCH_DATA` (default `var/bench-data/`):
+`alibaba-gpu-v2023/`, Alibaba's public GPU cluster trace (cluster-trace-gpu-v2023 of
+alibaba/clusterdata): the cluster is `openb_node_list_gpu_node.csv` (1,213 nodes, 6,212
+GPUs), the pods each `openb_pod_list_*.csv`; `fgd-atc23-results/`, the published curves
+(`fgd_alloc_curve_summary.csv`, from the FGD authors' artifact), optional.
 
 Protocol: that of the FGD authors' simulator (hkust-adsl/kubernetes-scheduler-simulator,
 read for this; nothing of it is copied). Per seed (42..51) the trace's pods are shuffled and
@@ -133,7 +135,8 @@ except ImportError:  # run as a script: bench/ is on the path, the repository ro
     from packing_bound import Host, ceiling
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data"
+# The public data sets, read in place: COMPOSER_BENCH_DATA, else var/bench-data/.
+DATA = Path(os.environ.get("COMPOSER_BENCH_DATA") or ROOT / "var" / "bench-data")
 TRACE_DIR = DATA / "alibaba-gpu-v2023"
 RESULTS = DATA / "fgd-atc23-results" / "fgd_alloc_curve_summary.csv"
 TUNE = 1.3
@@ -1181,6 +1184,13 @@ def verdict(results: Results, ceilings: Ceilings) -> tuple[str, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not TRACE_DIR.is_dir():
+        print(
+            f"No trace in {TRACE_DIR}: put Alibaba's cluster-trace-gpu-v2023 there, or point "
+            "COMPOSER_BENCH_DATA at the folder that holds alibaba-gpu-v2023/.",
+            file=sys.stderr,
+        )
+        return 2
     traces_all = sorted(
         p.stem.removeprefix("openb_pod_list_") for p in TRACE_DIR.glob("openb_pod_list_*.csv")
     )

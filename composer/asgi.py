@@ -1,7 +1,8 @@
 """ASGI entry point: Django's HTTP handling and the websockets, under Channels' router.
 
 Websockets (`/ws/events/`) pass the origin check and the session and token logins first
-(composer.routing).
+(composer.routing). Under Daphne, its form parsing and its websocket failures are set
+first (composer.asgi_server).
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import os
 
 from django.core.asgi import get_asgi_application
+
+from composer.asgi_server import configure_daphne
+
+configure_daphne()
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "composer.settings.dev")
 # A web process: the settings give it a database connection pool (composer/settings/base.py,

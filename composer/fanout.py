@@ -14,7 +14,7 @@ that goes to many connections at once, so they take a shorter road:
   to the local members of that group — no decoding, no per-connection queue.
 
 A frame travels as `"<event id> <tenant id or ->\\n<text>"`, so a member can re-check the
-tenant (STYLE §7: every handler re-checks) and de-duplicate without parsing JSON.
+tenant (every handler re-checks) and de-duplicate without parsing JSON.
 
 Nothing is lost when Redis drops: a publish that fails leaves the event unpublished in the
 database for the outbox sweep (`composer.events`), and when the hub's subscription comes

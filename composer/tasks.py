@@ -1,4 +1,4 @@
-"""Celery entry points: thin, they load rows by id and call a service (STYLE §6).
+"""Celery entry points: thin, they load rows by id and call a service.
 
 Task arguments are ids only (JSON-serialisable, and the row is re-read in the worker), and
 every task is safe to receive twice: the runner's compare-and-set turns a duplicate into

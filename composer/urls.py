@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from composer.api.views import NotFoundView
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -14,6 +16,8 @@ urlpatterns = [
     path("api/v1/", include("composer.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api_schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    # Anything else under /api/ (ending in a slash, as under /api/v1/) is a JSON 404 too.
+    re_path(r"^api/[\s\S]*/$", NotFoundView.as_view()),
     path("fabric/", include("fabric.urls")),
     path("", include("composer.views.urls")),
 ]

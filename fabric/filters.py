@@ -15,6 +15,8 @@ import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db.models import Q, QuerySet
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from fabric.choices import (
     ComponentState,
@@ -59,8 +61,21 @@ class EnclosureField(forms.CharField):
         return enclosure
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class EnclosureFilter(django_filters.Filter):
     field_class = EnclosureField
+
+
+@extend_schema_field(OpenApiTypes.INT)
+class IdFilter(django_filters.NumberFilter):
+    """An object id: a whole number from 1 (NumberFilter alone would take `1.5`)."""
+
+    field_class = forms.IntegerField
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(*args, **kwargs)
 
 
 # Filters that reveal where a device sits in the fabric: operators only.
@@ -93,7 +108,7 @@ class DeviceFilterSet(django_filters.FilterSet):
     rack = django_filters.ModelChoiceFilter(
         queryset=Rack.objects.all(), field_name="enclosure__rack", label="Rack"
     )
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
+    manager = IdFilter(field_name="manager_id")
     q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
     ordering = django_filters.OrderingFilter(
         fields=(
@@ -163,6 +178,7 @@ class StrictBooleanField(forms.NullBooleanField):
         return None
 
 
+@extend_schema_field(OpenApiTypes.BOOL)
 class StrictBooleanFilter(django_filters.BooleanFilter):
     field_class = StrictBooleanField
 
@@ -181,7 +197,7 @@ class DiscoveredFilterSet(django_filters.FilterSet):
     """Filters every discovered thing shares: health, the fabric manager, free text on name."""
 
     health = django_filters.MultipleChoiceFilter(choices=Health.choices, distinct=False)
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
+    manager = IdFilter(field_name="manager_id")
     q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
 
     # Fields searched by `q`, besides the manager's external id (matched exactly).
@@ -315,7 +331,7 @@ class FailureDomainFilterSet(django_filters.FilterSet):
     """Failure domains by kind and fabric manager; free text on name and key."""
 
     kind = django_filters.MultipleChoiceFilter(choices=FailureDomainKind.choices, distinct=False)
-    manager = django_filters.NumberFilter(field_name="manager_id", min_value=1, max_value=MAX_ID)
+    manager = IdFilter(field_name="manager_id")
     q = django_filters.CharFilter(method="filter_text", label="Search", max_length=100)
     ordering = django_filters.OrderingFilter(
         fields=(

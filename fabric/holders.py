@@ -1,7 +1,7 @@
 """Who holds a device: the layer above the fabric knows (compositions), the fabric asks.
 
-The device page shows which composition holds a device, but fabric never imports composer
-(STYLE §1). So the composition layer registers a lookup from its AppConfig.ready(), the
+The device page shows which composition holds a device, but fabric never imports composer.
+So the composition layer registers a lookup from its AppConfig.ready(), the
 same way it adds to a blast radius (fabric.topology.impact), and the page renders the
 generic `Holder` rows it returns. A lookup must only return what `user` may see.
 """

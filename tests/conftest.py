@@ -1,6 +1,6 @@
 """Shared fixtures: the personas, an embedded or real Redis, a real Celery worker, a browser.
 
-Personas (STYLE §12): **admin** (operator), **alice** (Acme admin), **bob** (Acme read-only),
+Personas (CONTRIBUTING.md): **admin** (operator), **alice** (Acme admin), **bob** (Acme read-only),
 **carol** (Globex member). Every tenant-scoped page, endpoint and stream is tested for them.
 
 Resources the machine may lack (PostgreSQL, Chromium) make their tests skip with a reason

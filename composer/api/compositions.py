@@ -1,7 +1,8 @@
-"""Templates, quotas and compositions: the API through which tenants compose.
+"""Compositions: the API through which tenants compose, preview, decompose and heal.
 
-Every queryset starts from `for_user` (STYLE §8): outsiders get 404, read-only members 403
-on writes. Composing and decomposing call the services and answer 202 with the job.
+Every queryset starts from the caller's own compositions: outsiders get 404, read-only
+members 403 on writes. Composing and decomposing call the services and answer 202 with the
+job.
 
 A request the fabric cannot satisfy now answers **422** `placement_rejected` (chosen over
 a 202 in state `rejected`, so a client branches on the status, not on a field of a
@@ -16,10 +17,8 @@ import logging
 from typing import Any
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
-    OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
@@ -27,14 +26,21 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
-from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
 
+from composer.api.composition_examples import (
+    BAD_INPUT,
+    COMPOSITION_EXAMPLE,
+    IDEMPOTENCY,
+    OVER_QUOTA,
+    REJECTION_EXAMPLE,
+    REQUEST_EXAMPLES,
+)
 from composer.api.errors import CompositionBusy, ErrorSerializer, error_body
-from composer.api.filters import CompositionFilterSet, QuotaFilterSet
+from composer.api.filters import CompositionFilterSet
 from composer.api.serializers import (
     CompositionDetailSerializer,
     CompositionRequestSerializer,
@@ -42,8 +48,6 @@ from composer.api.serializers import (
     JobSerializer,
     PlacementRejectedSerializer,
     PlanSerializer,
-    QuotaSerializer,
-    TemplateSerializer,
     plan_public,
 )
 from composer.choices import CompositionState
@@ -53,12 +57,10 @@ from composer.models import (
     Composition,
     Job,
     Membership,
-    Quota,
     StateChange,
     Template,
     Tenant,
 )
-from composer.selectors.quotas import quota_usage
 from composer.services.compositions import (
     COMPOSITION_TARGET,
     composition_decompose,
@@ -75,291 +77,6 @@ logger = logging.getLogger(__name__)
 BUSY_STATES = {CompositionState.REQUESTED, CompositionState.PLACING, CompositionState.BINDING}
 # Fields of the request body itself; every other field a service names is inside `spec`.
 BODY_FIELDS = {"name", "tenant", "template", "host", "spec", "idempotency_key"}
-
-
-class OperatorWrites(BasePermission):
-    """Everyone signed in reads; only operators write. A member writing gets 403 on what it
-    can see, and (through the 404 of `get_object`) 404 on what it cannot."""
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        if not (request.user and request.user.is_authenticated):
-            return False
-        if request.method in SAFE_METHODS or is_operator(request.user):
-            return True
-        # A detail write: decide once the object is found (or 404s).
-        return (view.lookup_url_kwarg or view.lookup_field) in view.kwargs
-
-    def has_object_permission(self, request: Request, view: Any, obj: Any) -> bool:
-        return request.method in SAFE_METHODS or is_operator(request.user)
-
-
-class WritableViewSet(
-    mixins.CreateModelMixin, mixins.UpdateModelMixin, mixins.DestroyModelMixin, ReadOnlyViewSet
-):
-    """ReadOnlyViewSet (total order) plus create, update and delete."""
-
-
-# --- templates ----------------------------------------------------------------------------
-
-TEMPLATE_EXAMPLE = {
-    "id": 2,
-    "url": "https://composer.example/api/v1/templates/inference-2gpu-bigmem/",
-    "name": "inference-2gpu-bigmem",
-    "slug": "inference-2gpu-bigmem",
-    "description": "2 GPUs and 1 TiB of CXL memory within 800 ns.",
-    "spec": {
-        "items": [{"kind": "gpu", "model": None, "count": 2, "minima": {}}],
-        "memory_gib": 1024,
-        "storage_tb": 0,
-        "cores": 16,
-        "host_memory_gib": 0,
-        "host": None,
-        "max_latency_ns": 800,
-        "policy": "none",
-        "same_switch": False,
-        "critical": False,
-        "self_heal": False,
-    },
-    "is_active": True,
-    "updated_at": "2025-01-01T12:00:00Z",
-}
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List templates",
-        description="Named request shapes. Tenant members see the active ones; operators all.",
-        examples=[OpenApiExample("Templates", value=[TEMPLATE_EXAMPLE], response_only=True)],
-    ),
-    retrieve=extend_schema(summary="One template", description="By slug."),
-    create=extend_schema(
-        summary="Create a template (operators)",
-        description="The spec is checked and stored normalised; a bad spec answers 400 "
-        "(field `spec`, the message names the part). Tenant members get 403.",
-        examples=[
-            OpenApiExample(
-                "Inference",
-                request_only=True,
-                value={k: TEMPLATE_EXAMPLE[k] for k in ("name", "slug", "description")}
-                | {"spec": {"items": [{"kind": "gpu", "count": 2}], "memory_gib": 1024}},
-            )
-        ],
-    ),
-    update=extend_schema(summary="Replace a template (operators)"),
-    partial_update=extend_schema(summary="Change a template (operators)"),
-    destroy=extend_schema(
-        summary="Delete a template (operators)",
-        description="Compositions made from it keep their spec and lose the link.",
-    ),
-)
-class TemplateViewSet(WritableViewSet):
-    """Templates by slug; writes for operators only."""
-
-    serializer_class = TemplateSerializer
-    permission_classes = [OperatorWrites]
-    lookup_field = "slug"
-    lookup_value_regex = "[^/]+"
-
-    def get_queryset(self) -> QuerySet[Template]:
-        queryset = Template.objects.order_by("name", "pk")
-        if not is_operator(self.request.user):
-            queryset = queryset.filter(is_active=True)
-        return queryset
-
-
-# --- quotas -------------------------------------------------------------------------------
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List quotas with current usage",
-        description="Members see their tenants' quotas; operators every tenant's. `usage` is "
-        "what the tenant's active compositions hold now. A null limit means no limit.",
-        examples=[
-            OpenApiExample(
-                "Acme's GPUs",
-                response_only=True,
-                value=[
-                    {
-                        "id": 1,
-                        "url": "https://composer.example/api/v1/quotas/1/",
-                        "tenant": "acme",
-                        "kind": "gpu",
-                        "model": "",
-                        "label": "GPU",
-                        "max_count": 16,
-                        "max_memory_gib": None,
-                        "max_storage_tb": None,
-                        "usage": {"count": 2, "memory_gib": 0, "storage_tb": 0.0},
-                    }
-                ],
-            )
-        ],
-    ),
-    retrieve=extend_schema(summary="One quota with its usage"),
-    create=extend_schema(
-        summary="Create a quota (operators)",
-        description="One per tenant, kind and model. `max_memory_gib` only for kind "
-        "`cxl_memory`, `max_storage_tb` only for `nvme`. Members get 403.",
-        examples=[
-            OpenApiExample(
-                "GPU quota",
-                request_only=True,
-                value={"tenant": "acme", "kind": "gpu", "model": "", "max_count": 16},
-            )
-        ],
-    ),
-    update=extend_schema(summary="Replace a quota (operators)"),
-    partial_update=extend_schema(summary="Change a quota (operators)"),
-    destroy=extend_schema(summary="Delete a quota (operators)"),
-)
-class QuotaViewSet(WritableViewSet):
-    """Quotas, scoped by `Quota.objects.for_user`; writes for operators only."""
-
-    serializer_class = QuotaSerializer
-    permission_classes = [OperatorWrites]
-    filterset_class = QuotaFilterSet
-
-    def get_queryset(self) -> QuerySet[Quota]:
-        return (
-            Quota.objects.for_user(self.request.user)
-            .select_related("tenant")
-            .order_by("tenant__name", "kind", "model", "pk")
-        )
-
-    def get_serializer(self, *args: Any, **kwargs: Any) -> BaseSerializer[Any]:
-        instance = args[0] if args else None
-        if instance is not None:
-            quotas = instance if kwargs.get("many") else [instance]
-            context = self.get_serializer_context()
-            context["usage"] = quota_usage(quotas)
-            kwargs["context"] = context
-        return super().get_serializer(*args, **kwargs)
-
-
-# --- compositions -------------------------------------------------------------------------
-
-COMPOSITION_EXAMPLE = {
-    "id": 7,
-    "url": "https://composer.example/api/v1/compositions/7/",
-    "name": "llm-serving",
-    "state": "placing",
-    "tenant": {"id": 1, "slug": "acme", "name": "Acme"},
-    "template": "inference-2gpu-bigmem",
-    "host": {"id": 3, "name": "host-a-03"},
-    "requested_by": "alice",
-    "score": 0.82,
-    "failure_reason": "",
-    "job": "https://composer.example/api/v1/jobs/41/",
-    "created_at": "2025-01-01T12:00:00Z",
-    "ready_at": None,
-    "released_at": None,
-    "spec": TEMPLATE_EXAMPLE["spec"],
-    "placement": {
-        "ok": True,
-        "host_name": "host-a-03",
-        "score": 0.82,
-        "explanation": [
-            "2 of 2 devices sit behind the host's own switch; mean path latency 420 ns."
-        ],
-        "devices": [
-            {
-                "name": "gpu-a-01-1",
-                "kind": "gpu",
-                "latency_ns": 420,
-                "bottleneck_gbps": 64.0,
-                "gib": None,
-            }
-        ],
-        "memory": [
-            {
-                "name": "mem-a-01-1",
-                "kind": "cxl_memory",
-                "latency_ns": 610,
-                "bottleneck_gbps": 64.0,
-                "gib": 1024,
-            }
-        ],
-        "funnel": [["kind", 64, 64], ["latency", 64, 40]],
-    },
-    "allocations": [
-        {
-            "id": 12,
-            "device": {
-                "id": 5,
-                "name": "gpu-a-01-1",
-                "kind": "gpu",
-                "model": "H100 PCIe 80GB",
-                "memory_gib": 80,
-                "capacity_gb": None,
-            },
-            "gib": None,
-            "state": "reserved",
-            "created_at": "2025-01-01T12:00:00Z",
-            "bound_at": None,
-            "released_at": None,
-        }
-    ],
-    "history": [
-        {
-            "from_state": "",
-            "to_state": "requested",
-            "reason": "Requested from template inference-2gpu-bigmem",
-            "actor": "alice",
-            "source": "",
-            "at": "2025-01-01T12:00:00Z",
-        }
-    ],
-}
-REQUEST_EXAMPLES = [
-    OpenApiExample(
-        "From a template",
-        request_only=True,
-        value={"name": "llm-serving", "template": "inference-2gpu-bigmem"},
-    ),
-    OpenApiExample(
-        "Custom",
-        request_only=True,
-        value={
-            "name": "train-1",
-            "tenant": "acme",
-            "spec": {
-                "items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 4}],
-                "memory_gib": 512,
-                "cores": 32,
-                "policy": "switch",
-            },
-            "host": "host-a-03",
-        },
-    ),
-]
-REJECTION_EXAMPLE = {
-    "ok": False,
-    "code": "no_capacity",
-    "message": "No host can reach 8 free GPUs behind one switch.",
-    "nearest": "6 of 8 GPUs fit behind one switch; relax 'same switch' or wait.",
-    "funnel": [["kind/model/count", 64, 12], ["same switch", 12, 0]],
-}
-BAD_INPUT = OpenApiResponse(
-    ErrorSerializer,
-    description="Bad input, nothing written. `invalid` (body shape, unknown template or "
-    "tenant) or `invalid_spec` (the spec: negative or absurd counts, unknown models, a "
-    "number that is not one, a host that does not exist, more than the fabric has); "
-    "`field` names it, e.g. `spec.items[0].count`, `spec.memory_gib`, `host`.",
-)
-OVER_QUOTA = OpenApiResponse(
-    ErrorSerializer,
-    description="`quota_exceeded`: over a quota of the tenant; the message names the quota "
-    "and the excess. `name_taken` (field `name`): another live composition of the tenant has "
-    "the name. Nothing written.",
-)
-IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key",
-    OpenApiTypes.STR,
-    OpenApiParameter.HEADER,
-    description="Up to 200 characters, unique per tenant. A retried POST with the same key "
-    "returns the first result (the same composition and status) and composes nothing new.",
-)
 
 
 def _latest_job() -> Subquery:
@@ -394,7 +111,7 @@ def _field(name: str | None) -> str | None:
     ),
 )
 class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
-    """Compositions, scoped by `Composition.objects.for_user` (the one path, STYLE §8)."""
+    """Compositions: each caller sees its own tenants' (operators every tenant's)."""
 
     filterset_class = CompositionFilterSet
 

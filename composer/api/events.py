@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django import forms
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
@@ -29,25 +28,19 @@ from rest_framework.views import APIView
 from composer.choices import EventType
 from composer.events import Scope, event_message, events_for_scope, scope_for
 from composer.models import Event
-from fabric.forms import MAX_ID
+from fabric.filters import IdFilter
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 500
 
 
 @extend_schema_field(OpenApiTypes.INT)
-class IdFilter(django_filters.NumberFilter):
-    """An object id: a whole number from 1 (NumberFilter alone would take `1.5`)."""
-
-    field_class = forms.IntegerField
-
-
 class EventFilterSet(django_filters.FilterSet):
     """Events by type (several allowed), composition and job."""
 
     type = django_filters.MultipleChoiceFilter(choices=EventType.choices, distinct=False)
-    composition = IdFilter(field_name="composition_id", min_value=1, max_value=MAX_ID)
-    job = IdFilter(field_name="job_id", min_value=1, max_value=MAX_ID)
+    composition = IdFilter(field_name="composition_id")
+    job = IdFilter(field_name="job_id")
 
     class Meta:
         model = Event
@@ -55,8 +48,9 @@ class EventFilterSet(django_filters.FilterSet):
 
 
 class EventMessageSerializer(serializers.Serializer):
-    """One event, exactly as the websocket sends it (for the schema; rows are built by
-    `composer.events.event_message`)."""
+    """One event, exactly as the websocket `/ws/events/` sends it."""
+
+    # For the schema only: the rows are built by composer.events.event_message.
 
     type = serializers.CharField(help_text='Always "event".')
     id = serializers.IntegerField(help_text="The event's id: the cursor for `since`.")
@@ -65,9 +59,10 @@ class EventMessageSerializer(serializers.Serializer):
     composition_id = serializers.IntegerField(allow_null=True)
     job_id = serializers.IntegerField(allow_null=True)
     payload = serializers.DictField(
-        help_text="Ids and states; its shape depends on `event_type` (docs/events.md). For "
-        "a tenant member, other tenants' compositions and the list of affected tenants are "
-        "removed."
+        help_text="Ids and states; its shape depends on `event_type` (one object per type: "
+        "`composition.state` has from, to and reason; `job.progress` status and percent; "
+        "`fabric.alert` the alert and its blast radius). For a tenant member, other tenants' "
+        "compositions and the list of affected tenants are removed."
     )
 
 
@@ -79,7 +74,9 @@ class EventCursorPagination(BasePagination):
     ) -> list[Any]:
         self.request = request
         self.since = _int_param(request, "since", minimum=0, default=0)
-        self.limit = min(_int_param(request, "limit", minimum=1, default=DEFAULT_LIMIT), MAX_LIMIT)
+        self.limit = _int_param(
+            request, "limit", minimum=1, maximum=MAX_LIMIT, default=DEFAULT_LIMIT
+        )
         rows = list(queryset.filter(pk__gt=self.since).order_by("id")[: self.limit + 1])
         self.has_more = len(rows) > self.limit
         rows = rows[: self.limit]
@@ -133,16 +130,22 @@ class EventCursorPagination(BasePagination):
         ]
 
 
-def _int_param(request: Request, name: str, *, minimum: int, default: int) -> int:
-    """A whole-number query parameter, or a 400 naming it."""
+def _int_param(
+    request: Request, name: str, *, minimum: int, default: int, maximum: int | None = None
+) -> int:
+    """A whole-number query parameter within its bounds, or a 400 naming it."""
     raw = request.query_params.get(name, "").strip()
     if not raw:
         return default
     # Length first: int() of thousands of digits is itself an error in Python 3.11+.
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) < minimum:
-        raise ValidationError(
-            {name: [f"Expected a whole number from {minimum}; got {raw[:40]!r}."]}
-        )
+    if (
+        not (raw.isascii() and raw.isdigit())
+        or len(raw) > 19
+        or int(raw) < minimum
+        or (maximum is not None and int(raw) > maximum)
+    ):
+        bounds = f"from {minimum}" + (f" to {maximum}" if maximum is not None else "")
+        raise ValidationError({name: [f"Expected a whole number {bounds}; got {raw[:40]!r}."]})
     return int(raw)
 
 
@@ -155,7 +158,7 @@ def _int_param(request: Request, name: str, *, minimum: int, default: int) -> in
         "every event; tenant members their tenants' events, with other tenants' parts "
         "removed from the payload. Events can appear up to a few seconds late with an id "
         "below one you already have (transactions commit out of order): to miss none, "
-        "re-read from an id some seconds old and de-duplicate by id (docs/events.md). "
+        "re-read from an id some seconds old and de-duplicate by id. "
         "A `since` or `limit` that is not a whole number answers 400 naming it."
     ),
     examples=[

@@ -1,9 +1,9 @@
 """Pagination for every list endpoint: page numbers, a client-chosen size with a ceiling.
 
-Bad paging input is an error that names the parameter, not a silent fallback: `?page=abc`
-and `?page_size=0` answer 400 (`invalid`, field `page` / `page_size`), a page past the end
-answers 404 (`not_found`, field `page`) saying how many pages there are. A `page_size`
-above the ceiling is lowered to it, as a client asking for "everything" expects.
+Bad paging input is an error that names the parameter, not a silent fallback: `?page=abc`,
+`?page_size=0` and a `page_size` above the ceiling (500, the schema's maximum) answer 400
+(`invalid`, field `page` / `page_size`), a page past the end answers 404 (`not_found`,
+field `page`) saying how many pages there are. An empty value is the default.
 
 Pages are cut on the base table before the joins (`fabric.paging.IdsFirst`): one COUNT,
 then one SELECT that joins only the page's rows.
@@ -67,8 +67,23 @@ class Pagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param, "").strip()
         if not raw:
             return self.page_size
-        size = _positive_int(raw, self.page_size_query_param, f"from 1 to {MAX_PAGE_SIZE}")
-        return min(size, self.max_page_size)
+        expected = f"from 1 to {MAX_PAGE_SIZE}"
+        size = _positive_int(raw, self.page_size_query_param, expected)
+        if size > MAX_PAGE_SIZE:
+            raise ValidationError(
+                {self.page_size_query_param: [f"Expected {expected}; got {size}."]}
+            )
+        return size
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """DRF's page shape, with examples of a single page (the schema's list examples are
+        wrapped in it)."""
+        paginated: dict[str, Any] = super().get_paginated_response_schema(schema)
+        properties = paginated["properties"]
+        properties["count"]["example"] = 1
+        properties["next"]["example"] = None
+        properties["previous"]["example"] = None
+        return paginated
 
     def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
@@ -83,7 +98,8 @@ class Pagination(PageNumberPagination):
 
 def _positive_int(raw: str, field: str, expected: str) -> int:
     """Parse a strictly positive integer or raise a 400 naming `field`."""
-    # isascii: str.isdigit() also accepts digits such as '²' that int() rejects.
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+    # isascii: str.isdigit() also accepts digits such as '²' that int() rejects; the length
+    # first, since int() of thousands of digits is itself an error.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 19 or int(raw) < 1:
         raise ValidationError({field: [f"Expected {expected}; got {raw[:40]!r}."]})
     return int(raw)

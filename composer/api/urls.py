@@ -1,7 +1,7 @@
 """The REST API at /api/v1/ (namespace `api`): both apps' routers, auth, and a JSON 404.
 
-One router per app (STYLE §10): fabric's resources come from `fabric.api.urls`, composer's
-from the router below. URL names follow STYLE §11 (`api:device_detail`).
+One router per app: fabric's resources come from `fabric.api.urls`, composer's
+from the router below. URL names are `<entity>_<view>` (`api:device_detail`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.urls import include, path, re_path
 from rest_framework.routers import APIRootView
 
-from composer.api import compositions, events, simulator, views
+from composer.api import compositions, events, quotas, simulator, templates, views
 from fabric.api.routers import Router
 from fabric.api.urls import router as fabric_router
 
@@ -17,8 +17,8 @@ app_name = "api"
 
 router = Router()
 router.register("jobs", views.JobViewSet, basename="job")
-router.register("templates", compositions.TemplateViewSet, basename="template")
-router.register("quotas", compositions.QuotaViewSet, basename="quota")
+router.register("templates", templates.TemplateViewSet, basename="template")
+router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
 
 
@@ -44,7 +44,7 @@ urlpatterns = [
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
-    # Last: any other path ending in a slash is a JSON 404. Paths without the slash still get
-    # CommonMiddleware's APPEND_SLASH redirect first.
-    re_path(r"^.*/$", views.NotFoundView.as_view()),
+    # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.
+    # Paths without the slash still get CommonMiddleware's APPEND_SLASH redirect first.
+    re_path(r"^[\s\S]*/$", views.NotFoundView.as_view()),
 ]

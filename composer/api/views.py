@@ -1,7 +1,7 @@
 """Composer's endpoints: jobs, the token exchange, inventory sync, and the API's edges.
 
 The sync action lives here rather than in fabric.api because it creates a composer `Job`,
-and fabric never imports composer (STYLE §1).
+and fabric never imports composer.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ logger = logging.getLogger(__name__)
     ),
 )
 class JobViewSet(ReadOnlyViewSet):
-    """Jobs, scoped by `Job.objects.for_user` (the one path, STYLE §8)."""
+    """Jobs the caller may see: operators every job, members their tenants'."""
+
+    # The queryset starts from Job.objects.for_user, the one path to the rows.
 
     filterset_class = JobFilterSet
 
@@ -211,4 +213,5 @@ class NotFoundView(APIView):
         raise NotFound("No such endpoint; see /api/docs/ for the API.")
 
     # Every method, known or not, gets the same answer (not 405: there is nothing here).
-    get = post = put = patch = delete = head = options = http_method_not_allowed = not_found
+    get = post = put = patch = delete = head = options = trace = not_found
+    http_method_not_allowed = not_found

@@ -13,7 +13,7 @@ for everything after the last id it saw and loses nothing (docs/events.md).
   `EventAudience` row, and then only its own part of the payload (`payload_for`, in
   `payloads` with the groups and the payload and message shapes).
 - Groups: `operators`, `tenant-<id>`, `composition-<id>`, `job-<id>`; `publish()` is the
-  one way to send to one (STYLE §7).
+  one way to send to one.
 - `events_visible(user)` is the one read path (`scope`): the API and the websocket
   replay use it (or `events_for_scope` with a scope they hold).
 """

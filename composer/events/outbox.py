@@ -165,7 +165,7 @@ def _sweep_batch(cutoff: datetime, limit: int) -> tuple[int, bool]:
 
 
 def publish(group: str, message: Mapping[str, Any]) -> None:
-    """Send `message` to every connection in `group` (STYLE §7: the one way to send).
+    """Send `message` to every connection in `group` (the one way to send).
 
     Synchronous: called after commit by web processes and Celery workers. Raises when the
     channel layer cannot be reached; `event_publish` turns that into a later retry.

@@ -1,6 +1,6 @@
 """The wire format of live events: groups, payloads, messages, and what a tenant is sent.
 
-Payloads carry ids, names and states, never HTML or secrets (STYLE §7); each `TypedDict`
+Payloads carry ids, names and states, never HTML or secrets; each `TypedDict`
 here is the contract of one event type (docs/events.md). `payload_for` is the one rule
 that cuts a payload down to what a tenant may see.
 """

@@ -2,7 +2,7 @@
 
 The form checks and draws the filters; the API's `AlertFilterSet` applies them
 (`AlertFilterForm.filter_query`), so a filter means the same on the page and in
-/api/v1/alerts/ (STYLE §10).
+/api/v1/alerts/.
 """
 
 from __future__ import annotations

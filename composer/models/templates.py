@@ -13,6 +13,7 @@ from composer.querysets import TenantScopedQuerySet
 from composer.specs import spec_normalise
 from fabric.choices import DeviceKind
 from fabric.models.base import TimeStampedModel
+from fabric.validators import check_text_fields
 
 
 class Template(TimeStampedModel):
@@ -37,8 +38,10 @@ class Template(TimeStampedModel):
         return self.name
 
     def clean(self) -> None:
-        """The spec must be a valid request shape; it is stored normalised."""
+        """The name and description must be printable text (`fabric.validators`); the spec
+        a valid request shape, stored normalised."""
         super().clean()
+        check_text_fields(names={"name": self.name}, free_text={"description": self.description})
         try:
             self.spec = spec_normalise(self.spec)
         except SpecError as exc:
@@ -87,6 +90,7 @@ class Quota(TimeStampedModel):
 
     def clean(self) -> None:
         super().clean()
+        check_text_fields(names={"model": self.model})
         errors: dict[str, Any] = {}
         if self.max_memory_gib is not None and self.kind != DeviceKind.CXL_MEMORY:
             errors["max_memory_gib"] = "Only a CXL memory quota has a GiB limit."

@@ -7,6 +7,7 @@ from django.db import models
 
 from composer.choices import Role
 from fabric.models.base import TimeStampedModel
+from fabric.validators import check_text_fields
 
 
 class Tenant(TimeStampedModel):
@@ -21,6 +22,10 @@ class Tenant(TimeStampedModel):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        check_text_fields(names={"name": self.name})
 
 
 class Membership(TimeStampedModel):

@@ -2,7 +2,7 @@
 
 `composer.placement.load.build_snapshot()` reads the inventory once (the only database
 access); `engine.place(request, snapshot)` returns a `Placement` or a `Rejection`. Nothing
-here but load.py imports Django (STYLE §5). See docs/placement.md.
+here but load.py imports Django. See docs/placement.md.
 """
 
 from __future__ import annotations

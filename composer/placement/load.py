@@ -1,6 +1,6 @@
 """build_snapshot(): the free inventory, read from the console tables into a Snapshot.
 
-The only database access of `composer.placement` (STYLE §5): `fabric.topology.load_graph()`
+The only database access of `composer.placement`: `fabric.topology.load_graph()`
 (five queries, lean: no racks, no names) plus one query for the usable devices' JSON
 attributes, whatever the size.
 Reachability (best latency and bottleneck from every host to every enclosure) is computed

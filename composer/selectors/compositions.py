@@ -1,4 +1,4 @@
-"""Which compositions hold which devices, as far as the viewer may know (STYLE §8).
+"""Which compositions hold which devices, as far as the viewer may know.
 
 Operators see every holder; a tenant member sees a holder only when it is a composition of
 one of their tenants. Another tenant's composition is never named.

@@ -75,6 +75,30 @@ def _resolve_host(value: Any) -> Host | None:
     return matches[0]
 
 
+# Numbers every device has, whatever its manager reports (placement's `DeviceInfo`).
+DEVICE_NUMBERS = ("memory_gib", "capacity_gb")
+
+
+def _check_minima(item: Mapping[str, Any], index: int, label: str) -> None:
+    """SpecError naming the first minimum on a number no device of the kind has: placement
+    would count every device out and the request would be rejected, not told why."""
+    unknown = [name for name in item["minima"] if name not in DEVICE_NUMBERS]
+    if not unknown:
+        return
+    numbers: set[str] = set(DEVICE_NUMBERS)
+    present = Device.objects.exclude(state=DeviceState.ABSENT).filter(kind=item["kind"])
+    for attributes in present.values_list("attributes", flat=True).iterator():
+        # The numbers placement compares (composer.placement.load): ints and floats.
+        numbers.update(k for k, v in (attributes or {}).items() if isinstance(v, int | float))
+    for name in unknown:
+        if name not in numbers:
+            raise SpecError(
+                f"{label}s have no number {name!r} to set a minimum on; they have: "
+                f"{', '.join(sorted(numbers))}.",
+                field=f"items[{index}].minima.{name}",
+            )
+
+
 def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
     """SpecError for what the fabric can never satisfy: unknown models, more devices, GiB,
     TB or cores than exist at all, a host that does not exist. Returns the asked-for host."""
@@ -95,6 +119,7 @@ def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
                 f"Unknown {label} model {model!r}; the fabric has: {known}.",
                 field=f"items[{index}].model",
             )
+        _check_minima(item, index, label)
         have = of_kind.get(model, 0) if model is not None else sum(of_kind.values())
         if item["count"] > have:
             what = f"{label}s ({model})" if model else f"{label}s"

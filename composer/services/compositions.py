@@ -42,6 +42,7 @@ from composer.services.jobs import _enqueue
 from composer.specs import spec_normalise, spec_to_request
 from composer.states import composition_transition
 from fabric.models import Host
+from fabric.validators import text_problem
 
 logger = logging.getLogger(__name__)
 
@@ -269,6 +270,9 @@ def _create(
     key: str,
     remote_addr: str | None,
 ) -> Composition:
+    problem = text_problem(name)
+    if problem is not None:
+        raise SpecError(problem, field="name")
     composition = Composition(
         tenant=tenant,
         name=name,

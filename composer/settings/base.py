@@ -49,6 +49,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # An API method an endpoint does not have: 405 before authentication (composer.api).
+    "composer.api.middleware.ApiMethodsFirst",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -215,7 +217,14 @@ COMPOSER_HEALTH_POLL_INTERVAL_S = env_int("COMPOSER_HEALTH_POLL_INTERVAL_S", 30)
 COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S", 60)
 COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
 
+# The largest request body read: a bigger form is refused (400) and a bigger API body
+# answers 413 before it is read (composer.api.parsers).
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("COMPOSER_MAX_BODY_BYTES", 1024 * 1024)
+
 REST_FRAMEWORK = {
+    # JSON bodies only, bounded (composer.api.parsers); forms and multipart answer 415.
+    "DEFAULT_PARSER_CLASSES": ["composer.api.parsers.JSONParser"],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
         # DRF's token auth with malformed keys refused before the database (composer.api).
@@ -225,7 +234,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "composer.api.pagination.Pagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "composer.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "composer.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -246,6 +255,7 @@ SPECTACULAR_SETTINGS = {
         "EnclosureKindEnum": "fabric.choices.EnclosureKind",
         "ComponentStateEnum": "fabric.choices.ComponentState",
         "LinkStateEnum": "fabric.choices.LinkState",
+        "AlertStateEnum": "fabric.choices.AlertState",
         "HealthEnum": "fabric.choices.Health",
         "JobKindEnum": "composer.choices.JobKind",
         "JobStatusEnum": "composer.choices.JobStatus",

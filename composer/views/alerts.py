@@ -1,12 +1,12 @@
 """Alerts: the list the viewer may see (live), the navbar's open-alert count, acknowledging.
 
-Every read starts from `fabric.services.alerts.alerts_visible_to(user)` (STYLE §8): operators
+Every read starts from `fabric.services.alerts.alerts_visible_to(user)`: operators
 see every alert, a tenant member those that hurt one of their tenants' compositions, and an
 alert someone may not see is a 404. Acknowledging is operators' work: a tenant member who
 sees the alert gets 403.
 
 The table (`_alert_rows.html`) and the navbar badge (`_alert_nav.html`) reload themselves
-when static/js/live.js hears `fabric.alert` or `alert.acknowledged` (STYLE §7): one
+when static/js/live.js hears `fabric.alert` or `alert.acknowledged`: one
 template draws the first page and every update.
 """
 
@@ -30,7 +30,7 @@ from django.views.decorators.http import require_GET, require_POST
 from composer.events import blast_radius_for
 from composer.forms.alerts import AlertFilterForm
 from composer.models import Membership, Tenant
-from fabric.api.health import AlertFilterSet
+from fabric.api.alerts import AlertFilterSet
 from fabric.models import Alert
 from fabric.permissions import is_operator
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to

@@ -1,7 +1,7 @@
 """Composition pages: the list, the request form with its preview, one composition's page
 (polled while it changes) and its decompose action.
 
-Reads start from `Composition.objects.for_user` (STYLE §8): another tenant's composition is
+Reads start from `Composition.objects.for_user`: another tenant's composition is
 a 404; a read-only member gets 403 on every write (the request form, preview, decompose).
 Forms post with htmx and get back the form with its errors, or an `HX-Redirect`.
 """

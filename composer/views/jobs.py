@@ -1,6 +1,6 @@
 """Jobs: the list, one job's page, and the progress partial that page polls while it runs.
 
-Every read starts from `Job.objects.for_user` (STYLE §8): jobs without a tenant (inventory
+Every read starts from `Job.objects.for_user`: jobs without a tenant (inventory
 sync) are for operators only; a job someone may not see is a 404, never a 403.
 """
 

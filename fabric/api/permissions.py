@@ -1,7 +1,7 @@
 """Who may call the fabric endpoints.
 
 Fabric internals (hosts, switches, links, managers, racks, ...) are for operators only. A
-tenant member asking for them gets 404, not 403 (STYLE §8): a 403 would confirm that the
+tenant member asking for them gets 404, not 403: a 403 would confirm that the
 thing exists. Anonymous callers get 401, so a client knows to send a token.
 """
 

@@ -1,6 +1,6 @@
 """The API router: DRF's SimpleRouter with URL names in the house style.
 
-DRF names routes `device-list` / `device-detail`; STYLE §11 names URLs `<entity>_<view>`,
+DRF names routes `device-list` / `device-detail`; the project names URLs `<entity>_<view>`,
 so this router names them `device_list` / `device_detail` (reversed as `api:device_detail`,
 since composer.api.urls mounts every app's router in the `api` namespace).
 """

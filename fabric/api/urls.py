@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from fabric.api import health, topology, views
+from fabric.api import alerts, topology, views
 from fabric.api.routers import Router
 
 router = Router()
@@ -21,7 +21,7 @@ router.register("fabric-managers", views.FabricManagerViewSet, basename="fabric_
 router.register("racks", views.RackViewSet, basename="rack")
 router.register("power-feeds", views.PowerFeedViewSet, basename="power_feed")
 router.register("failure-domains", topology.FailureDomainViewSet, basename="failure_domain")
-router.register("alerts", health.AlertViewSet, basename="alert")
+router.register("alerts", alerts.AlertViewSet, basename="alert")
 
 urlpatterns = [
     path("topology/", topology.TopologyView.as_view(), name="topology"),

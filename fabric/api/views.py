@@ -5,7 +5,7 @@ costs the same number of queries whether it holds 2 rows or 500; each has a quer
 Every queryset has a total order ending in the primary key, so pagination is stable.
 
 Pools and devices are for every signed-in user, in two shapes (see serializers). Everything
-else is operator-only: tenant members get 404, as if it did not exist (STYLE §8).
+else is operator-only: tenant members get 404, as if it did not exist.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 from rest_framework import viewsets
+from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import BaseSerializer
 
 from fabric import filters
 from fabric.api import serializers
-from fabric.api.health import DeviceHealthActions, MaintenanceActions
+from fabric.api.health import DeviceHealthActions
+from fabric.api.maintenance import MaintenanceActions
 from fabric.api.permissions import IsOperatorOr404
 from fabric.models import (
     Device,
@@ -82,32 +84,30 @@ class OperatorViewSet(ReadOnlyViewSet):
             "`/api/v1/pools/h100/`, the same key as the devices filter `?pool=h100`. "
             + TENANT_POOL_NOTE
         ),
-        responses=serializers.OperatorPoolSerializer,
+        responses=serializers.for_caller(
+            "PoolForCaller",
+            serializers.OperatorPoolSerializer,
+            serializers.PoolSerializer,
+            many=True,
+        ),
         examples=[
             OpenApiExample(
                 "A GPU pool",
                 response_only=True,
                 value={
-                    "count": 1,
-                    "next": None,
-                    "previous": None,
-                    "results": [
-                        {
-                            "id": 1,
-                            "url": "https://composer.example/api/v1/pools/h100/",
-                            "slug": "h100",
-                            "name": "H100 GPUs",
-                            "kind": "gpu",
-                            "model": "H100 SXM",
-                            "description": "",
-                            "unit": "devices",
-                            "capacity": 64,
-                            "allocated": 40,
-                            "free": 22,
-                            "unavailable": 2,
-                            "rack": None,
-                        }
-                    ],
+                    "id": 1,
+                    "url": "https://composer.example/api/v1/pools/h100/",
+                    "slug": "h100",
+                    "name": "H100 GPUs",
+                    "kind": "gpu",
+                    "model": "H100 SXM",
+                    "description": "",
+                    "unit": "devices",
+                    "capacity": 64,
+                    "allocated": 40,
+                    "free": 22,
+                    "unavailable": 2,
+                    "rack": None,
                 },
             )
         ],
@@ -115,7 +115,9 @@ class OperatorViewSet(ReadOnlyViewSet):
     retrieve=extend_schema(
         summary="One pool with its availability",
         description="Addressed by slug. " + TENANT_POOL_NOTE,
-        responses=serializers.OperatorPoolSerializer,
+        responses=serializers.for_caller(
+            "PoolForCaller", serializers.OperatorPoolSerializer, serializers.PoolSerializer
+        ),
     ),
 )
 class PoolViewSet(ReadOnlyViewSet):
@@ -164,10 +166,19 @@ def _attach_availability(pools: list[Pool]) -> None:
             "`pool`, `enclosure`, `memory`, each optionally prefixed with `-`; ties are broken "
             "by id. " + TENANT_DEVICE_NOTE
         ),
-        responses=serializers.DeviceSerializer,
+        responses=serializers.for_caller(
+            "DeviceForCaller",
+            serializers.DeviceSerializer,
+            serializers.TenantDeviceSerializer,
+            many=True,
+        ),
     ),
     retrieve=extend_schema(
-        summary="One device", description=TENANT_DEVICE_NOTE, responses=serializers.DeviceSerializer
+        summary="One device",
+        description=TENANT_DEVICE_NOTE,
+        responses=serializers.for_caller(
+            "DeviceForCaller", serializers.DeviceSerializer, serializers.TenantDeviceSerializer
+        ),
     ),
 )
 class DeviceViewSet(DeviceHealthActions, MaintenanceActions, ReadOnlyViewSet):
@@ -189,6 +200,15 @@ class DeviceViewSet(DeviceHealthActions, MaintenanceActions, ReadOnlyViewSet):
         if is_operator(self.request.user) or getattr(self, "swagger_fake_view", False):
             return serializers.DeviceSerializer
         return serializers.TenantDeviceSerializer
+
+    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        """A member's FilterSet has no operators' filters (the page does not offer them); in
+        the API, asking for one is a 400 naming it rather than a list silently unfiltered."""
+        if not is_operator(self.request.user):
+            for name in filters.OPERATOR_ONLY_FILTERS:
+                if self.request.query_params.get(name, "").strip():
+                    raise ValidationError({name: [f"Filtering by {name} is for operators."]})
+        return super().filter_queryset(queryset)
 
 
 @extend_schema_view(

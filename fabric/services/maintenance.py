@@ -29,6 +29,7 @@ from fabric.holders import Holder, device_holders
 from fabric.models import Device, Enclosure, Switch
 from fabric.services.history import change_record, target_type_of
 from fabric.topology.report import impact_report
+from fabric.validators import check_text_fields
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ def maintenance_set(
     reason = (reason or "").strip()
     if len(reason) > REASON_MAX:
         raise ValidationError({"reason": f"At most {REASON_MAX} characters; got {len(reason)}."})
+    check_text_fields(free_text={"reason": reason})
     model = type(target)
     with transaction.atomic():
         # Lock the row: a sync or a claim may be changing its state right now.

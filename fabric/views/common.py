@@ -28,7 +28,7 @@ HISTORY_PAGE_SIZE = 20
 
 
 def operator_required(view: ViewFunc) -> ViewFunc:
-    """Login required; then anyone who is not an operator gets 404 (STYLE §8: outsiders
+    """Login required; then anyone who is not an operator gets 404 (outsiders
     learn nothing, not even that the page exists)."""
 
     @wraps(view)

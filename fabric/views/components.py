@@ -1,5 +1,5 @@
 """Operator pages of hosts, enclosures and switches: lists, and each one with its ports, links,
-devices and change history. Tenant members get 404 (STYLE §8)."""
+devices and change history. Tenant members get 404."""
 
 from __future__ import annotations
 

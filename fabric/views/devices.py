@@ -238,7 +238,7 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
     device = get_object_or_404(queryset, pk=pk)
     context: dict[str, Any] = {
         "device": device,
-        # Operators see every holder; a member only their own tenants' (STYLE §8).
+        # Operators see every holder; a member only their own tenants'.
         "holders": device_holders(device=device, user=request.user),
         "is_memory": device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY),
         "is_storage": device.kind == DeviceKind.NVME,

@@ -1,6 +1,6 @@
 // Alert toasts: an alert that opens (or closes) while a page is open pops up in the corner of
 // every page, with its severity, source, message and blast radius, linking to the alert list.
-// Plain script, no framework (STYLE §9). Loaded by templates/base.html for signed-in users,
+// Plain script, no framework. Loaded by templates/base.html for signed-in users,
 // after live.js, whose `composer:event` it listens to (see the contract in live.js).
 //
 // What shows, and when:

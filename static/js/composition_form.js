@@ -1,7 +1,8 @@
 // The composition request form: picking a template fills the custom fields with its spec
 // and locks them; "Custom request" unlocks them. The server ignores the locked fields when
 // a template is chosen (the template's spec is used as is). Self-heal is not locked: picking
-// a template sets it to the template's default, and the tenant may change it on top.
+// a template sets it to the template's default, and the tenant may change it on top. Plain
+// script.
 "use strict";
 
 (() => {

@@ -1,4 +1,4 @@
-// Console behaviour shared by every page. Plain script, no framework (STYLE §9).
+// Console behaviour shared by every page. Plain script, no framework.
 "use strict";
 
 // Filter forms marked data-drop-empty send (and push into the address bar) only the fields

@@ -1,5 +1,5 @@
 // The failure-domain list: the ticked domains go to what-if (or the topology page) as one
-// comma-separated parameter, "?ids=1,2", rather than "?ids=1&ids=2". Plain script (STYLE §9).
+// comma-separated parameter, "?ids=1,2", rather than "?ids=1&ids=2". Plain script.
 "use strict";
 
 (() => {

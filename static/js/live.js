@@ -1,4 +1,4 @@
-// Live events: one websocket per tab to /ws/events/, on every page (STYLE §7, docs/events.md).
+// Live events: one websocket per tab to /ws/events/, on every page (docs/events.md).
 // Plain script, no framework. Loaded by templates/base.html for signed-in users.
 //
 // ---- The contract for page scripts ----------------------------------------------------------

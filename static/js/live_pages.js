@@ -1,4 +1,4 @@
-// What the live partials need besides static/js/live.js (STYLE §7): a polling fallback for
+// What the live partials need besides static/js/live.js: a polling fallback for
 // while the websocket is down, device rows that reload when one of their devices changes
 // health, and a full reload of every live partial after a resync. Plain script, no framework.
 // Loaded by templates/base.html for signed-in users, after live.js.

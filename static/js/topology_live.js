@@ -1,4 +1,4 @@
-// Live updates of the topology page (STYLE §9: live events recolour nodes in place). Plain
+// Live updates of the topology page (live events recolour nodes in place). Plain
 // script, no framework; loaded after static/js/topology.js, whose `window.composerTopology`
 // (recolour, cy, load, ready) it drives from static/js/live.js's `composer:event`.
 //

@@ -18,8 +18,10 @@ import pytest
 import redis
 from rest_framework.authtoken.models import Token
 
-from composer import consumers, events
+from composer import events
 from composer.choices import CompositionState, EventType, JobKind
+from composer.consumers import replay, stream
+from composer.consumers.frames import MAX_MESSAGE_CHARS
 from composer.events import event_record, outbox
 from composer.models import Composition, Event, Job
 from composer.states import composition_transition
@@ -164,7 +166,7 @@ def test_a_revoked_token_s_stream_is_closed_at_the_next_scope_check(
     token = Token.objects.create(user=alice)
 
     async def scenario() -> None:
-        with mock.patch.object(consumers, "SCOPE_REFRESH_S", 0):
+        with mock.patch.object(stream, "SCOPE_REFRESH_S", 0):
             ws = communicator(origin=None, path=f"/ws/events/?token={token.key}")
             connected, _ = await ws.connect(timeout=5)
             assert connected
@@ -381,6 +383,9 @@ def test_a_composition_subscription_needs_permission(
         ('{"action": "resume", "last_event_id": "9"}', "last_event_id"),
         ('{"action": "resume", "last_event_id": 0, "seen": "all"}', "seen"),
         ('{"action": "resume", "last_event_id": 0, "seen": [1, "2"]}', "seen"),
+        ("[" * 30_000 + "]" * 30_000, None),  # under the size limit, deeper than the stack
+        ('{"a":' * 5_000 + "1" + "}" * 5_000, None),
+        ('{"action": "resume", "last_event_id": 0, "x": "\\u0000"}', "x"),
     ],
 )
 def test_a_malformed_message_gets_an_error_naming_the_field_and_the_socket_lives_on(
@@ -398,6 +403,23 @@ def test_a_malformed_message_gets_an_error_naming_the_field_and_the_socket_lives
         assert (await receive(ws))["type"] == "error"
         answer = await send(ws, {"action": "resume", "last_event_id": 0})
         assert answer["type"] == "resumed"
+        await ws.disconnect()
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("size", [MAX_MESSAGE_CHARS + 1, 10_000_000])
+def test_a_message_too_big_is_told_and_closed_with_1009(size: int, alice: Any) -> None:
+    cookie = session_cookie(alice)
+
+    async def scenario() -> None:
+        ws, _ = await open_as(cookie)
+        frame = '{"action": "resume", "last_event_id": 0, "pad": "' + "x" * size + '"}'
+        await ws.send_to(text_data=frame)
+        error = await receive(ws)
+        assert error["type"] == "error" and "at most 65,536 characters" in error["message"]
+        closing = await ws.receive_output(timeout=3)
+        assert (closing["type"], closing["code"]) == ("websocket.close", 1009)
         await ws.disconnect()
 
     run(scenario)
@@ -488,16 +510,18 @@ def test_an_idle_connection_s_heartbeats_replay_nothing_from_the_database(
 
     async def scenario() -> None:
         with (
-            mock.patch.object(consumers, "NEWEST_TTL_S", 0),
-            mock.patch.object(consumers, "_replay", wraps=consumers._replay) as replay,
+            mock.patch.object(replay, "NEWEST_TTL_S", 0),
+            mock.patch.object(
+                replay, "events_to_replay", wraps=replay.events_to_replay
+            ) as replay_query,
         ):
             ws, _ = await open_as(cookie)
-            for _ in range(consumers.FULL_CATCH_UP_EVERY - 1):
+            for _ in range(stream.FULL_CATCH_UP_EVERY - 1):
                 beat = await ws.receive_json_from(timeout=3)
                 assert beat["type"] == "heartbeat"
-            assert replay.call_count == 0
+            assert replay_query.call_count == 0
             await ws.receive_json_from(timeout=3)  # the safety-net beat replays
-            assert replay.call_count == 1
+            assert replay_query.call_count == 1
             await ws.disconnect()
 
     run(scenario)
@@ -510,7 +534,7 @@ def test_a_user_deactivated_while_connected_is_closed_at_a_heartbeat(
     cookie = session_cookie(alice)
 
     async def scenario() -> None:
-        with mock.patch.object(consumers, "SCOPE_REFRESH_S", 0):
+        with mock.patch.object(stream, "SCOPE_REFRESH_S", 0):
             ws, _ = await open_as(cookie)
             await db(type(alice).objects.filter(pk=alice.pk).update)(is_active=False)
             while True:

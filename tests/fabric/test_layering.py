@@ -1,4 +1,4 @@
-"""Imports point one way: composer may import fabric, never the reverse (STYLE §1)."""
+"""Imports point one way: composer may import fabric, never the reverse."""
 
 from __future__ import annotations
 

@@ -137,11 +137,48 @@ def test_unknown_exceptions_are_left_to_django() -> None:
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "path",
-    ["/api/v1/nope/", "/api/v1/devices/1/extra/", "/api/v1/fabric-managers/1/explode/"],
+    [
+        "/api/v1/nope/",
+        "/api/v1/devices/1/extra/",
+        "/api/v1/fabric-managers/1/explode/",
+        "/api/v1/alerts/%0A/",
+        "/api/v1/a%0Ab/c%0D/",
+        "/api/v2/devices/",
+        "/api/nope/",
+    ],
 )
 def test_unknown_api_paths_are_json_404s(path: str, api_as: Any, admin_user: Any) -> None:
     assert_error(api_as(admin_user).get(path), 404, "not_found")
     assert_error(api_as(admin_user).post(path), 404, "not_found")
+    assert_error(api_as(admin_user).generic("TRACE", path), 404, "not_found")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("who", "method", "path", "allow"),
+    [
+        (None, "TRACE", "/api/v1/auth/token/", "DELETE, OPTIONS, POST"),
+        (None, "PUT", "/api/v1/devices/", "GET, HEAD, OPTIONS"),
+        ("alice", "PUT", "/api/v1/hosts/", "GET, HEAD, OPTIONS"),
+        ("alice", "DELETE", "/api/v1/simulator/faults/", "OPTIONS, POST"),
+        ("admin_user", "PATCH", "/api/v1/devices/1/maintenance/", "GET, HEAD, OPTIONS, POST"),
+        (None, "POST", "/api/schema/", "GET, HEAD, OPTIONS"),
+    ],
+)
+def test_a_method_an_endpoint_lacks_is_405_for_everybody_before_anything_else(
+    who: str | None, method: str, path: str, allow: str, api: Any, request: Any
+) -> None:
+    """Before authentication (no 401) and before hiding operators' endpoints (no 404)."""
+    if who is not None:
+        api.force_authenticate(request.getfixturevalue(who))
+    response = api.generic(method, path)
+    assert_error(response, 405, "method_not_allowed")
+    assert response["Allow"] == allow
+
+
+@pytest.mark.django_db
+def test_operators_endpoints_still_hide_from_members(api_as: Any, alice: Any) -> None:
+    assert_error(api_as(alice).get("/api/v1/hosts/"), 404, "not_found")
 
 
 @pytest.mark.django_db

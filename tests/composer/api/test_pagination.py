@@ -41,10 +41,15 @@ def test_the_default_page_is_50(api_as: Any, admin_user: Any) -> None:
     assert (body["count"], len(body["results"])) == (51, 50)
 
 
-def test_a_page_size_over_the_ceiling_is_lowered(
-    devices: list[Any], api_as: Any, alice: Any
+@pytest.mark.parametrize("size", ["501", "100000", "9" * 5000])
+def test_a_page_size_over_the_schema_s_maximum_is_400(
+    devices: list[Any], api_as: Any, alice: Any, size: str
 ) -> None:
-    assert len(results(api_as(alice).get("/api/v1/devices/?page_size=100000"))) == 7
+    body = assert_error(
+        api_as(alice).get(f"/api/v1/devices/?page_size={size}"), 400, "invalid", field="page_size"
+    )
+    assert "from 1 to 500" in body["detail"]
+    assert len(results(api_as(alice).get("/api/v1/devices/?page_size=500"))) == 7
 
 
 def test_a_page_past_the_end_is_404_saying_how_many_pages(

@@ -131,6 +131,16 @@ def test_a_second_quota_of_the_same_kind_and_model_is_refused(
     assert Quota.objects.count() == 3
 
 
+def test_changing_a_quota_into_a_duplicate_is_refused_not_a_500(
+    quotas: dict[str, Quota], api_as: Any, admin_user: Any
+) -> None:
+    """A partial update names no tenant; the quota's own tenant still counts for uniqueness."""
+    url = f"{URL}{quotas['acme_mem'].pk}/"
+    body = {"kind": "gpu", "max_count": 0, "max_memory_gib": None}
+    assert_error(api_as(admin_user).patch(url, body), 400, "invalid", field="kind")
+    assert Quota.objects.filter(tenant=quotas["acme_gpu"].tenant, kind="gpu").count() == 1
+
+
 def test_the_quota_list_costs_the_same_queries_for_few_and_many(
     quotas: dict[str, Quota], acme: Any, admin_user: Any, api_as: Any
 ) -> None:

@@ -76,7 +76,7 @@ def test_operators_create_change_and_delete_templates_stored_normalised(
         {
             "name": "Training",
             "slug": "training-8gpu",
-            "spec": {"items": [{"kind": "gpu", "count": "8"}]},
+            "spec": {"items": [{"kind": "gpu", "count": 8}]},
         },
         format="json",
     )
@@ -92,7 +92,15 @@ def test_operators_create_change_and_delete_templates_stored_normalised(
 
 @pytest.mark.parametrize(
     "spec",
-    [{"items": [{"kind": "gpu", "count": -1}]}, {"memory_gib": "lots"}, {}, "nope"],
+    [
+        {"items": [{"kind": "gpu", "count": -1}]},
+        {"memory_gib": "lots"},
+        {},
+        "nope",
+        {"items": [{"kind": "gpu", "count": "8"}]},  # a string, where the schema says integer
+        {"policy": ""},
+        {"same_switch": 1},
+    ],
 )
 def test_a_bad_template_spec_is_a_field_error(admin_user: Any, api_as: Any, spec: Any) -> None:
     body = assert_error(

@@ -6,7 +6,7 @@ measure, the details that make `fgd`, `bestfit` and `random` behave as the FGD a
 simulator does (integer scores, ties to a fixed node rank, 95 % typical pods, the workload
 and its sampling), the CPU:GPU balance term, FGD over a pool, and the composable ceiling of
 bench/packing_bound.py, which is checked against every policy by exhaustive search on small
-instances. Reads nothing from ../shared: the clusters are written here.
+instances. Reads no trace: the clusters are written here.
 """
 
 from __future__ import annotations

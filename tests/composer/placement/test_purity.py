@@ -1,4 +1,4 @@
-"""The engine decides without I/O: only load.py may touch Django (STYLE §5)."""
+"""The engine decides without I/O: only load.py may touch Django."""
 
 from __future__ import annotations
 

@@ -146,8 +146,14 @@ def test_tenant_members_cannot_filter_or_search_by_internals(
     # tenant's narrowed choices must still apply.
     assert DeviceFilterSet.base_filters["ordering"].field
     client = api_as(alice)
-    # Operator-only filters are not there for tenants: ignored, like any unknown parameter.
-    assert len(results(client.get(f"/api/v1/devices/?enclosure={fabric.enclosures[1].pk}"))) == 10
+    # Operator-only filters are refused, naming the filter (never a list silently unfiltered);
+    # the same 400 whatever the value, so nothing is learnt about the fabric.
+    for name, value in [("enclosure", fabric.enclosures[1].pk), ("rack", "null"), ("manager", 1)]:
+        body = assert_error(
+            client.get(f"/api/v1/devices/?{name}={value}"), 400, "invalid", field=name
+        )
+        assert body["detail"] == f"Filtering by {name} is for operators."
+    assert len(results(client.get("/api/v1/devices/?enclosure=&rack="))) == 10
     assert results(client.get(f"/api/v1/devices/?q={fabric.gpus[2].serial}")) == []
     assert_error(
         client.get("/api/v1/devices/?ordering=enclosure"), 400, "invalid", field="ordering"

@@ -1,6 +1,6 @@
 """Operator-only endpoints: hosts, enclosures, switches, links, fabric managers, racks, feeds.
 
-Operators read them; tenant members get 404 as if nothing were there (STYLE §8); anonymous
+Operators read them; tenant members get 404 as if nothing were there; anonymous
 callers get 401.
 """
 

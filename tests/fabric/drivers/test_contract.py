@@ -1,4 +1,4 @@
-"""The contract every fabric driver keeps (STYLE §12), run against each driver.
+"""The contract every fabric driver keeps, run against each driver.
 
 Each driver plugs in through a harness that builds a small fabric and exposes the knobs
 a test needs (fault an element, fail the next calls of an operation, set a latency). A

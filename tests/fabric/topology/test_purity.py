@@ -1,4 +1,4 @@
-"""The topology package decides without I/O: only load.py may touch Django (STYLE §4)."""
+"""The topology package decides without I/O: only load.py may touch Django."""
 
 from __future__ import annotations
 

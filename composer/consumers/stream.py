@@ -1,79 +1,43 @@
-"""`/ws/events/`: the live event stream of one browser tab or API client.
-
-Protocol (JSON text frames; docs/events.md has examples):
-
-client -> server
-    {"action": "resume", "last_event_id": N, "seen": [ids]?}   replay what came after N
-    {"action": "subscribe", "composition": id} | {"action": "subscribe", "job": id}
-    {"action": "unsubscribe", "composition": id} | {"action": "unsubscribe", "job": id}
-
-server -> client
-    {"type": "hello", "user", "operator", "tenant_ids", "newest_event_id", "heartbeat_s"}
-    {"type": "event", "id", "event_type", "at", "composition_id", "job_id", "payload",
-     "replay"?}
-    {"type": "resumed", "last_event_id", "replayed", "newest_event_id"}
-    {"type": "resync", "newest_event_id", "message"}   too much was missed: reload state
-    {"type": "subscribed" | "unsubscribed", "composition" | "job": id}
-    {"type": "heartbeat", "newest_event_id", "at"}
-    {"type": "error", "field", "message"}
-    close 4401: not signed in (or no longer active)
-
-Nothing is lost (DESIGN "Events"), because delivery never relies on the live path alone:
-
-- on connect the consumer joins its groups first and then reads the newest event id, so
-  every later event reaches it live or is found in the database;
-- `resume` replays from the database (scoped) what came after the client's last id;
-- every heartbeat replays from the database whatever this connection has not been sent
-  since (a Redis restart drops live messages; the pub/sub layer re-subscribes by itself)
-  and re-reads the user's scope, so a removed membership stops the flow.
-
-Each event is sent once per connection (ids are remembered for a while), and every
-message is re-checked against the connection's tenants before it is sent (STYLE §7).
-"""
+"""The websocket consumer of `/ws/events/` (the protocol is in the package docstring)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, TypeGuard
+from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db.models import Max
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from composer.consumers import replay
+from composer.consumers.frames import Refusal, read_message
+from composer.consumers.replay import is_int
 from composer.events import (
     NOBODY,
     OPERATORS_GROUP,
     Scope,
     composition_group,
-    event_ids_recent,
-    event_message_text,
-    events_for_scope,
     job_group,
     newest_event_id,
     scope_for,
     tenant_group,
 )
 from composer.fanout import get_hub
-from composer.models import Composition, Event, Job
+from composer.models import Composition, Job
 from composer.wsauth import token_from_scope
 
 logger = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
 FULL_CATCH_UP_EVERY = 5  # heartbeats; a replay query at least this often whatever happens
-NEWEST_TTL_S = 1.0  # the process's look at the newest event id is shared for this long
 REPLAY_LIMIT = 1000  # more missed than this: "resync" (reload the page), not a flood
 MAX_SUBSCRIPTIONS = 200
 MAX_SEEN = 1000
@@ -138,16 +102,15 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def receive(
         self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
     ) -> None:
-        """Parse a frame; anything malformed gets an error message, never a crash."""
+        """Parse a frame; anything malformed gets an error message, never a crash (one too
+        big to read also a 1009 close: composer.consumers.frames)."""
         if self.heard is NOBODY:
             return
-        if text_data is None:
-            await self._error(None, "Send JSON text frames, not binary ones.")
-            return
-        try:
-            content = json.loads(text_data)
-        except ValueError:
-            await self._error(None, "The message is not valid JSON.")
+        content = read_message(text_data)
+        if isinstance(content, Refusal):
+            await self._error(content.field, content.message)
+            if content.close_code is not None:
+                await self.close(code=content.close_code)
             return
         try:
             await self.receive_json(content)
@@ -173,11 +136,11 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     async def _resume(self, content: dict[str, Any]) -> None:
         last = content.get("last_event_id")
-        if not _is_int(last) or last < 0:
+        if not is_int(last) or last < 0:
             await self._error("last_event_id", "Send the id of the last event you saw (0 or more).")
             return
         seen = content.get("seen", [])
-        if not isinstance(seen, list) or len(seen) > MAX_SEEN or not all(map(_is_int, seen)):
+        if not isinstance(seen, list) or len(seen) > MAX_SEEN or not all(map(is_int, seen)):
             await self._error("seen", f"Send a list of at most {MAX_SEEN} event ids, or nothing.")
             return
         async with self.lock:
@@ -211,7 +174,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             lambda: model.objects.for_user(user).filter(pk=target_id).exists()
         )()
         if not visible:
-            # The same answer for "no such" and "not yours": nothing leaks (STYLE §8).
+            # The same answer for "no such" and "not yours": nothing leaks.
             await self._error(kind, f"There is no {kind} {target_id} that you may see.")
             return
         if target not in self.subscriptions and len(self.subscriptions) >= MAX_SUBSCRIPTIONS:
@@ -239,7 +202,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             return None
         kind = named[0]
         target_id = content[kind]
-        if not _is_int(target_id) or target_id < 1:
+        if not is_int(target_id) or target_id < 1:
             await self._error(kind, f"{kind.capitalize()} must be a positive integer id.")
             return None
         return kind, target_id
@@ -249,11 +212,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def event_message(self, message: dict[str, Any]) -> None:
         """A live event from the channel layer (`composer.events.LayerMessage`)."""
         event_id, tenant_id, text = message.get("id"), message.get("tenant_id"), message.get("text")
-        if (
-            _is_int(event_id)
-            and (tenant_id is None or _is_int(tenant_id))
-            and isinstance(text, str)
-        ):
+        if is_int(event_id) and (tenant_id is None or is_int(tenant_id)) and isinstance(text, str):
             await self.deliver(event_id, tenant_id, text)
 
     async def deliver(self, event_id: int, tenant_id: int | None, text: str) -> None:
@@ -289,7 +248,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 return
             if not self.heard.operator and len(self.heard.tenant_ids) > 1:
                 # A member of several tenants: the cut for all of them, from the database.
-                fetched = await database_sync_to_async(_event_text)(self.heard, event_id)
+                fetched = await database_sync_to_async(replay.event_text)(self.heard, event_id)
                 if fetched is None:
                     return
                 text = fetched
@@ -317,7 +276,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                         return
                     due = beats % FULL_CATCH_UP_EVERY == 0
                     if (
-                        due or await process_newest_event_id() > self.cursor
+                        due or await replay.process_newest_event_id() > self.cursor
                     ) and await self._catch_up(after=self.cursor, skip=set()) is None:
                         continue
                     await self.send_json(
@@ -341,7 +300,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self._forget_old()
         skip = skip | set(self.sent)
         recent_since = timezone.now() - timedelta(seconds=self.settle_s)
-        found, texts = await database_sync_to_async(_replay)(
+        found, texts = await database_sync_to_async(replay.events_to_replay)(
             self.heard, after, recent_since, skip, REPLAY_LIMIT
         )
         if len(found) > REPLAY_LIMIT:
@@ -367,7 +326,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             return True
         self.scope_checked = time.monotonic()
         token = token_from_scope(self.scope) if self.scope.get("auth") == "token" else None
-        user, heard = await database_sync_to_async(_user_and_scope)(self.heard.user_id, token)
+        user, heard = await database_sync_to_async(replay.user_and_scope)(self.heard.user_id, token)
         if heard is NOBODY:
             return False
         self.user = user
@@ -456,72 +415,3 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def _refuse(self, message: str) -> None:
         await self._error(None, message)
         await self.close(code=CLOSE_UNAUTHENTICATED)
-
-
-_newest = {"id": 0, "at": -1e9}
-_newest_lock: dict[int, asyncio.Lock] = {}
-
-
-async def process_newest_event_id() -> int:
-    """The newest event id of all, read at most once per NEWEST_TTL_S by this process and
-    shared by its connections: their heartbeats replay only when something is newer."""
-    if time.monotonic() - _newest["at"] < NEWEST_TTL_S:
-        return int(_newest["id"])
-    lock = _newest_lock.setdefault(id(asyncio.get_running_loop()), asyncio.Lock())
-    async with lock:
-        if time.monotonic() - _newest["at"] >= NEWEST_TTL_S:
-            _newest["id"] = await database_sync_to_async(_newest_of_all)()
-            _newest["at"] = time.monotonic()
-    return int(_newest["id"])
-
-
-def _newest_of_all() -> int:
-    return Event.objects.aggregate(newest=Max("id"))["newest"] or 0
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _replay(
-    heard: Scope, after: int, recent_since: Any, skip: set[int], limit: int
-) -> tuple[list[int], list[tuple[int, str]]]:
-    """(ids found, [(id, text)] to send) for a catch-up: one or two queries.
-
-    Found: visible ids above `after` (at most limit + 1, to tell an overflow), plus the
-    recent ones at or below it. Sent: those not in `skip`, cut for the scope, in id order.
-    """
-    ahead = list(
-        events_for_scope(heard).filter(pk__gt=after).values_list("id", flat=True)[: limit + 1]
-    )
-    if len(ahead) > limit:
-        return ahead, []
-    recent = event_ids_recent(heard, since=recent_since, limit=limit)
-    found = sorted(set(ahead) | set(recent))
-    wanted = [event_id for event_id in found if event_id not in skip]
-    texts: list[tuple[int, str]] = []
-    if wanted:
-        for event in events_for_scope(heard).filter(pk__in=wanted):
-            payload = heard.payload(event)
-            if payload is not None:
-                texts.append((event.pk, event_message_text(event, payload=payload, replay=True)))
-    return found, texts
-
-
-def _event_text(heard: Scope, event_id: int) -> str | None:
-    event = events_for_scope(heard).filter(pk=event_id).first()
-    if event is None:
-        return None
-    payload = heard.payload(event)
-    return None if payload is None else event_message_text(event, payload=payload)
-
-
-def _user_and_scope(user_id: int | None, token: str | None = None) -> tuple[Any, Scope]:
-    """The user as the database has it now, and its scope: NOBODY when the user is gone or
-    inactive, or when the connection came with an API token that has since been revoked."""
-    if user_id is None:
-        return None, NOBODY
-    user = get_user_model().objects.filter(pk=user_id).first()
-    if token is not None and not Token.objects.filter(key=token, user_id=user_id).exists():
-        return user, NOBODY
-    return user, scope_for(user)

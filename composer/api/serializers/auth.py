@@ -1,0 +1,22 @@
+"""The token exchange: credentials in, the caller's API token out."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from fabric.api.fields import StrictCharField
+
+
+class TokenRequestSerializer(serializers.Serializer):
+    """Credentials exchanged for an API token."""
+
+    username = StrictCharField(max_length=150)
+    password = StrictCharField(
+        max_length=4096, trim_whitespace=False, style={"input_type": "password"}, write_only=True
+    )
+
+
+class TokenSerializer(serializers.Serializer):
+    """The caller's API token: send it as `Authorization: Token <token>`."""
+
+    token = serializers.CharField(source="key", read_only=True)
