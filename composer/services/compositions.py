@@ -4,33 +4,27 @@ The request path writes once, in one transaction: the composition row and its au
 trail, the claimed allocations and the compose job, enqueued after commit. Bad input
 (rule 4) raises a ComposerError subclass naming the field before anything is written; a
 request the fabric cannot satisfy now is kept as a REJECTED composition with the reason
-and the placement funnel.
+and the placement funnel. The placement itself (snapshot, engine, the plan as JSON) is in
+`composer.services.composition_placement`, shared with the heal job.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 
 from composer.choices import (
-    ACTIVE_COMPOSITION_STATES,
     CompositionState,
     JobKind,
     JobStatus,
 )
 from composer.errors import ClaimConflict, InvalidTransition, SpecError
-from composer.models import Allocation, Composition, Job, StateChange, Template, Tenant
-from composer.placement.audience import note_as_json
-from composer.placement.engine import place
-from composer.placement.load import build_snapshot
-from composer.placement.request import DevicePick, Placement, Rejection
-from composer.placement.snapshot import Snapshot
+from composer.models import Composition, Job, StateChange, Template, Tenant
+from composer.placement.request import Placement, Rejection
 from composer.services.allocations import Claim, allocations_claim
 from composer.services.composition_checks import (
     composition_check_fabric,
@@ -38,8 +32,14 @@ from composer.services.composition_checks import (
     composition_check_quotas,
     composition_name_clean,
 )
+from composer.services.composition_placement import (
+    PLACEMENT_LOCK_KEY,
+    _pk,
+    _place,
+    placement_as_dict,
+)
 from composer.services.jobs import _enqueue
-from composer.specs import spec_normalise, spec_to_request
+from composer.specs import spec_normalise
 from composer.states import composition_transition
 from fabric.models import Host
 from fabric.validators import text_problem
@@ -55,141 +55,9 @@ __all__ = [
 ]
 
 COMPOSITION_TARGET = "composition"
-# One placement decision at a time (PostgreSQL advisory lock, held to commit): a request
-# that lost a claim then re-places on a snapshot that includes the winner's claim, so
-# concurrent requests get every free device instead of colliding on the same first choice.
-PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
 
 
-# --- placement ----------------------------------------------------------------------------
-
-
-def _snapshot() -> Snapshot:
-    """The free inventory (memory devices less the GiB their slices hold, as the tables
-    show) less what compositions hold but the tables do not show as taken: host cores and
-    memory; plus who holds which switch and enclosure (critical isolation), and which
-    memory devices already hold a slice for which host (one slice of a device per host)."""
-    active = (
-        Allocation.objects.filter(released_at__isnull=True)
-        .select_related("device", "composition")
-        .only(
-            "gib",
-            "device__id",
-            "device__enclosure_id",
-            "composition__tenant_id",
-            "composition__spec",
-            "composition__host_id",
-        )
-    )
-    sliced: dict[str, set[str]] = defaultdict(set)
-    held: list[tuple[str, str, bool]] = []  # (enclosure, tenant, critical)
-    for allocation in active:
-        device = allocation.device
-        key = f"device:{device.pk}"
-        if allocation.gib and allocation.composition.host_id is not None:
-            sliced[f"host:{allocation.composition.host_id}"].add(key)
-        held.append(
-            (
-                f"enclosure:{device.enclosure_id}",
-                str(allocation.composition.tenant_id),
-                bool((allocation.composition.spec or {}).get("critical")),
-            )
-        )
-    cores: dict[str, int] = defaultdict(int)
-    host_memory: dict[str, int] = defaultdict(int)
-    for host_id, spec in Composition.objects.filter(
-        state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
-    ).values_list("host_id", "spec"):
-        cores[f"host:{host_id}"] += int((spec or {}).get("cores") or 0)
-        host_memory[f"host:{host_id}"] += int((spec or {}).get("host_memory_gib") or 0)
-    # Taken as the snapshot is built (what `Snapshot.taking` would do, without building twice).
-    snapshot = build_snapshot(cores=cores, host_memory_gib=host_memory)
-    holders: dict[str, set[str]] = defaultdict(set)
-    critical: dict[str, str] = {}
-    for enclosure, tenant, is_critical in held:
-        info = snapshot.enclosures.get(enclosure)
-        for domain in (enclosure, *(info.switches if info else ())):
-            holders[domain].add(tenant)
-            if is_critical:
-                critical[domain] = tenant
-    if holders:
-        snapshot = replace(
-            snapshot,
-            holders={k: frozenset(v) for k, v in holders.items()},
-            critical=critical,
-            sliced={k: frozenset(v) for k, v in sliced.items()},
-        )
-    return snapshot
-
-
-def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
-    """The hosts (snapshot ids) the tenant's active compositions are on: a request spreads
-    away from them unless its policy packs."""
-    hosts = (
-        Composition.objects.filter(
-            tenant=tenant, state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
-        )
-        .values_list("host_id", flat=True)
-        .distinct()
-    )
-    return frozenset(f"host:{pk}" for pk in hosts)
-
-
-def _place(tenant: Tenant, spec: Mapping[str, Any], host: Host | None) -> Placement | Rejection:
-    request = spec_to_request(
-        spec,
-        host=f"host:{host.pk}" if host else None,
-        tenant=str(tenant.pk),
-        tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
-    )
-    snapshot = _snapshot()
-    if host is not None and request.host not in snapshot.hosts:
-        return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")
-    outcome = place(request, snapshot)
-    if isinstance(outcome, Rejection) and outcome.code == "invalid":
-        raise SpecError(outcome.message, field="spec")
-    return outcome
-
-
-def _pick_dict(pick: DevicePick) -> dict[str, Any]:
-    return {
-        "device": pick.device,
-        "name": pick.name,
-        "kind": pick.kind,
-        "enclosure": pick.enclosure,
-        "latency_ns": pick.latency_ns,
-        "bottleneck_gbps": pick.bottleneck_gbps,
-        "gib": pick.gib,
-    }
-
-
-def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
-    """A plan or a rejection as JSON (stored on the composition; pages and the API show it
-    through `composer.placement.audience.plan_for`, in the reader's words)."""
-    funnel = [list(step) for step in outcome.funnel]
-    if isinstance(outcome, Rejection):
-        return {
-            "ok": False,
-            "code": outcome.code,
-            "message": outcome.message,
-            "funnel": funnel,
-            "nearest": note_as_json(outcome.nearest),
-        }
-    return {
-        "ok": True,
-        "host": outcome.host,
-        "host_name": outcome.host_name,
-        "devices": [_pick_dict(p) for p in outcome.devices],
-        "memory": [_pick_dict(p) for p in outcome.memory],
-        "score": outcome.score,
-        "explanation": [note_as_json(note) for note in outcome.explanation],
-        "funnel": funnel,
-    }
-
-
-def _pk(ref: str) -> int:
-    """The primary key in a snapshot id such as "device:12"."""
-    return int(ref.rsplit(":", 1)[1])
+# --- preview -------------------------------------------------------------------------------
 
 
 def composition_preview(*, tenant: Tenant, spec: Mapping[str, Any]) -> Placement | Rejection:

@@ -19,7 +19,7 @@ from composer.services.allocations import (
     Claim,
     allocations_claim,
 )
-from composer.services.compositions import (
+from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
     _pick_dict,
     _pk,

@@ -1,0 +1,159 @@
+"""Placing a composition request: the snapshot it is placed on, the placement, the plan as JSON.
+
+Kept apart from `composer.services.compositions`, which writes the request, because the heal
+job (`composer.services.heal.spares`) places spares the same way: on the same snapshot of
+the free inventory, under the same advisory lock. Reads only; nothing here writes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from composer.choices import ACTIVE_COMPOSITION_STATES
+from composer.errors import SpecError
+from composer.models import Allocation, Composition, Tenant
+from composer.placement.audience import note_as_json
+from composer.placement.engine import place
+from composer.placement.load import build_snapshot
+from composer.placement.request import DevicePick, Placement, Rejection
+from composer.placement.snapshot import Snapshot
+from composer.specs import spec_to_request
+from fabric.models import Host
+
+__all__ = ["PLACEMENT_LOCK_KEY", "placement_as_dict"]
+
+# One placement decision at a time (PostgreSQL advisory lock, held to commit): a request
+# that lost a claim then re-places on a snapshot that includes the winner's claim, so
+# concurrent requests get every free device instead of colliding on the same first choice.
+PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
+
+
+def _snapshot() -> Snapshot:
+    """The free inventory (memory devices less the GiB their slices hold, as the tables
+    show) less what compositions hold but the tables do not show as taken: host cores and
+    memory; plus who holds which switch and enclosure (critical isolation), and which
+    memory devices already hold a slice for which host (one slice of a device per host)."""
+    active = (
+        Allocation.objects.filter(released_at__isnull=True)
+        .select_related("device", "composition")
+        .only(
+            "gib",
+            "device__id",
+            "device__enclosure_id",
+            "composition__tenant_id",
+            "composition__spec",
+            "composition__host_id",
+        )
+    )
+    sliced: dict[str, set[str]] = defaultdict(set)
+    held: list[tuple[str, str, bool]] = []  # (enclosure, tenant, critical)
+    for allocation in active:
+        device = allocation.device
+        key = f"device:{device.pk}"
+        if allocation.gib and allocation.composition.host_id is not None:
+            sliced[f"host:{allocation.composition.host_id}"].add(key)
+        held.append(
+            (
+                f"enclosure:{device.enclosure_id}",
+                str(allocation.composition.tenant_id),
+                bool((allocation.composition.spec or {}).get("critical")),
+            )
+        )
+    cores: dict[str, int] = defaultdict(int)
+    host_memory: dict[str, int] = defaultdict(int)
+    for host_id, spec in Composition.objects.filter(
+        state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
+    ).values_list("host_id", "spec"):
+        cores[f"host:{host_id}"] += int((spec or {}).get("cores") or 0)
+        host_memory[f"host:{host_id}"] += int((spec or {}).get("host_memory_gib") or 0)
+    # Taken as the snapshot is built (what `Snapshot.taking` would do, without building twice).
+    snapshot = build_snapshot(cores=cores, host_memory_gib=host_memory)
+    holders: dict[str, set[str]] = defaultdict(set)
+    critical: dict[str, str] = {}
+    for enclosure, tenant, is_critical in held:
+        info = snapshot.enclosures.get(enclosure)
+        for domain in (enclosure, *(info.switches if info else ())):
+            holders[domain].add(tenant)
+            if is_critical:
+                critical[domain] = tenant
+    if holders:
+        snapshot = replace(
+            snapshot,
+            holders={k: frozenset(v) for k, v in holders.items()},
+            critical=critical,
+            sliced={k: frozenset(v) for k, v in sliced.items()},
+        )
+    return snapshot
+
+
+def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
+    """The hosts (snapshot ids) the tenant's active compositions are on: a request spreads
+    away from them unless its policy packs."""
+    hosts = (
+        Composition.objects.filter(
+            tenant=tenant, state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
+        )
+        .values_list("host_id", flat=True)
+        .distinct()
+    )
+    return frozenset(f"host:{pk}" for pk in hosts)
+
+
+def _place(tenant: Tenant, spec: Mapping[str, Any], host: Host | None) -> Placement | Rejection:
+    request = spec_to_request(
+        spec,
+        host=f"host:{host.pk}" if host else None,
+        tenant=str(tenant.pk),
+        tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
+    )
+    snapshot = _snapshot()
+    if host is not None and request.host not in snapshot.hosts:
+        return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")
+    outcome = place(request, snapshot)
+    if isinstance(outcome, Rejection) and outcome.code == "invalid":
+        raise SpecError(outcome.message, field="spec")
+    return outcome
+
+
+def _pick_dict(pick: DevicePick) -> dict[str, Any]:
+    return {
+        "device": pick.device,
+        "name": pick.name,
+        "kind": pick.kind,
+        "enclosure": pick.enclosure,
+        "latency_ns": pick.latency_ns,
+        "bottleneck_gbps": pick.bottleneck_gbps,
+        "gib": pick.gib,
+    }
+
+
+def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
+    """A plan or a rejection as JSON (stored on the composition; pages and the API show it
+    through `composer.placement.audience.plan_for`, in the reader's words)."""
+    funnel = [list(step) for step in outcome.funnel]
+    if isinstance(outcome, Rejection):
+        return {
+            "ok": False,
+            "code": outcome.code,
+            "message": outcome.message,
+            "funnel": funnel,
+            "nearest": note_as_json(outcome.nearest),
+        }
+    return {
+        "ok": True,
+        "host": outcome.host,
+        "host_name": outcome.host_name,
+        "devices": [_pick_dict(p) for p in outcome.devices],
+        "memory": [_pick_dict(p) for p in outcome.memory],
+        "score": outcome.score,
+        "explanation": [note_as_json(note) for note in outcome.explanation],
+        "funnel": funnel,
+    }
+
+
+def _pk(ref: str) -> int:
+    """The primary key in a snapshot id such as "device:12"."""
+    return int(ref.rsplit(":", 1)[1])
