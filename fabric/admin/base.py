@@ -1,0 +1,172 @@
+"""What every fabric admin class shares: audited saves, discovered rows, read-only rows,
+the maintenance-only state form and the fault-injection actions.
+
+Kept apart from the admin classes (one module per topic) because they all build on it, and
+`composer.admin` shows its compositions and events through `ReadOnlyAdmin` too.
+`AuditedAdmin` and the classes built on it write a ChangeRecord for every add, change or
+delete, with the operator and their address, like any service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from fabric.choices import ChangeAction, FaultAction
+from fabric.services.faults import FAULT_MODELS, fault_inject
+from fabric.services.history import change_record
+
+
+def _remote_addr(request: HttpRequest) -> str | None:
+    return request.META.get("REMOTE_ADDR") or None
+
+
+def _record_admin_change(
+    request: HttpRequest, obj: Any, form: forms.ModelForm[Any], change: bool
+) -> None:
+    """One ChangeRecord per save through the admin, naming the operator and address."""
+    fields = [name for name in form.changed_data if name in form.fields]
+    if change and not fields:
+        return
+    changes = {name: (form.initial.get(name), form.cleaned_data.get(name)) for name in fields}
+    change_record(
+        obj,
+        ChangeAction.CHANGED if change else ChangeAction.ADDED,
+        changes,
+        message="changed in the admin" if change else "added in the admin",
+        actor=request.user,
+        source="admin",
+        remote_addr=_remote_addr(request),
+    ).save()
+
+
+class AuditedAdmin(admin.ModelAdmin):
+    """Writes a ChangeRecord for every add or change made through the admin."""
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        _record_admin_change(request, obj, form, change)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        label, pk = str(obj), obj.pk
+        record = change_record(
+            obj,
+            ChangeAction.VANISHED,
+            {},
+            label=label,
+            message="deleted in the admin",
+            actor=request.user,
+            source="admin",
+            remote_addr=_remote_addr(request),
+        )
+        super().delete_model(request, obj)
+        record.target_id = pk
+        record.save()
+
+
+class DiscoveredAdmin(AuditedAdmin):
+    """For rows written by inventory sync: no adding, no deleting, few editable fields."""
+
+    editable: tuple[str, ...] = ()
+    show_full_result_count = False
+    list_per_page = 100
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        names = [f.name for f in self.model._meta.concrete_fields if f.name != "id"]
+        return [name for name in names if name not in self.editable]
+
+
+def _maintenance_form(
+    form_model: type[Any], allowed: frozenset[str], state_choices: Any
+) -> type[forms.ModelForm[Any]]:
+    """A form whose only editable field, `state`, may only enter or leave MAINTENANCE."""
+
+    class StateForm(forms.ModelForm):
+        class Meta:
+            model = form_model
+            fields = ["state"]
+
+        def clean_state(self) -> str:
+            before = self.initial.get("state")
+            after = self.cleaned_data["state"]
+            if after != before and not ({before, after} <= allowed):
+                raise ValidationError(
+                    f"The admin can only move between {' and '.join(sorted(allowed))}; "
+                    f"{state_choices(after).label} is set by discovery or by the composer."
+                )
+            return after
+
+    return StateForm
+
+
+def _fault_action(action: str) -> Callable[[Any, HttpRequest, QuerySet[Any]], None]:
+    def inject(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        target_type = next(t for t, m in FAULT_MODELS.items() if m is queryset.model)
+        done = 0
+        for obj in queryset.select_related("manager"):
+            try:
+                outcome = fault_inject(
+                    manager=obj.manager,
+                    target_type=target_type,
+                    target_id=obj.pk,
+                    action=action,
+                    actor=request.user,
+                    remote_addr=_remote_addr(request),
+                    source="admin",
+                )
+            except ValidationError as exc:
+                modeladmin.message_user(
+                    request, f"{obj}: {'; '.join(exc.messages)}", messages.ERROR
+                )
+                continue
+            if outcome.changed:
+                done += 1
+            else:
+                modeladmin.message_user(request, outcome.sentence(), messages.INFO)
+        if done:
+            modeladmin.message_user(
+                request,
+                f"{action.capitalize()} injected on {done} {target_type.replace('_', ' ')}(s); "
+                "the console shows it after the next inventory sync.",
+                messages.SUCCESS,
+            )
+
+    inject.__name__ = f"inject_{action}"
+    # What @admin.action(description=...) sets, for an action built at run time.
+    inject.short_description = f"Inject fault: {action}"  # type: ignore[attr-defined]
+    return inject
+
+
+FAULT_ACTIONS = [_fault_action(a) for a in FaultAction.values]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by services, jobs or discovery (audit trails, derived data, state
+    machines): the admin reads them, never adds, changes or deletes."""
+
+    show_full_result_count = False
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class DerivedAdmin(ReadOnlyAdmin):
+    """Read-only: derived from the topology by `domains_refresh` at every inventory sync."""
