@@ -3,7 +3,9 @@
 The API takes JSON bodies only. Form and multipart bodies answer 415: an HTML form cannot
 say "false" (an unchecked box is simply absent, which DRF reads as false: a form body
 without `on` took a device out of maintenance), cannot nest (a composition's `spec`), and
-is not what the schema or any client of this API sends.
+is not what the schema or any client of this API sends. DRF calls no parser for an empty
+body, so the 415 is answered before the view, by the declared Content-Type alone
+(composer.api.middleware); this parser sees only the bodies that get past it.
 
 A body larger than DATA_UPLOAD_MAX_MEMORY_SIZE answers 413 before it is read (by its
 Content-Length, and in any case before more than that is read). JSON nested more than a

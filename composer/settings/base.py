@@ -49,7 +49,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    # An API method an endpoint does not have: 405 before authentication (composer.api).
+    # An API method an endpoint does not have (405), a body that is not JSON (415): both
+    # before authentication (composer.api).
     "composer.api.middleware.ApiMethodsFirst",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",

@@ -5,6 +5,10 @@ DRF's CharField takes a number (`"reason": 0` becomes "0") and its BooleanField 
 schema, which says `string` and `boolean`. These refuse anything else, with DRF's own
 messages ("Not a valid string.", "Must be a valid boolean."). For JSON bodies only: query
 parameters are text and keep DRF's fields.
+
+A field missing from the body is missing, whatever the data's type: DRF reads a boolean
+absent from form data (a QueryDict) as false, an unchecked box; these fields say "This field
+is required." (`default_empty_html = empty`), as they do for JSON.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from typing import Any
 
 from django.db import models
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 
 class StrictCharField(serializers.CharField):
     """A JSON string."""
+
+    default_empty_html = empty
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -27,6 +34,8 @@ class StrictCharField(serializers.CharField):
 class StrictSlugField(serializers.SlugField):
     """A JSON string that is a slug."""
 
+    default_empty_html = empty
+
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
@@ -35,6 +44,8 @@ class StrictSlugField(serializers.SlugField):
 
 class StrictBooleanField(serializers.BooleanField):
     """A JSON true or false."""
+
+    default_empty_html = empty
 
     def to_internal_value(self, data: Any) -> bool:
         if not isinstance(data, bool):

@@ -26,6 +26,10 @@ from fabric.views.common import operator_required
 
 RECENT_SAMPLES = 10
 
+# The maintenance form's `on`: into maintenance or back in service. Anything else (missing
+# included) changes nothing.
+MAINTENANCE_ON = {"1": True, "true": True, "on": True, "0": False, "false": False, "off": False}
+
 # URL kind -> (model, detail URL name, label)
 MAINTENANCE_TARGETS: dict[str, tuple[type[Device | Switch | Enclosure], str, str]] = {
     "device": (Device, "fabric:device_detail", "device"),
@@ -69,8 +73,8 @@ def _back(request: HttpRequest, url: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def maintenance(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     """GET: the confirmation, listing what depends on the element (a modal's content for
-    htmx, a page otherwise). POST `on` (1 or 0) and `reason`: put it in maintenance or
-    take it out, then back to its page with a message."""
+    htmx, a page otherwise). POST `on` (1 or 0, required) and `reason`: put it in
+    maintenance or take it out, then back to its page with a message."""
     model, detail_name, label = MAINTENANCE_TARGETS[kind]
     # One of the three models (mypy would join the union of querysets to their base class).
     target = cast(
@@ -79,7 +83,14 @@ def maintenance(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     )
     detail_url = reverse(detail_name, args=[target.pk])
     if request.method == "POST":
-        on = request.POST.get("on", "") in ("1", "true", "on")
+        on = MAINTENANCE_ON.get(request.POST.get("on", ""))
+        if on is None:  # the form always says which; nothing is assumed
+            messages.error(
+                request,
+                f"Nothing changed: say whether {target.name} goes in maintenance or back in "
+                "service.",
+            )
+            return _back(request, detail_url)
         try:
             changed = maintenance_set(
                 target=target,

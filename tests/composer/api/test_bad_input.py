@@ -102,10 +102,8 @@ def test_an_empty_or_broken_multipart_body_is_415(
     response = api_as(alice).generic(
         "POST", COMPOSE, data=body, content_type="multipart/form-data; boundary=xyz"
     )
-    if body:
-        assert_error(response, 415, "unsupported_media_type")
-    else:  # no body at all: nothing to parse, so the request is judged as an empty one
-        assert_error(response, 400, "invalid", field="template")
+    assert_error(response, 415, "unsupported_media_type")
+    assert not Composition.objects.exists()
 
 
 def test_a_form_without_on_leaves_a_device_in_maintenance(
@@ -120,6 +118,73 @@ def test_a_form_without_on_leaves_a_device_in_maintenance(
     assert_error(api.post(url, {}, format="json"), 400, "invalid", field="on")
     device.refresh_from_db()
     assert device.state == "maintenance"
+
+
+FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "text/plain"]
+
+
+@pytest.mark.parametrize("content_type", FORM_TYPES)
+def test_an_empty_form_body_leaves_a_device_in_maintenance(
+    api_as: Any, admin_user: Any, synced: FabricManager, content_type: str
+) -> None:
+    """No body is parsed at all, so only its declared type can refuse it."""
+    device = Device.objects.filter(kind="gpu").order_by("pk").first()
+    url = f"/api/v1/devices/{device.pk}/maintenance/"
+    api = api_as(admin_user)
+    assert api.post(url, {"on": True}, format="json").status_code == 200
+    response = api.generic("POST", url, data="", content_type=content_type)
+    error = assert_error(response, 415, "unsupported_media_type")
+    assert content_type.split(";")[0] in error["detail"]
+    device.refresh_from_db()
+    assert device.state == "maintenance"
+
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH"])
+def test_an_empty_form_body_to_a_template_is_415(api_as: Any, admin_user: Any, method: str) -> None:
+    body = {"name": "t", "slug": "t", "spec": {"items": [{"kind": "gpu", "count": 1}]}}
+    api = api_as(admin_user)
+    assert api.post("/api/v1/templates/", body).status_code == 201
+    response = api.generic(
+        method, "/api/v1/templates/t/", data="", content_type="application/x-www-form-urlencoded"
+    )
+    assert_error(response, 415, "unsupported_media_type")
+    assert Template.objects.get().name == "t"
+
+
+def test_a_method_the_endpoint_lacks_is_405_before_the_media_type(api_as: Any, alice: Any) -> None:
+    response = api_as(alice).generic(
+        "PUT", COMPOSE, data="", content_type="application/x-www-form-urlencoded"
+    )
+    assert_error(response, 405, "method_not_allowed")
+
+
+def test_endpoints_without_a_body_take_a_bare_post_or_an_empty_json_one(
+    api_as: Any, admin_user: Any, synced: FabricManager
+) -> None:
+    """Sync, heal, decompose and acknowledge take no body: a POST without one and without a
+    Content-Type (as `curl -X POST` and `fetch` send it) works, and so does an empty JSON one;
+    a declared form type is refused like anywhere else."""
+    url = f"/api/v1/fabric-managers/{synced.pk}/sync/"
+    api = api_as(admin_user)
+    request = api.post(url)
+    assert "CONTENT_TYPE" not in request.wsgi_request.META
+    assert request.status_code == 202, request.content
+    assert api.generic("POST", url, data="", content_type="application/json").status_code == 202
+    form = api.generic("POST", url, data="", content_type="application/x-www-form-urlencoded")
+    assert_error(form, 415, "unsupported_media_type")
+
+
+def test_a_body_without_a_content_type_is_415(api_as: Any, alice: Any) -> None:
+    response = api_as(alice).generic("POST", PREVIEW, data='{"name": "x"}', content_type="")
+    assert_error(response, 415, "unsupported_media_type")
+
+
+def test_json_with_a_charset_is_taken(api_as: Any, alice: Any, synced: FabricManager) -> None:
+    body = '{"name": "x", "spec": {"items": [{"kind": "gpu", "count": 1}]}}'
+    response = api_as(alice).generic(
+        "POST", PREVIEW, data=body, content_type="application/json; charset=utf-8"
+    )
+    assert response.status_code == 200, response.content
 
 
 UNPRINTABLE = ["\x1b[31mred", "bell\x07", "nul\x00", "rtl\u202eevil", "two\nlines"]

@@ -180,6 +180,15 @@ def test_operations_with_a_body_document_413_and_415(schema: dict[str, Any]) -> 
                 assert set(operation["requestBody"]["content"]) == {"application/json"}
 
 
+def test_every_post_put_and_patch_documents_415(schema: dict[str, Any]) -> None:
+    """A declared form type is refused even where no body is taken (sync, heal, ...)."""
+    for path, methods in schema["paths"].items():
+        for method in {"post", "put", "patch"} & set(methods):
+            assert "415" in methods[method]["responses"], (method, path)
+    sync = schema["paths"]["/api/v1/fabric-managers/{id}/sync/"]["post"]
+    assert "requestBody" not in sync and "413" not in sync["responses"]
+
+
 def test_optional_query_parameters_may_be_empty_and_ids_are_bounded(
     schema: dict[str, Any],
 ) -> None:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from fabric.choices import ComponentState, DeviceState
 from fabric.models import Alert, Device, HealthSample, Switch
+from fabric.services.maintenance import maintenance_set
 from tests.factories.fabric import SmallFabric
 from tests.support.personas import TENANTS
 
@@ -144,6 +145,39 @@ def test_a_refusal_is_shown_and_changes_nothing(
     body = client.get(response["Location"]).content.decode()
     assert "reserved by a composition being built" in body
     assert Device.objects.get(pk=gpu.pk).state == DeviceState.RESERVED
+
+
+@pytest.mark.parametrize("data", [{}, {"reason": "firmware"}, {"on": ""}, {"on": "maybe"}])
+@pytest.mark.parametrize("htmx", [False, True], ids=["page", "htmx"])
+def test_a_post_that_does_not_say_in_or_out_changes_nothing(
+    small: SmallFabric,
+    admin_user: Any,
+    client_as: Callable[[Any], Client],
+    data: dict[str, str],
+    htmx: bool,
+) -> None:
+    """A missing `on` is not "out of maintenance": the form always posts it."""
+    gpu = small.gpus[0]
+    maintenance_set(target=gpu, on=True, actor=admin_user)
+    client = client_as(admin_user)
+    url = reverse("fabric:device_maintenance", args=[gpu.pk])
+    detail = reverse("fabric:device_detail", args=[gpu.pk])
+    response = client.post(url, data, headers={"HX-Request": "true"} if htmx else {})
+    assert (response.get("HX-Redirect") if htmx else response["Location"]) == detail
+    assert Device.objects.get(pk=gpu.pk).state == DeviceState.MAINTENANCE
+    body = client.get(detail).content.decode()
+    assert "Nothing changed: say whether gpu-a-0 goes in maintenance or back in service." in body
+    assert "back in service (" not in body
+
+
+@pytest.mark.parametrize("on", ["0", "false", "off"])
+def test_the_spellings_of_out_take_it_out(
+    small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client], on: str
+) -> None:
+    gpu = small.gpus[0]
+    maintenance_set(target=gpu, on=True, actor=admin_user)
+    client_as(admin_user).post(reverse("fabric:device_maintenance", args=[gpu.pk]), {"on": on})
+    assert Device.objects.get(pk=gpu.pk).state == DeviceState.FREE
 
 
 def test_a_device_in_an_enclosure_in_maintenance_is_not_available(
