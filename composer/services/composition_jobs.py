@@ -25,16 +25,19 @@ from django.db import connection
 from django.utils import timezone
 
 from composer.choices import CompositionState
-from composer.errors import ComposerError, InvalidTransition, StaleState
+from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
-from composer.runner import ProgressFn, job_log_adopter, run_job
+from composer.runner import ProgressFn, for_tenants, job_log_adopter, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
 from composer.states import composition_transition
+from fabric.choices import DeviceKind
 from fabric.drivers.base import Binding, DriverError, DriverTimeout, FabricDriver
 from fabric.drivers.registry import get_driver
 from fabric.models import Host
 
 logger = logging.getLogger(__name__)
+
+KIND_LABELS: dict[str, str] = dict(DeviceKind.choices)
 
 __all__ = ["composition_compose_run", "composition_decompose_run", "composition_rollback"]
 
@@ -66,26 +69,57 @@ def _matches(binding: Binding, allocation: Allocation, host: Host) -> bool:
     )
 
 
+def allocation_label(allocation: Allocation) -> str:
+    """How a job's log names what an allocation binds: "gpu-a-02-1", "mem-a-01-1 (256 GiB)"."""
+    return allocation.device.name + (f" ({allocation.gib} GiB)" if allocation.gib else "")
+
+
+def allocation_words(allocation: Allocation) -> str:
+    """The same for the tenant's lines, with the kind: "GPU gpu-a-02-1"."""
+    kind = KIND_LABELS.get(allocation.device.kind, "")
+    return f"{kind} {allocation_label(allocation)}".strip()
+
+
 def _bind(driver: FabricDriver, allocation: Allocation, host: Host) -> Binding:
-    """Bind one allocation; after a timeout, look for the binding on the manager."""
+    """Bind one allocation; after a timeout, look for the binding on the manager.
+
+    A driver error is logged with the manager's answer (operators' line) and raised on as
+    a BindingFailed in composer's words, which the job's error and the composition's
+    failure reason carry to its tenant.
+    """
+    name = allocation.device.name
     try:
-        return driver.bind(
-            device_id=allocation.device.external_id,
-            host_id=host.external_id,
-            size_gib=allocation.gib,
-        )
-    except DriverTimeout:
+        try:
+            return driver.bind(
+                device_id=allocation.device.external_id,
+                host_id=host.external_id,
+                size_gib=allocation.gib,
+            )
+        except DriverTimeout:
+            logger.warning(
+                "binding %s timed out; asking the fabric manager whether it happened",
+                name,
+                extra=for_tenants(),
+            )
+            for binding in driver.bindings():
+                if _matches(binding, allocation, host):
+                    logger.info(
+                        "the binding of %s exists: %s",
+                        name,
+                        binding.binding_id,
+                        extra=for_tenants(f"The binding of {name} exists."),
+                    )
+                    return binding
+            raise
+    except DriverError as exc:
+        if exc.permanent:
+            words = f"The fabric manager refused to bind {name} to {host.name}."
+        else:
+            words = f"The fabric manager did not bind {name} to {host.name} in time."
         logger.warning(
-            "binding %s timed out; asking the fabric manager whether it happened",
-            allocation.device.name,
+            "binding %s to %s failed: %s", name, host.name, exc.message, extra=for_tenants(words)
         )
-        for binding in driver.bindings():
-            if _matches(binding, allocation, host):
-                logger.info(
-                    "the binding of %s exists: %s", allocation.device.name, binding.binding_id
-                )
-                return binding
-        raise
+        raise BindingFailed(words, permanent=exc.permanent) from exc
 
 
 def _bind_in_thread(
@@ -190,7 +224,11 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
         composition = _composition(job)
         source = f"compose job {job.pk}"
         if composition.state == CompositionState.READY:
-            logger.info("composition %s is already ready; nothing to do", composition.pk)
+            logger.info(
+                "composition %s is already ready; nothing to do",
+                composition.pk,
+                extra=for_tenants(f"{composition.name} is already ready; nothing to do."),
+            )
             return {"composition": composition.pk, "state": composition.state}
         if composition.state not in (CompositionState.PLACING, CompositionState.BINDING):
             raise ComposerError(
@@ -209,7 +247,10 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
         except DriverError as exc:
             if exc.permanent or not retryable:
                 composition_rollback(
-                    composition=composition, driver=driver_ref[0], reason=exc.message, source=source
+                    composition=composition,
+                    driver=driver_ref[0],
+                    reason=job_failure_reason(exc, kind="compose"),
+                    source=source,
                 )
             raise
         except BaseException as exc:
@@ -230,11 +271,17 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
 
 
 def job_failure_reason(exc: BaseException, *, kind: str) -> str:
-    """Why a composition job (`kind`: "compose", "heal") stopped, in words for the page."""
+    """Why a composition job (`kind`: "compose", "heal") stopped, in words for the page,
+    which the composition's tenant reads: a driver's error only as composer retold it
+    (`BindingFailed`), never the manager's own answer (that is in the operators' log)."""
     if type(exc).__name__ == "SoftTimeLimitExceeded":
         return f"The {kind} job ran past its time limit."
-    if isinstance(exc, ComposerError):
+    if isinstance(exc, ComposerError | BindingFailed):
         return exc.message
+    if isinstance(exc, DriverError):
+        if exc.permanent:
+            return "The fabric manager refused the operation."
+        return "The fabric manager is busy or did not answer in time."
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -248,33 +295,44 @@ def _compose_steps(
     if not allocations:
         raise ComposerError(f"Composition {composition.name} holds no devices to bind.")
     total = len(allocations) + 3
-    progress(1, total, f"Reserved {len(allocations)} device(s) on {host.name}")
+    reserved = f"Reserved {len(allocations)} device(s) on {host.name}"
+    progress(1, total, reserved)
     logger.info(
         "composition %s: %s allocation(s) reserved for %s",
         composition.pk,
         len(allocations),
         host.name,
+        extra=for_tenants(f"{reserved}."),
     )
     driver = get_driver(host.manager)
     keep_driver(driver)
     done = [1]
-
-    def label(allocation: Allocation) -> str:
-        return allocation.device.name + (f" ({allocation.gib} GiB)" if allocation.gib else "")
+    label = allocation_label
 
     def record(allocation: Allocation, binding: Binding) -> None:
         # Recorded (committed) as soon as it is made: a redelivery resumes after it.
         allocation_mark_bound(
             allocation=allocation, binding_id=binding.binding_id, host=host, source=source
         )
-        logger.info("bound %s to %s (%s)", label(allocation), host.name, binding.binding_id)
+        logger.info(
+            "bound %s to %s (%s)",
+            label(allocation),
+            host.name,
+            binding.binding_id,
+            extra=for_tenants(f"Bound {allocation_words(allocation)} to {host.name}."),
+        )
         done[0] += 1
         progress(done[0], total, f"Bound {label(allocation)}")
 
     for allocation in allocations:
         if allocation.binding_id:
             name, binding_id = label(allocation), allocation.binding_id
-            logger.info("%s is already bound (%s); skipped", name, binding_id)
+            logger.info(
+                "%s is already bound (%s); skipped",
+                name,
+                binding_id,
+                extra=for_tenants(f"{allocation_words(allocation)} is already bound; skipped."),
+            )
             done[0] += 1
             progress(done[0], total, f"Bound {label(allocation)}")
     unbound = [a for a in allocations if not a.binding_id]
@@ -286,13 +344,18 @@ def _compose_steps(
         if a.binding_id not in reported or not _matches(reported[a.binding_id], a, host)
     ]
     if missing:
-        raise DriverError(
+        raise BindingFailed(
             f"Verification failed: the fabric manager does not report {', '.join(missing)} "
             f"bound to {host.name}.",
             permanent=True,
         )
     progress(total - 1, total, "Verified every binding on the fabric manager")
-    logger.info("verified %s binding(s) on %s", len(allocations), host.name)
+    logger.info(
+        "verified %s binding(s) on %s",
+        len(allocations),
+        host.name,
+        extra=for_tenants(f"Verified {len(allocations)} device(s) on {host.name}."),
+    )
     composition_transition(
         composition,
         CompositionState.READY,
@@ -333,11 +396,19 @@ def _undo(
         if reported is not None and host is not None:
             ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
         for binding_id in sorted(ids):
+            name = allocation.device.name
             try:
                 driver.unbind(binding_id=binding_id)
-                logger.info("unbound %s (%s)", allocation.device.name, binding_id)
+                logger.info(
+                    "unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}.")
+                )
             except DriverError as exc:
-                logger.error("could not unbind %s: %s", allocation.device.name, exc.message)
+                logger.error(
+                    "could not unbind %s: %s",
+                    name,
+                    exc.message,
+                    extra=for_tenants(f"Could not unbind {name}; it stays recorded."),
+                )
                 failed.append(allocation.pk)
     return failed
 
@@ -361,7 +432,13 @@ def composition_rollback(
         CompositionState.BINDING,
     ):
         return composition
-    logger.warning("composition %s: rolling back (%s)", composition.pk, reason)
+    logger.warning(
+        "composition %s: rolling back (%s)",
+        composition.pk,
+        reason,
+        # The tenant reads the reason in the line that failed and in the job's last line.
+        extra=for_tenants("Rolling back: unbinding what was bound, releasing every device."),
+    )
     allocations = _active(composition)
     failed: list[int] = []
     host = composition.host
@@ -370,7 +447,12 @@ def composition_rollback(
             driver = driver or get_driver(host.manager)
             failed = _undo(driver, allocations, host, manager_bindings(driver))
         except DriverError as exc:  # no driver at all: undo only what was never bound
-            logger.error("rollback of composition %s: %s", composition.pk, exc.message)
+            logger.error(
+                "rollback of composition %s: %s",
+                composition.pk,
+                exc.message,
+                extra=for_tenants("The fabric manager cannot be reached: nothing was unbound."),
+            )
             failed = [a.pk for a in allocations if a.binding_id]
     allocations_release(composition=composition, source=source, keep=failed)
     text = reason
@@ -404,7 +486,11 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
         composition = _composition(job)
         source = f"decompose job {job.pk}"
         if composition.state == CompositionState.RELEASED:
-            logger.info("composition %s is already released", composition.pk)
+            logger.info(
+                "composition %s is already released",
+                composition.pk,
+                extra=for_tenants(f"{composition.name} is already released."),
+            )
             return {"composition": composition.pk, "state": composition.state}
         if composition.state != CompositionState.DECOMPOSING:
             raise ComposerError(
@@ -423,7 +509,10 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
                 ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
                 for binding_id in sorted(ids):
                     driver.unbind(binding_id=binding_id)
-                    logger.info("unbound %s (%s)", allocation.device.name, binding_id)
+                    name = allocation.device.name
+                    logger.info(
+                        "unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}.")
+                    )
                 allocations_release(composition=composition, source=source, only=[allocation.pk])
                 progress(index, total, f"Released {allocation.device.name}")
         else:
