@@ -19,14 +19,8 @@ from composer.models import Allocation, Composition, Job
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
-from composer.services.composition_jobs import (
-    _bind,
-    _composition,
-    _matches,
-    allocation_label,
-    allocation_words,
-    job_failure_reason,
-)
+from composer.services.bindings import _bind, _matches, allocation_label, allocation_words
+from composer.services.composition_jobs import _composition, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.heal.common import (
     HEAL_ROUNDS,

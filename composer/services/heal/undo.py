@@ -15,7 +15,7 @@ from composer.errors import InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
 from composer.runner import for_tenants
 from composer.services.allocations import allocations_release, slices_give_back
-from composer.services.composition_jobs import _matches, manager_bindings
+from composer.services.bindings import _matches, manager_bindings
 from composer.services.heal.common import (
     HEALED_KEY,
     HEALING_KEY,
