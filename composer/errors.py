@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fabric.drivers.base import DriverError
+
 
 class ComposerError(Exception):
     """Base of every domain error. `code` is stable and documented; `field` names bad input.
@@ -70,3 +72,13 @@ class PlacementRejected(ComposerError):
 
     code = "placement_rejected"
     status_code = 409
+
+
+class BindingFailed(DriverError):
+    """A binding could not be made or verified, in composer's words: which of the
+    composition's devices, on its host, and whether trying again can help (`permanent`).
+
+    Raised in place of the driver's own error (which may name the manager's elements): the
+    manager's answer goes to the operators' log line where it is caught, while this message
+    reaches everyone who reads the job or the composition, its tenant included.
+    """

@@ -6,7 +6,8 @@ runner guarantees that
 - a job runs once: QUEUED -> RUNNING is a compare-and-set, so a redelivered message
   finds the job already claimed and exits;
 - what the work logs (loggers under "fabric" and "composer", INFO and up, from the
-  job's own thread) is stored as JobLogLine rows;
+  job's own thread) is stored as JobLogLine rows, each for operators only or also for the
+  job's tenant (`for_tenants`, below);
 - progress and log lines reach the database at most once a second each, counted from
   the start (which is itself announced), and the last ones always do: a job done within
   a second writes its log in one INSERT at the end instead of one per line, off the path
@@ -14,6 +15,14 @@ runner guarantees that
 - every run ends SUCCEEDED (with the function's result) or FAILED (with the error),
   except a transient DriverError while retries remain: then the job goes back to
   QUEUED and `JobRetry` tells the task to retry with back-off.
+
+Who reads a log line is decided where it is logged. Operators read every line as logged.
+The job's tenant reads only the lines logged with `extra=for_tenants(...)`, in the words
+given there: a driver's lines and fabric code's (loggers under "fabric") name the manager,
+switches and ports, and stay with operators whatever they pass, and so does any composer
+line that does not say it is fit for tenants (a traceback, a binding id, another
+composition). A new logging call is thus operators' only until its author words it for
+tenants.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from django.db import connection
 from django.utils import timezone
 
 from composer.choices import JobStatus
-from composer.errors import InvalidTransition, StaleState
+from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
 from composer.events import job_progress_record
 from composer.models import Job, JobLogLine
 from composer.states import job_transition
@@ -45,9 +54,35 @@ JobFn = Callable[[ProgressFn], Mapping[str, Any] | None]
 """The work of a job: called with the progress callback, returns the JSON result."""
 
 CAPTURED_LOGGERS = ("fabric", "composer")
+# Loggers whose lines a tenant never reads: fabric code speaks of the fabric's own elements.
+OPERATOR_LOGGERS = ("fabric",)
 PROGRESS_INTERVAL_S = 1.0
 MAX_LOG_LINES = 5000
 MAX_LINE_CHARS = 4000
+
+_TENANT_WORDS = "tenant_words"  # the LogRecord attribute `for_tenants` sets
+_SAME_WORDS = True
+
+
+def for_tenants(words: str | None = None) -> dict[str, object]:
+    """`extra=` for a logging call of a job whose line the job's tenant reads too: in
+    `words`, or (without them) in the line's own words, when those name nothing of the
+    fabric's internals (no switch, port, link, manager, binding id; devices and the host
+    of the tenant's own composition are theirs to read).
+
+        logger.info("bound %s to %s (%s)", name, host, binding_id,
+                    extra=for_tenants(f"Bound GPU {name} to {host}"))
+    """
+    return {_TENANT_WORDS: _SAME_WORDS if words is None else words}
+
+
+def _tenant_text(record: logging.LogRecord) -> str:
+    """The line of `record` as the job's tenant reads it; "" when it is operators' only."""
+    words = getattr(record, _TENANT_WORDS, None)
+    if words is None or record.name.split(".", 1)[0] in OPERATOR_LOGGERS:
+        return ""
+    # The record's own message, never the formatted one: that carries any traceback.
+    return record.getMessage() if words is _SAME_WORDS else str(words)
 
 
 class JobRetry(Exception):
@@ -89,10 +124,11 @@ class _JobLogHandler(logging.Handler):
             return
         try:
             message = self.format(record)
+            tenant_message = _tenant_text(record)
             with self.buffer_lock:
                 self.count += 1
                 if self.count > MAX_LOG_LINES:
-                    message = f"log truncated after {MAX_LOG_LINES} lines"
+                    message = tenant_message = f"log truncated after {MAX_LOG_LINES} lines"
                 self.buffer.append(
                     JobLogLine(
                         job_id=self.job_id,
@@ -100,6 +136,7 @@ class _JobLogHandler(logging.Handler):
                         level=record.levelname[:10],
                         logger=record.name[:100],
                         message=message[:MAX_LINE_CHARS],
+                        tenant_message=tenant_message[:MAX_LINE_CHARS],
                     )
                 )
             # Written by the job's own thread only (on its connection, between its steps).
@@ -193,12 +230,30 @@ class _Progress:
         return {"progress_done": done, "progress_total": total, "message": message}
 
 
-def _error_text(exc: BaseException) -> str:
+def _driver_words(job: Job, exc: DriverError) -> str:
+    """What a fabric manager's error says to whoever reads `job`. A tenant's job never
+    carries the manager's own answer (it may name the manager's switches and enclosures):
+    composer's retelling of it (`BindingFailed`), or else a sentence saying which kind of
+    error it was; the manager's answer is in the operators' log line."""
+    if job.tenant_id is None or isinstance(exc, BindingFailed):
+        return exc.message
+    if exc.permanent:
+        return "The fabric manager refused the operation."
+    return "The fabric manager is busy or did not answer in time."
+
+
+def _error_text(job: Job, exc: BaseException) -> str:
+    """The job's `error`: read on its page and in the API and live events, by its tenant too.
+    An unexpected exception's text is for operators (who have its traceback in the log)."""
     if type(exc).__name__ == "SoftTimeLimitExceeded":
         return "The job ran past its time limit and was stopped."
     if isinstance(exc, DriverError):
         kind = "permanent" if exc.permanent else "transient"
-        return f"Fabric manager error ({kind}): {exc.message}"
+        return f"Fabric manager error ({kind}): {_driver_words(job, exc)}"
+    if isinstance(exc, ComposerError):
+        return exc.message
+    if job.tenant_id is not None:
+        return f"An unexpected error stopped the job ({type(exc).__name__})."
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -239,30 +294,47 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
 
     with _capture_logs(job) as handler:
         progress = _Progress(job, handler)
-        logger.info("job %s (%s) started, attempt %s", job.pk, job.kind, job.attempts)
+        logger.info(
+            "job %s (%s) started, attempt %s",
+            job.pk,
+            job.kind,
+            job.attempts,
+            extra=for_tenants(),
+        )
         try:
             result = fn(progress)
         except DriverError as exc:
             if not exc.permanent and retryable:
                 logger.warning(
-                    "job %s: transient fabric manager error, will retry: %s", job.pk, exc
+                    "job %s: transient fabric manager error, will retry: %s",
+                    job.pk,
+                    exc,
+                    extra=for_tenants(f"{_driver_words(job, exc)} Trying again shortly."),
                 )
                 handler.write()
                 _requeue(job, exc, progress)
                 raise JobRetry(job.pk, exc) from exc
-            logger.error("job %s failed: %s", job.pk, _error_text(exc))
+            error = _error_text(job, exc)
+            logger.error(
+                "job %s failed: Fabric manager error (%s): %s",
+                job.pk,
+                "permanent" if exc.permanent else "transient",
+                exc.message,
+                extra=for_tenants(f"Failed: {error}"),
+            )
             handler.write()
-            _finish(job, JobStatus.FAILED, error=_error_text(exc), **progress.final_fields())
+            _finish(job, JobStatus.FAILED, error=error, **progress.final_fields())
         except Exception as exc:
-            logger.exception("job %s failed", job.pk)
+            error = _error_text(job, exc)
+            logger.exception("job %s failed", job.pk, extra=for_tenants(f"Failed: {error}"))
             handler.write()
-            _finish(job, JobStatus.FAILED, error=_error_text(exc), **progress.final_fields())
+            _finish(job, JobStatus.FAILED, error=error, **progress.final_fields())
         except BaseException as exc:
             handler.write()
-            _finish(job, JobStatus.FAILED, error=_error_text(exc), **progress.final_fields())
+            _finish(job, JobStatus.FAILED, error=_error_text(job, exc), **progress.final_fields())
             raise
         else:
-            logger.info("job %s succeeded", job.pk)
+            logger.info("job %s succeeded", job.pk, extra=for_tenants())
             handler.write()
             final = progress.final_fields()
             if job.progress_total or final.get("progress_total"):
@@ -277,8 +349,8 @@ def _requeue(job: Job, exc: DriverError, progress: _Progress) -> None:
         job_transition(
             job,
             JobStatus.QUEUED,
-            error=_error_text(exc),
-            message=f"Waiting to retry: {exc.message}"[:300],
+            error=_error_text(job, exc),
+            message=f"Waiting to retry: {_driver_words(job, exc)}"[:300],
             heartbeat_at=timezone.now(),
             **{k: v for k, v in progress.final_fields().items() if k != "message"},
         )

@@ -77,7 +77,7 @@ HIDDEN = (
 UNSAFE_METHODS = {"post", "put", "patch", "delete"}
 BODY_METHODS = {"post", "put", "patch"}
 # The shapes tenant members get: exactly these fields.
-CLOSED_COMPONENTS = ("TenantDevice", "Pool", "TenantAlert")
+CLOSED_COMPONENTS = ("TenantDevice", "Pool", "TenantAlert", "TenantJobLogLine")
 
 
 def _error_response(description: str) -> dict[str, Any]:

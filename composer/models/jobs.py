@@ -69,13 +69,24 @@ class Job(TimeStampedModel):
 
 
 class JobLogLine(models.Model):
-    """One log line of a job, captured from the logging calls made while it ran."""
+    """One log line of a job, captured from the logging calls made while it ran.
+
+    Two audiences: `message` is the operators' line as it was logged (it may name the fabric
+    manager, switches, binding ids, or be a driver's own line); `tenant_message` is the same
+    step in the words the job's tenant reads, and blank when the line is for operators only.
+    `composer.runner` decides which at capture; `composer.selectors.jobs.job_log` is the one
+    read path.
+    """
 
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="log_lines")
     at = models.DateTimeField()
     level = models.CharField(max_length=10)
     logger = models.CharField(max_length=100, blank=True)
     message = models.TextField()
+    tenant_message = models.TextField(
+        blank=True,
+        help_text="The line in the tenant's words; blank: for operators only.",
+    )
 
     class Meta:
         ordering = ["job_id", "at", "id"]

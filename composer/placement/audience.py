@@ -7,6 +7,13 @@ as JSON (`composer.services.compositions.placement_as_dict`): a sentence both au
 alike as a string, one with two renderings as `{"operator": ..., "tenant": ...}`.
 `plan_for(plan, operator=...)` turns a stored plan back into plain sentences for one
 audience; every page, API answer and message that shows a plan goes through it.
+
+The funnel counts candidates before and after each constraint. A step that counts hosts
+(its name starts with "hosts:", as the engine names them) counts the whole fabric's hosts,
+which are the operators' to know: a tenant reads such a step without its counts, only
+whether any host was left after it (`[name, None, None]`, or `[name, None, 0]` for the step
+that left none). Steps that count devices keep their counts: pool availability is a
+tenant's to see.
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from typing import Any
 
 from composer.placement.request import Note
 
-__all__ = ["note_as_json", "note_text", "plan_for"]
+__all__ = ["HOST_STEP", "note_as_json", "note_text", "plan_for"]
+
+HOST_STEP = "hosts:"  # how the engine begins the name of a funnel step that counts hosts
 
 # The parts of a stored plan that hold sentences.
 _SENTENCES = ("explanation",)
@@ -50,4 +59,14 @@ def plan_for(plan: Mapping[str, Any] | None, *, operator: bool) -> dict[str, Any
     for key in _SENTENCE:
         if key in out:
             out[key] = note_text(out[key], operator=operator)
+    if not operator and "funnel" in out:
+        out["funnel"] = [_step_for_tenant(step) for step in out["funnel"] or ()]
     return out
+
+
+def _step_for_tenant(step: Any) -> Any:
+    """A funnel step as a tenant reads it: a host-counting step without the counts."""
+    if not (isinstance(step, list | tuple) and step and str(step[0]).startswith(HOST_STEP)):
+        return step
+    left = step[2] if len(step) > 2 else None
+    return [step[0], None, 0 if left == 0 else None]

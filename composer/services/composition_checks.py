@@ -2,6 +2,10 @@
 and free, the host exists, the fabric could ever satisfy the request, and the tenant's
 quotas allow it. Each failure raises a ComposerError subclass naming the field and, for
 quotas, by how much.
+
+The messages are read by whoever asked, tenants included: a request beyond what the fabric
+holds is told so without the fabric's totals (its size is the operators' to know; they
+read it on the pool pages).
 """
 
 from __future__ import annotations
@@ -101,7 +105,10 @@ def _check_minima(item: Mapping[str, Any], index: int, label: str) -> None:
 
 def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
     """SpecError for what the fabric can never satisfy: unknown models, more devices, GiB,
-    TB or cores than exist at all, a host that does not exist. Returns the asked-for host."""
+    TB or cores than exist at all, a host that does not exist. Returns the asked-for host.
+
+    The messages say what was asked and that the fabric will never hold it, not how much it
+    holds."""
     present = Device.objects.exclude(state=DeviceState.ABSENT)
     totals = {
         (row["kind"], row["model"]): row
@@ -124,21 +131,25 @@ def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
         if item["count"] > have:
             what = f"{label}s ({model})" if model else f"{label}s"
             raise SpecError(
-                f"The fabric has {have} {what} in all; {item['count']} asked.",
+                f"More {what} than the fabric holds: {item['count']} asked; ask for fewer.",
                 field=f"items[{index}].count",
+                field_message="More than the fabric holds; ask for fewer.",
             )
     memory = sum(row["gib"] or 0 for (k, _), row in totals.items() if k == DeviceKind.CXL_MEMORY)
     if spec["memory_gib"] > memory:
         raise SpecError(
-            f"The fabric has {memory:,} GiB of CXL memory in all; {spec['memory_gib']:,} asked.",
+            f"More CXL memory than the fabric holds: {spec['memory_gib']:,} GiB asked; "
+            "ask for less.",
             field="memory_gib",
+            field_message="More than the fabric holds; ask for less.",
         )
     storage_tb = sum(row["gb"] or 0 for (k, _), row in totals.items() if k == DeviceKind.NVME)
     storage_tb /= 1000
     if spec["storage_tb"] > storage_tb:
         raise SpecError(
-            f"The fabric has {storage_tb:,.1f} TB of NVMe in all; {spec['storage_tb']:,} asked.",
+            f"More NVMe than the fabric holds: {spec['storage_tb']:,} TB asked; ask for less.",
             field="storage_tb",
+            field_message="More than the fabric holds; ask for less.",
         )
     host = _resolve_host(spec["host"])
     if spec["cores"]:

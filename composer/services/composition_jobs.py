@@ -9,30 +9,33 @@ asks the manager (`bindings()`) and records what it finds. Transient driver erro
 to the runner, which retries the task with back-off; a permanent error, the last retry,
 the time limit or any other failure rolls back: what was bound (recorded, or found on the
 manager) is unbound, the allocations are released and the composition ends FAILED with the
-reason (rule 2). Decompose unbinds (idempotent), releases and ends RELEASED.
+reason (rule 2). Decompose unbinds (idempotent), releases and ends RELEASED. Binding and
+unbinding through the driver is `composer.services.bindings`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Any
 
-from django.conf import settings
-from django.db import connection
 from django.utils import timezone
 
 from composer.choices import CompositionState
-from composer.errors import ComposerError, InvalidTransition, StaleState
+from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
-from composer.runner import ProgressFn, job_log_adopter, run_job
+from composer.runner import ProgressFn, for_tenants, job_log_adopter, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
+from composer.services.bindings import (
+    _bind_each,
+    _matches,
+    _undo,
+    allocation_label,
+    allocation_words,
+    manager_bindings,
+)
 from composer.states import composition_transition
-from fabric.drivers.base import Binding, DriverError, DriverTimeout, FabricDriver
+from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
-from fabric.models import Host
 
 logger = logging.getLogger(__name__)
 
@@ -58,126 +61,6 @@ def _active(composition: Composition) -> list[Allocation]:
     )
 
 
-def _matches(binding: Binding, allocation: Allocation, host: Host) -> bool:
-    return (
-        binding.device_id == allocation.device.external_id
-        and binding.host_id == host.external_id
-        and binding.size_gib == allocation.gib
-    )
-
-
-def _bind(driver: FabricDriver, allocation: Allocation, host: Host) -> Binding:
-    """Bind one allocation; after a timeout, look for the binding on the manager."""
-    try:
-        return driver.bind(
-            device_id=allocation.device.external_id,
-            host_id=host.external_id,
-            size_gib=allocation.gib,
-        )
-    except DriverTimeout:
-        logger.warning(
-            "binding %s timed out; asking the fabric manager whether it happened",
-            allocation.device.name,
-        )
-        for binding in driver.bindings():
-            if _matches(binding, allocation, host):
-                logger.info(
-                    "the binding of %s exists: %s", allocation.device.name, binding.binding_id
-                )
-                return binding
-        raise
-
-
-def _bind_in_thread(
-    driver: FabricDriver, allocation: Allocation, host: Host, adopt: Callable[[], None]
-) -> Binding:
-    """`_bind` from a thread of the compose job's pool: its log lines are the job's, and the
-    database connection it opened (Django's are per thread) is closed when it is done."""
-    adopt()
-    try:
-        return _bind(driver, allocation, host)
-    finally:
-        connection.close()
-
-
-def _parallel_binds(count: int) -> int:
-    """How many of `count` binds to run at once (1: one after the other, in this thread).
-
-    In parallel only outside a transaction: each bind runs in a thread with its own
-    connection, which sees only what is committed. (On SQLite the threads take the one
-    write lock in turn; the manager's latency, outside any transaction, still overlaps.)"""
-    width = int(getattr(settings, "COMPOSER_BIND_PARALLELISM", 4))
-    if count < 2 or width < 2:
-        return 1
-    return 1 if connection.in_atomic_block else min(width, count)
-
-
-def _slow(seconds: float) -> bool:
-    """Whether a bind that took `seconds` makes the rest worth a thread and a connection
-    each (opening a database connection costs a few milliseconds: a fast manager binds
-    sooner than that)."""
-    return seconds * 1000 >= float(getattr(settings, "COMPOSER_BIND_PARALLEL_AFTER_MS", 20))
-
-
-def _bind_each(
-    driver: FabricDriver,
-    allocations: Sequence[Allocation],
-    host: Host,
-    record: Callable[[Allocation, Binding], None],
-    adopt: Callable[[], None],
-) -> None:
-    """Bind `allocations` and `record` each binding as soon as it is made.
-
-    The first bind runs here. When it was slow (COMPOSER_BIND_PARALLEL_AFTER_MS), up to
-    COMPOSER_BIND_PARALLELISM of the others are in flight at once: a fabric manager binds
-    devices independently, so five 400 ms binds take 800 ms, not 2 s. A fast manager
-    binds the rest here too, one after the other. The first failure (or an interruption,
-    such as the time limit) cancels the binds not yet started and is raised once every
-    bind in flight has ended and every one that succeeded is recorded (rule 2: a binding
-    is recorded or undone; the rollback and a retry also ask the manager).
-    """
-    width = _parallel_binds(len(allocations))
-    rest = list(allocations)
-    while rest:
-        allocation = rest.pop(0)
-        started = time.monotonic()
-        binding = _bind(driver, allocation, host)
-        slow = _slow(time.monotonic() - started)
-        record(allocation, binding)
-        if width > 1 and rest and slow:
-            break
-    if not rest:
-        return
-    pool = ThreadPoolExecutor(max_workers=min(width, len(rest)), thread_name_prefix="bind")
-    futures = [pool.submit(_bind_in_thread, driver, allocation, host, adopt) for allocation in rest]
-    pending = dict(zip(futures, rest, strict=True))
-    failure: BaseException | None = None
-    try:
-        while pending and failure is None:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in [f for f in futures if f in finished]:  # in request order
-                allocation = pending.pop(future)
-                error = future.exception()
-                if error is not None:
-                    failure = failure or error
-                else:
-                    record(allocation, future.result())
-    except BaseException as exc:  # a time limit while waiting, a failed record
-        failure = exc
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        # Binds that ended while the failure was handled are recorded before it goes up.
-        for future, allocation in pending.items():
-            if future.cancelled() or future.exception() is not None:
-                continue
-            try:
-                record(allocation, future.result())
-            except Exception:  # the rollback still finds it: it asks the manager
-                logger.exception("could not record the binding of %s", allocation.device.name)
-    if failure is not None:
-        raise failure
-
-
 def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
     """Run compose job `job` in this process (what the task does), via `run_job`.
 
@@ -190,7 +73,11 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
         composition = _composition(job)
         source = f"compose job {job.pk}"
         if composition.state == CompositionState.READY:
-            logger.info("composition %s is already ready; nothing to do", composition.pk)
+            logger.info(
+                "composition %s is already ready; nothing to do",
+                composition.pk,
+                extra=for_tenants(f"{composition.name} is already ready; nothing to do."),
+            )
             return {"composition": composition.pk, "state": composition.state}
         if composition.state not in (CompositionState.PLACING, CompositionState.BINDING):
             raise ComposerError(
@@ -209,7 +96,10 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
         except DriverError as exc:
             if exc.permanent or not retryable:
                 composition_rollback(
-                    composition=composition, driver=driver_ref[0], reason=exc.message, source=source
+                    composition=composition,
+                    driver=driver_ref[0],
+                    reason=job_failure_reason(exc, kind="compose"),
+                    source=source,
                 )
             raise
         except BaseException as exc:
@@ -230,11 +120,17 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
 
 
 def job_failure_reason(exc: BaseException, *, kind: str) -> str:
-    """Why a composition job (`kind`: "compose", "heal") stopped, in words for the page."""
+    """Why a composition job (`kind`: "compose", "heal") stopped, in words for the page,
+    which the composition's tenant reads: a driver's error only as composer retold it
+    (`BindingFailed`), never the manager's own answer (that is in the operators' log)."""
     if type(exc).__name__ == "SoftTimeLimitExceeded":
         return f"The {kind} job ran past its time limit."
-    if isinstance(exc, ComposerError):
+    if isinstance(exc, ComposerError | BindingFailed):
         return exc.message
+    if isinstance(exc, DriverError):
+        if exc.permanent:
+            return "The fabric manager refused the operation."
+        return "The fabric manager is busy or did not answer in time."
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -248,33 +144,44 @@ def _compose_steps(
     if not allocations:
         raise ComposerError(f"Composition {composition.name} holds no devices to bind.")
     total = len(allocations) + 3
-    progress(1, total, f"Reserved {len(allocations)} device(s) on {host.name}")
+    reserved = f"Reserved {len(allocations)} device(s) on {host.name}"
+    progress(1, total, reserved)
     logger.info(
         "composition %s: %s allocation(s) reserved for %s",
         composition.pk,
         len(allocations),
         host.name,
+        extra=for_tenants(f"{reserved}."),
     )
     driver = get_driver(host.manager)
     keep_driver(driver)
     done = [1]
-
-    def label(allocation: Allocation) -> str:
-        return allocation.device.name + (f" ({allocation.gib} GiB)" if allocation.gib else "")
+    label = allocation_label
 
     def record(allocation: Allocation, binding: Binding) -> None:
         # Recorded (committed) as soon as it is made: a redelivery resumes after it.
         allocation_mark_bound(
             allocation=allocation, binding_id=binding.binding_id, host=host, source=source
         )
-        logger.info("bound %s to %s (%s)", label(allocation), host.name, binding.binding_id)
+        logger.info(
+            "bound %s to %s (%s)",
+            label(allocation),
+            host.name,
+            binding.binding_id,
+            extra=for_tenants(f"Bound {allocation_words(allocation)} to {host.name}."),
+        )
         done[0] += 1
         progress(done[0], total, f"Bound {label(allocation)}")
 
     for allocation in allocations:
         if allocation.binding_id:
             name, binding_id = label(allocation), allocation.binding_id
-            logger.info("%s is already bound (%s); skipped", name, binding_id)
+            logger.info(
+                "%s is already bound (%s); skipped",
+                name,
+                binding_id,
+                extra=for_tenants(f"{allocation_words(allocation)} is already bound; skipped."),
+            )
             done[0] += 1
             progress(done[0], total, f"Bound {label(allocation)}")
     unbound = [a for a in allocations if not a.binding_id]
@@ -286,13 +193,18 @@ def _compose_steps(
         if a.binding_id not in reported or not _matches(reported[a.binding_id], a, host)
     ]
     if missing:
-        raise DriverError(
+        raise BindingFailed(
             f"Verification failed: the fabric manager does not report {', '.join(missing)} "
             f"bound to {host.name}.",
             permanent=True,
         )
     progress(total - 1, total, "Verified every binding on the fabric manager")
-    logger.info("verified %s binding(s) on %s", len(allocations), host.name)
+    logger.info(
+        "verified %s binding(s) on %s",
+        len(allocations),
+        host.name,
+        extra=for_tenants(f"Verified {len(allocations)} device(s) on {host.name}."),
+    )
     composition_transition(
         composition,
         CompositionState.READY,
@@ -308,38 +220,6 @@ def _compose_steps(
         "host": host.name,
         "bindings": [a.binding_id for a in allocations],
     }
-
-
-def manager_bindings(driver: FabricDriver) -> list[Binding] | None:
-    """What the manager reports bound, or None when it cannot be read: an undo then goes by
-    the recorded binding ids alone (a reply that was lost stays for the reconciliation)."""
-    try:
-        return driver.bindings()
-    except DriverError:
-        return None
-
-
-def _undo(
-    driver: FabricDriver,
-    allocations: Iterable[Allocation],
-    host: Host | None,
-    reported: list[Binding] | None,
-) -> list[int]:
-    """Unbind what `allocations` bound (recorded ids, and bindings the manager reports for
-    them that a lost reply never recorded). Returns the allocations that could not be undone."""
-    failed: list[int] = []
-    for allocation in allocations:
-        ids = {allocation.binding_id} if allocation.binding_id else set()
-        if reported is not None and host is not None:
-            ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
-        for binding_id in sorted(ids):
-            try:
-                driver.unbind(binding_id=binding_id)
-                logger.info("unbound %s (%s)", allocation.device.name, binding_id)
-            except DriverError as exc:
-                logger.error("could not unbind %s: %s", allocation.device.name, exc.message)
-                failed.append(allocation.pk)
-    return failed
 
 
 def composition_rollback(
@@ -361,7 +241,13 @@ def composition_rollback(
         CompositionState.BINDING,
     ):
         return composition
-    logger.warning("composition %s: rolling back (%s)", composition.pk, reason)
+    logger.warning(
+        "composition %s: rolling back (%s)",
+        composition.pk,
+        reason,
+        # The tenant reads the reason in the line that failed and in the job's last line.
+        extra=for_tenants("Rolling back: unbinding what was bound, releasing every device."),
+    )
     allocations = _active(composition)
     failed: list[int] = []
     host = composition.host
@@ -370,7 +256,12 @@ def composition_rollback(
             driver = driver or get_driver(host.manager)
             failed = _undo(driver, allocations, host, manager_bindings(driver))
         except DriverError as exc:  # no driver at all: undo only what was never bound
-            logger.error("rollback of composition %s: %s", composition.pk, exc.message)
+            logger.error(
+                "rollback of composition %s: %s",
+                composition.pk,
+                exc.message,
+                extra=for_tenants("The fabric manager cannot be reached: nothing was unbound."),
+            )
             failed = [a.pk for a in allocations if a.binding_id]
     allocations_release(composition=composition, source=source, keep=failed)
     text = reason
@@ -404,7 +295,11 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
         composition = _composition(job)
         source = f"decompose job {job.pk}"
         if composition.state == CompositionState.RELEASED:
-            logger.info("composition %s is already released", composition.pk)
+            logger.info(
+                "composition %s is already released",
+                composition.pk,
+                extra=for_tenants(f"{composition.name} is already released."),
+            )
             return {"composition": composition.pk, "state": composition.state}
         if composition.state != CompositionState.DECOMPOSING:
             raise ComposerError(
@@ -423,7 +318,10 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
                 ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
                 for binding_id in sorted(ids):
                     driver.unbind(binding_id=binding_id)
-                    logger.info("unbound %s (%s)", allocation.device.name, binding_id)
+                    name = allocation.device.name
+                    logger.info(
+                        "unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}.")
+                    )
                 allocations_release(composition=composition, source=source, only=[allocation.pk])
                 progress(index, total, f"Released {allocation.device.name}")
         else:

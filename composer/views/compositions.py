@@ -28,6 +28,7 @@ from composer.forms.compositions import CompositionFilterForm, CompositionReques
 from composer.models import Composition, Job, Membership, Tenant
 from composer.placement.audience import plan_for
 from composer.selectors.health import composition_device_status
+from composer.selectors.jobs import job_log
 from composer.services.compositions import (
     COMPOSITION_TARGET,
     composition_decompose,
@@ -265,7 +266,8 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     allocations = list(
         composition.allocations.select_related("device").order_by("released_at", "pk")
     )
-    plan = plan_for(composition.placement, operator=is_operator(request.user))
+    operator = is_operator(request.user)
+    plan = plan_for(composition.placement, operator=operator)
     paths = {p["device"]: p for p in (plan.get("devices") or []) + (plan.get("memory") or [])}
     # Each held device's health and reach now, not as placed: the table must not say Bound
     # at 298 ns about a GPU its host can no longer reach.
@@ -286,7 +288,7 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     )
     log_lines: list[Any] = []
     if job is not None:
-        log_lines = list(reversed(job.log_lines.order_by("-at", "-id")[:LOG_LINES_SHOWN]))
+        log_lines = job_log(job=job, operator=operator, last=LOG_LINES_SHOWN).lines
     job_finished = job is None or job.status in TERMINAL_JOB_STATUSES
     return {
         "composition": composition,

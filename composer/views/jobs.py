@@ -17,6 +17,7 @@ from django.utils.cache import patch_vary_headers
 from composer.choices import TERMINAL_JOB_STATUSES
 from composer.forms.jobs import JobFilterForm
 from composer.models import Job
+from composer.selectors.jobs import job_log
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
 
@@ -92,14 +93,14 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def _job_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     job = get_object_or_404(_job_queryset(request), pk=pk)
-    total_lines = job.log_lines.count()
-    lines = list(reversed(job.log_lines.order_by("-at", "-id")[:LOG_LINES_SHOWN]))
+    operator = is_operator(request.user)
+    log = job_log(job=job, operator=operator, last=LOG_LINES_SHOWN)
     return {
         "job": job,
         "is_finished": job.status in TERMINAL_JOB_STATUSES,
-        "log_lines": lines,
-        "log_lines_hidden": max(0, total_lines - len(lines)),
-        "target_url": target_url(job, operator=is_operator(request.user)),
+        "log_lines": log.lines,
+        "log_lines_hidden": log.hidden,
+        "target_url": target_url(job, operator=operator),
     }
 
 

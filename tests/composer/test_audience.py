@@ -20,6 +20,7 @@ from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed
+from tests.support.text import named as _named
 from tests.support.websocket import db, open_as, quiet, receive, run, session_cookie, use_layer
 
 TWO_GPUS_AND_MEMORY = {"items": [{"kind": "gpu", "count": 2}], "memory_gib": 256}
@@ -27,12 +28,6 @@ TWO_GPUS_AND_MEMORY = {"items": [{"kind": "gpu", "count": 2}], "memory_gib": 256
 # "8 devices, 16 hosts"): never shown to a tenant.
 FABRIC_COUNTS = re.compile(r"\d+ devices?(, \d+ hosts?| (and \d+ hosts? )?(lost|degraded))")
 L40S = {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}], "memory_gib": 128}
-
-
-def _named(text: str, name: str) -> bool:
-    """Whether `text` names `name` itself ("gpu-a-02"), not a longer name it begins
-    ("gpu-a-02-1", a device the tenant holds and may see)."""
-    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text) is not None
 
 
 def _fail_chassis(manager: FabricManager, composition: Composition) -> Alert:
@@ -201,9 +196,3 @@ def test_every_rule_has_words_for_tenants() -> None:
     assert tenant_alert_message("fabric_manager", rules.MANAGER_UNREACHABLE) == (
         "The fabric manager your compositions depend on is unreachable."
     )
-
-
-@pytest.fixture
-def synced(sim_manager: FabricManager) -> FabricManager:
-    inventory_sync(manager=sim_manager)
-    return sim_manager

@@ -197,3 +197,65 @@ def test_a_job_cancelled_while_running_keeps_its_cancelled_status(job: Job) -> N
 
     run_job(job, work)
     assert _reloaded(job).status == JobStatus.CANCELLED
+
+
+# --- who reads a line ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def tenant_job(acme: Any) -> Job:
+    return Job.objects.create(kind=JobKind.COMPOSE, tenant=acme, target_label="llm-serve")
+
+
+def test_a_line_reaches_the_tenant_only_when_worded_for_it_and_never_from_fabric(
+    tenant_job: Job,
+) -> None:
+    composer_log = logging.getLogger("composer.services.test")
+
+    def work(progress: Any) -> None:
+        composer_log.info("bound gpu-1 (b-42)", extra=runner.for_tenants("Bound GPU gpu-1."))
+        composer_log.info("verified 1 binding(s) on host-1", extra=runner.for_tenants())
+        composer_log.info("binding b-42 recorded")  # no words for tenants: operators only
+        fabric_log.info("manager fm-1 bound gpu-1 behind leaf-3", extra=runner.for_tenants())
+        try:
+            raise ValueError("leaf-3 said no")
+        except ValueError:
+            composer_log.exception("retry failed", extra=runner.for_tenants())
+
+    run_job(tenant_job, work)
+    lines = {m: t for m, t in tenant_job.log_lines.values_list("message", "tenant_message")}
+    assert lines["bound gpu-1 (b-42)"] == "Bound GPU gpu-1."
+    assert lines["verified 1 binding(s) on host-1"] == "verified 1 binding(s) on host-1"
+    assert lines["binding b-42 recorded"] == ""
+    assert lines["manager fm-1 bound gpu-1 behind leaf-3"] == ""
+    traceback = next(m for m in lines if m.startswith("retry failed"))
+    assert "leaf-3 said no" in traceback and lines[traceback] == "retry failed"
+    assert lines[f"job {tenant_job.pk} succeeded"] == f"job {tenant_job.pk} succeeded"
+
+
+def test_a_tenants_job_fails_without_the_managers_own_words(tenant_job: Job, job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise DriverError("enclosure gpu-a-02 lost power behind cxl-leaf-a", permanent=True)
+
+    for each in (tenant_job, job):
+        run_job(each, work)
+    mine = _reloaded(tenant_job)
+    assert mine.status == JobStatus.FAILED
+    assert (
+        mine.error == "Fabric manager error (permanent): The fabric manager refused the operation."
+    )
+    failed = mine.log_lines.get(level="ERROR")
+    assert "cxl-leaf-a" in failed.message  # the operators' line keeps the manager's answer
+    assert failed.tenant_message == f"Failed: {mine.error}"
+    # Fabric work (no tenant) is operators' only: its error keeps the manager's words.
+    assert "cxl-leaf-a" in _reloaded(job).error
+
+
+def test_a_tenants_job_names_an_unexpected_error_without_its_text(tenant_job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise KeyError("cxl-leaf-a")
+
+    run_job(tenant_job, work)
+    job = _reloaded(tenant_job)
+    assert job.error == "An unexpected error stopped the job (KeyError)."
+    assert "cxl-leaf-a" in job.log_lines.get(level="ERROR").message

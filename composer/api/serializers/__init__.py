@@ -24,6 +24,7 @@ from composer.api.serializers.jobs import (
     JobDetailSerializer,
     JobLogLineSerializer,
     JobSerializer,
+    TenantJobLogLineSerializer,
     TenantRefSerializer,
 )
 from composer.api.serializers.spec import SpecField
@@ -51,6 +52,7 @@ __all__ = [
     "SpecField",
     "StateChangeSerializer",
     "TemplateSerializer",
+    "TenantJobLogLineSerializer",
     "TenantRefSerializer",
     "TokenRequestSerializer",
     "TokenSerializer",

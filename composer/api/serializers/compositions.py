@@ -98,7 +98,12 @@ class PlanSerializer(serializers.Serializer):
     memory = PathSerializer(many=True, required=False)
     funnel = serializers.ListField(
         child=serializers.ListField(child=serializers.JSONField()),
-        help_text='[["kind/model/count", 64, 12], ...]: constraint, before, after.',
+        help_text=(
+            '[["GPUs: kind and model", 64, 12], ...]: constraint, candidates before, after. '
+            "Tenant members get the steps that count hosts without their counts: "
+            '["hosts: latency ceiling", null, null] when some host was left, with 0 after '
+            "when none was."
+        ),
     )
     code = serializers.CharField(required=False, help_text="Rejection code.")
     message = serializers.CharField(required=False, help_text="Why nothing fits.")

@@ -1,13 +1,22 @@
 """Jobs as the API shows them (what they work on, where they stand, their log), and the
-tenant reference every composer resource uses."""
+tenant reference every composer resource uses.
+
+A job's log has two shapes: operators read every line with the logger that wrote it
+(`JobLogLine`); members of the job's tenant read the lines written for them, in their words
+(`TenantJobLogLine`: no logger), as `composer.selectors.jobs.job_log` gives them.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from composer.models import Job, JobLogLine, Tenant
+from composer.models import Job, Tenant
+from composer.selectors.jobs import LogLine, job_log
+from fabric.api.serializers import for_caller
+from fabric.permissions import is_operator
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -22,13 +31,21 @@ class TenantRefSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class JobLogLineSerializer(serializers.ModelSerializer):
-    """One captured log line of a job."""
+class TenantJobLogLineSerializer(serializers.Serializer):
+    """One line of a job's log as a member of its tenant reads it: the job's own steps in
+    the tenant's words (its devices bound, verified, released; why it failed)."""
 
-    class Meta:
-        model = JobLogLine
-        fields = ["id", "at", "level", "logger", "message"]
-        read_only_fields = fields
+    id = serializers.IntegerField(read_only=True)
+    at = serializers.DateTimeField(read_only=True)
+    level = serializers.CharField(read_only=True, help_text="INFO, WARNING or ERROR.")
+    message = serializers.CharField(read_only=True)
+
+
+class JobLogLineSerializer(TenantJobLogLineSerializer):
+    """One captured log line of a job, as operators read it: every line, the fabric
+    manager's and the driver's included, with the logger that wrote it."""
+
+    logger = serializers.CharField(read_only=True, help_text="The logger that wrote it.")
 
 
 class JobSerializer(serializers.HyperlinkedModelSerializer):
@@ -87,8 +104,25 @@ class JobSerializer(serializers.HyperlinkedModelSerializer):
 class JobDetailSerializer(JobSerializer):
     """A job with its log, oldest line first."""
 
-    log_lines = JobLogLineSerializer(many=True, read_only=True)
+    log_lines = serializers.SerializerMethodField(
+        help_text=(
+            "Oldest first. Operators get every line with its logger; members of the job's "
+            "tenant the lines about their job, in their words, without one."
+        )
+    )
 
     class Meta(JobSerializer.Meta):
         fields = [*JobSerializer.Meta.fields, "log_lines"]
         read_only_fields = fields
+
+    @extend_schema_field(
+        for_caller(
+            "JobLogLineForCaller", JobLogLineSerializer, TenantJobLogLineSerializer, many=True
+        )
+    )
+    def get_log_lines(self, job: Job) -> list[dict[str, Any]]:
+        request = self.context.get("request")
+        operator = request is not None and is_operator(request.user)
+        lines: list[LogLine] = job_log(job=job, operator=operator).lines
+        shape = JobLogLineSerializer if operator else TenantJobLogLineSerializer
+        return list(shape(lines, many=True).data)

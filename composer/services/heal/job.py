@@ -14,12 +14,13 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
-from composer.errors import ComposerError, InvalidTransition
+from composer.errors import BindingFailed, ComposerError, InvalidTransition
 from composer.models import Allocation, Composition, Job
-from composer.runner import ProgressFn, run_job
+from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
-from composer.services.composition_jobs import _bind, _composition, _matches, job_failure_reason
+from composer.services.bindings import _bind, _matches, allocation_label, allocation_words
+from composer.services.composition_jobs import _composition, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.heal.common import (
     HEAL_ROUNDS,
@@ -170,6 +171,7 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             logger.info(
                 "Composition %s is ready: every device it lost is back; nothing to replace.",
                 composition.name,
+                extra=for_tenants(),
             )
             return {"composition": composition.pk, "state": composition.state, "replaced": []}
         if composition.state == CompositionState.DEGRADED:  # queued before heal_request moved it
@@ -188,9 +190,8 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             return _heal(job, composition, progress, source, driver_ref)
         except DriverError as exc:
             if exc.permanent or not retryable:
-                _rollback(
-                    composition, driver_ref[0], f"Self-heal rolled back: {exc.message}", source
-                )
+                reason = job_failure_reason(exc, kind="heal")
+                _rollback(composition, driver_ref[0], f"Self-heal rolled back: {reason}", source)
             raise
         except HealRejected as exc:
             _rollback(composition, driver_ref[0], exc.message, source)
@@ -233,9 +234,13 @@ def _heal(
         step = 1
         progress(step, total, f"{count} device(s) to replace on {host.name}")
         if records:
-            logger.info("resuming: %s replacement(s) already claimed", len(records))
+            logger.info(
+                "resuming: %s replacement(s) already claimed", len(records), extra=for_tenants()
+            )
         for problem in problems:
-            logger.warning("%s is lost; looking for a spare", problem.sentence())
+            logger.warning(
+                "%s is lost; looking for a spare", problem.sentence(), extra=for_tenants()
+            )
             records.append(_replace_one(job, composition, problem, host, source))
             step += 1
             progress(step, total, f"Claimed a spare for {problem.device_name}")
@@ -248,7 +253,11 @@ def _heal(
         _verify(records, reported, host)
         step += 1
         progress(step, total, "Verified the spares on the fabric manager")
-        logger.info("verified the replacement binding(s) on %s", host.name)
+        logger.info(
+            "verified the replacement binding(s) on %s",
+            host.name,
+            extra=for_tenants(f"Verified the spare(s) on {host.name}."),
+        )
         for record in records:
             replaced.append(_swap(job, composition, record, driver, reported, host, source))
             step += 1
@@ -275,7 +284,11 @@ def _heal(
         failure_reason="",
     )
     progress(1, 1, "Ready")
-    logger.info("composition %s is ready again", composition.pk)
+    logger.info(
+        "composition %s is ready again",
+        composition.pk,
+        extra=for_tenants(f"{composition.name} is ready again."),
+    )
     pending = [e["binding_id"] for e in (composition.placement or {}).get(UNBIND_PENDING_KEY) or []]
     return {
         "composition": composition.pk,
@@ -288,16 +301,27 @@ def _heal(
 def _bind_replacement(
     driver: FabricDriver, allocation: Allocation, host: Host, source: str
 ) -> None:
-    label = allocation.device.name + (f" ({allocation.gib} GiB)" if allocation.gib else "")
+    label, words = allocation_label(allocation), allocation_words(allocation)
     if allocation.binding_id:
-        logger.info("%s is already bound (%s); skipped", label, allocation.binding_id)
+        logger.info(
+            "%s is already bound (%s); skipped",
+            label,
+            allocation.binding_id,
+            extra=for_tenants(f"{words} is already bound; skipped."),
+        )
         return
     binding = _bind(driver, allocation, host)
     # Committed before moving on: a redelivered job finds it and does not bind again.
     allocation_mark_bound(
         allocation=allocation, binding_id=binding.binding_id, host=host, source=source
     )
-    logger.info("bound %s to %s (%s)", label, host.name, binding.binding_id)
+    logger.info(
+        "bound %s to %s (%s)",
+        label,
+        host.name,
+        binding.binding_id,
+        extra=for_tenants(f"Bound {words} to {host.name}."),
+    )
 
 
 def _verify(records: Sequence[dict[str, Any]], reported: list[Binding], host: Host) -> None:
@@ -309,7 +333,7 @@ def _verify(records: Sequence[dict[str, Any]], reported: list[Binding], host: Ho
         if a.binding_id not in by_id or not _matches(by_id[a.binding_id], a, host)
     ]
     if missing:
-        raise DriverError(
+        raise BindingFailed(
             f"Verification failed: the fabric manager does not report {', '.join(missing)} "
             f"bound to {host.name}.",
             permanent=True,

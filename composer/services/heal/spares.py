@@ -14,6 +14,7 @@ from composer.models import Allocation, Composition, Job
 from composer.placement.engine import place
 from composer.placement.request import DeviceItem, Placement, PlacementRequest, Rejection
 from composer.placement.snapshot import Snapshot
+from composer.runner import for_tenants
 from composer.selectors.health import DeviceProblem
 from composer.services.allocations import (
     Claim,
@@ -99,6 +100,7 @@ def _replace_one(
                 lost.device.name,
                 ", ".join(p["name"] + (f" {p['gib']} GiB" if p["gib"] else "") for p in picks),
                 ", ".join(f"{p['latency_ns']} ns" for p in picks),
+                extra=for_tenants(),
             )
             return record
     raise AssertionError("unreachable")  # pragma: no cover

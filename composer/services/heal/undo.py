@@ -13,8 +13,9 @@ from django.utils import timezone
 from composer.choices import AllocationState, CompositionState
 from composer.errors import InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
+from composer.runner import for_tenants
 from composer.services.allocations import allocations_release, slices_give_back
-from composer.services.composition_jobs import _matches, manager_bindings
+from composer.services.bindings import _matches, manager_bindings
 from composer.services.heal.common import (
     HEALED_KEY,
     HEALING_KEY,
@@ -43,16 +44,18 @@ def _unbind_all(
     if reported is not None:
         ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
     left = []
+    name = allocation.device.name
     for binding_id in sorted(ids):
         try:
             driver.unbind(binding_id=binding_id)
-            logger.info("unbound %s (%s)", allocation.device.name, binding_id)
+            logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
         except DriverError as exc:
             logger.error(
                 "could not unbind %s (%s): %s; kept for reconciliation to retry",
-                allocation.device.name,
+                name,
                 binding_id,
                 exc.message,
+                extra=for_tenants(f"Could not unbind {name} yet; it is tried again later."),
             )
             left.append(binding_id)
     return left
@@ -127,7 +130,7 @@ def _swap(
         placement = dict(locked.placement or {})
         if lost is not None and lost.released_at is None:
             placement = _release(locked, lost, not_undone, host, source, placement)
-            logger.info("released %s", lost.device.name)
+            logger.info("released %s", lost.device.name, extra=for_tenants())
         key = "memory" if record["gib"] else "devices"
         picks = list(placement.get(key) or [])
         at = next(
@@ -188,7 +191,13 @@ def _rollback(
     composition.refresh_from_db()
     if composition.state != CompositionState.HEALING:
         return
-    logger.warning("composition %s: heal rolled back (%s)", composition.pk, reason)
+    said = "Self-heal rolled back"
+    logger.warning(
+        "composition %s: heal rolled back (%s)",
+        composition.pk,
+        reason,
+        extra=for_tenants(reason if reason.startswith(said) else f"{said}: {reason}"),
+    )
     records = _records(composition)
     spares = _active([pk for r in records for pk in r["replacements"]])
     host = composition.host
@@ -199,7 +208,12 @@ def _rollback(
             reported = manager_bindings(driver)
             left = {a.pk: _unbind_all(driver, a, host, reported) for a in spares}
         except DriverError as exc:  # no driver at all: what was bound stays recorded
-            logger.error("heal rollback of composition %s: %s", composition.pk, exc.message)
+            logger.error(
+                "heal rollback of composition %s: %s",
+                composition.pk,
+                exc.message,
+                extra=for_tenants("The fabric manager cannot be reached: nothing was unbound."),
+            )
             left = {a.pk: [a.binding_id] if a.binding_id else [] for a in spares}
     with transaction.atomic():
         locked = Composition.objects.select_for_update().get(pk=composition.pk)

@@ -187,10 +187,14 @@ def test_a_request_from_the_form_creates_the_composition_and_redirects(
     ("data", "field", "text"),
     [
         ({"item_0_kind": "gpu", "item_0_count": "-1"}, "item_0_count", "at least 1"),
-        ({"item_0_kind": "gpu", "item_0_count": "99"}, "item_0_count", "in all"),
+        (
+            {"item_0_kind": "gpu", "item_0_count": "99"},
+            "item_0_count",
+            "More than the fabric holds",
+        ),
         ({"item_0_kind": "gpu", "item_0_model": "Z9000"}, "item_0_model", "Unknown"),
         ({"memory_gib": "lots"}, "memory_gib", "must be a whole number"),
-        ({"memory_gib": "99999"}, "memory_gib", "in all"),
+        ({"memory_gib": "99999"}, "memory_gib", "More than the fabric holds"),
         ({"item_1_kind": "gpu", "item_1_count": "1.5"}, "item_1_count", "whole number"),
         ({"item_0_kind": "gpu", "template": "999"}, "template", "valid choice"),
         ({}, "item_0_kind", "asks for nothing"),

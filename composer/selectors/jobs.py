@@ -1,0 +1,72 @@
+"""A job's log as its reader may see it: the one read path for pages, API and live updates.
+
+Operators read every line as it was logged, with the logger that wrote it. A job's tenant
+reads the lines written for it (`JobLogLine.tenant_message`, set by `composer.runner` where
+the line is logged) in those words, and no logger: a driver's lines, binding ids and the
+fabric's element names stay with operators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from composer.models import Job, JobLogLine
+
+__all__ = ["JobLog", "LogLine", "job_log"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One line of a job's log in its reader's words; `logger` is "" for tenants."""
+
+    id: int
+    at: datetime
+    level: str
+    logger: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class JobLog:
+    """The lines shown, oldest first, and how many earlier ones were left out."""
+
+    lines: list[LogLine]
+    hidden: int
+
+
+def _lines(job: Job, *, operator: bool) -> QuerySet[JobLogLine]:
+    lines = JobLogLine.objects.filter(job_id=job.pk)
+    if operator:
+        return lines.defer("tenant_message")
+    return lines.exclude(tenant_message="").defer("message", "logger")
+
+
+def job_log(*, job: Job, operator: bool, last: int | None = None) -> JobLog:
+    """`job`'s log for an operator (`operator`) or for a member of its tenant: every line
+    it may read, or only the `last` ones. One query (and a count when there are more).
+
+    The caller has already checked that the reader may see the job (`Job.objects.for_user`).
+    """
+    rows = _lines(job, operator=operator)
+    if last is None:
+        picked = list(rows.order_by("at", "id"))
+        hidden = 0
+    else:
+        picked = list(reversed(rows.order_by("-at", "-id")[:last]))
+        hidden = max(0, rows.count() - last) if len(picked) == last else 0
+    return JobLog(
+        lines=[
+            LogLine(
+                id=row.pk,
+                at=row.at,
+                level=row.level,
+                logger=row.logger if operator else "",
+                message=row.message if operator else row.tenant_message,
+            )
+            for row in picked
+        ],
+        hidden=hidden,
+    )
