@@ -154,10 +154,12 @@ def _radius_count(radius: dict[str, Any], count: str, items: str) -> int:
 
 def alert_event_payload(alert: Alert) -> dict[str, Any]:
     """The `fabric.alert` payload: the alert, and its blast radius with counts and ids
-    (lost and degraded, fabric.topology.radius) and the headline the pages show.
+    (lost and degraded, fabric.topology.radius), the headline the pages show, and the
+    compositions it hits and those it degrades.
 
     Compositions carry their `tenant_id`, so `composer.events.payload_for` keeps each
-    tenant's own and drops the rest; `tenants` is for operators only.
+    tenant's own and drops the rest; `tenants` (of the compositions hit) is for operators
+    only.
     """
     radius = alert.blast_radius or {}
     devices = _radius_count(radius, "device_count", "devices")
@@ -197,26 +199,36 @@ def alert_event_payload(alert: Alert) -> dict[str, Any]:
                 devices_degraded=devices_degraded,
                 hosts_degraded=hosts_degraded,
             ),
-            "compositions": [
-                {
-                    "id": row.get("id"),
-                    "name": row.get("name", ""),
-                    "tenant_id": row.get("tenant_id"),
-                    "state": row.get("state", ""),
-                }
-                for row in radius.get("compositions") or ()
-                if isinstance(row, dict)
-            ],
+            "compositions": _composition_refs(radius.get("compositions")),
+            "compositions_degraded": _composition_refs(radius.get("compositions_degraded")),
             "tenants": [t for t in radius.get("tenants") or () if isinstance(t, int)],
         },
     }
 
 
+def _composition_refs(rows: Any) -> list[dict[str, Any]]:
+    """A blast radius's composition rows as events carry them: each with its `tenant_id`,
+    so that `composer.events.payload_for` keeps a tenant's own and drops the rest."""
+    return [
+        {
+            "id": row.get("id"),
+            "name": row.get("name", ""),
+            "tenant_id": row.get("tenant_id"),
+            "state": row.get("state", ""),
+        }
+        for row in rows or ()
+        if isinstance(row, dict)
+    ]
+
+
 def alert_event_record(alert: Alert, *, type: EventType = EventType.FABRIC_ALERT) -> Any:
-    """Record an event about `alert` for operators and the tenants its blast radius hurts,
-    and let those tenants see the alert itself (AlertAudience)."""
+    """Record an event about `alert` for operators and the tenants its blast radius hurts
+    (a composition of theirs hit or degraded), and let those tenants see the alert itself
+    (AlertAudience)."""
     payload = alert_event_payload(alert)
-    named = payload["blast_radius"]["tenants"]
+    radius = payload["blast_radius"]
+    degraded = [row["tenant_id"] for row in radius["compositions_degraded"]]
+    named = {*radius["tenants"], *(t for t in degraded if isinstance(t, int))}
     # Only tenants that still exist (one may have been deleted since the alert opened).
     tenants = (
         sorted(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True)) if named else []

@@ -59,7 +59,8 @@ class AlertRow:
     device_count: int  # lost
     host_count: int  # lost
     headline: str  # what is lost and degraded, in the words every page uses
-    compositions: list[CompositionLink]
+    compositions: list[CompositionLink]  # hit: a binding lost
+    compositions_degraded: list[CompositionLink]  # every binding kept, some over fewer paths
     tenants: list[str]  # operators only: the names of the tenants it hurts
 
 
@@ -70,6 +71,20 @@ def _count(radius: Mapping[str, Any], key: str, *, plural: str = "s") -> int:
         return stored
     items = radius.get(f"{key}{plural}")
     return len(items) if isinstance(items, list) else 0
+
+
+def _links(refs: Any) -> list[CompositionLink]:
+    """The compositions of a blast radius's list `refs` (rows with an id), as links."""
+    return [
+        CompositionLink(
+            id=ref["id"],
+            name=str(ref.get("name") or f"#{ref['id']}"),
+            state=str(ref.get("state") or ""),
+            url=reverse("composer:composition_detail", args=[ref["id"]]),
+        )
+        for ref in refs or ()
+        if isinstance(ref, dict) and isinstance(ref.get("id"), int)
+    ]
 
 
 def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -> list[AlertRow]:
@@ -94,16 +109,6 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
             names = dict(Tenant.objects.filter(pk__in=wanted).values_list("pk", "name"))
     rows = []
     for alert, radius in zip(alerts, radii, strict=True):
-        compositions = [
-            CompositionLink(
-                id=ref["id"],
-                name=str(ref.get("name") or f"#{ref['id']}"),
-                state=str(ref.get("state") or ""),
-                url=reverse("composer:composition_detail", args=[ref["id"]]),
-            )
-            for ref in radius.get("compositions") or ()
-            if isinstance(ref, dict) and isinstance(ref.get("id"), int)
-        ]
         tenants = [
             names.get(t, f"tenant {t}") for t in radius.get("tenants") or () if isinstance(t, int)
         ]
@@ -120,7 +125,8 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
                     devices_degraded=_count(radius, "devices_degraded", plural=""),
                     hosts_degraded=_count(radius, "hosts_degraded", plural=""),
                 ),
-                compositions=compositions,
+                compositions=_links(radius.get("compositions")),
+                compositions_degraded=_links(radius.get("compositions_degraded")),
                 tenants=sorted(tenants) if operator else [],
             )
         )

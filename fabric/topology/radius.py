@@ -51,7 +51,7 @@ DEFINITION = (
     "hosts that fail, lose power or reach nothing any more. Degraded: still reached, but some "
     "host no longer reaches them or reaches them over fewer paths (less redundancy or "
     "bandwidth), or their fabric manager is unreachable. Compositions are hit when they lose "
-    "their host or a device."
+    "their host or a device, and degraded when they keep every device but over fewer paths."
 )
 
 # How a host or device directly in a failing domain is said to fail, by domain kind.
