@@ -266,7 +266,8 @@ def test_a_tenant_whose_composition_a_spine_degrades_gets_a_toast_naming_it(
 ) -> None:
     """Both spines reach the memory box: when one fails nothing is lost and both memory
     compositions keep their memory over the other, degraded. Alice's toast names hers,
-    never Globex's; the operator's names both."""
+    never Globex's, and her composition's page reloads its live part; the operator's toast
+    names both."""
     from playwright.sync_api import expect
 
     manager = simulated_manager()
@@ -276,6 +277,11 @@ def test_a_tenant_whose_composition_a_spine_degrades_gets_a_toast_naming_it(
     health_poll_run(manager=manager)
     admin = asgi_login_page(admin_user, "/alerts/")
     page = asgi_login_page(alice, "/alerts/")
+    detail = asgi_login_page(alice, f"/compositions/{mine.pk}/")
+    # Marked once the replays of its compose have reloaded it: the live partial loses the
+    # mark when the alert naming it reloads it.
+    detail.wait_for_load_state("networkidle")
+    detail.evaluate("document.getElementById('composition-live').dataset.drawn = 'before'")
 
     simulator_fault(
         manager=manager,
@@ -298,6 +304,10 @@ def test_a_tenant_whose_composition_a_spine_degrades_gets_a_toast_naming_it(
     expect(toast).not_to_contain_text("Your compositions: ")
     expect(page.locator(f'#alert-table tr[data-alert-id="{alert.pk}"]')).to_contain_text(
         "Your compositions degraded (fewer paths): acme-mem"
+    )
+    expect(detail.locator("#composition-live")).to_be_visible()
+    expect(detail.locator('#composition-live[data-drawn="before"]')).to_have_count(
+        0, timeout=LIVE_WITHIN_MS
     )
     operator_toast = _toast(admin, alert)
     expect(operator_toast.locator(".toast-degraded")).to_have_text(
