@@ -129,7 +129,8 @@ class AlertAcknowledgedPayload(TypedDict):
 
 class HealthChange(TypedDict):
     """One element whose health changed in a poll. `tenant_id` and `composition_id` are set
-    for a device a composition holds (its tenant hears of it), else null: operators only."""
+    for a device a composition holds (its tenant hears of it), else null: operators only. A
+    device several compositions hold (slices of a memory device) has one row for each."""
 
     target_type: str  # "device", "switch", "link", ...
     id: int
@@ -141,8 +142,8 @@ class HealthChange(TypedDict):
 
 
 class DeviceHealthPayload(TypedDict):
-    """A poll's health changes; a tenant is sent the changes of its own devices only, and
-    `change_count` counts those (`payload_for`)."""
+    """A poll's health changes; a tenant is sent the rows of its own compositions' devices
+    only, and `change_count` counts those (`payload_for`)."""
 
     type: Literal["device.health"]
     changes: list[HealthChange]

@@ -13,12 +13,14 @@ commit together or not at all):
    and for every tenant in its blast radius (each tenant sees only its own compositions);
 3. the poll's health changes become one `device.health` event (coalesced: a failed power
    feed changes a hundred elements at once, and a browser wants one message, not a hundred),
-   heard by operators and by the tenants whose compositions hold a changed device.
+   heard by operators and by every tenant whose compositions hold a changed device (each
+   tenant holding a slice of a memory device included).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -248,32 +250,35 @@ def alert_acknowledged_record(alert: Alert) -> None:
 
 
 def _health_event_record(changes: Iterable[HealthChange]) -> None:
-    """One `device.health` event for the poll's changes; a change of a device a composition
-    holds carries that composition's tenant, so the tenant hears of its own devices only."""
+    """One `device.health` event for the poll's changes. A change of a device that
+    compositions hold is one row per holding composition, each with its tenant: a memory
+    device sliced between tenants reaches every one of them, and each hears of its own
+    compositions' devices only. Other changes are one row, for operators."""
     changes = list(changes)
     device_ids = [c.target_id for c in changes if c.target_type == "device"]
-    holders: dict[int, tuple[int, int]] = {
-        device_id: (tenant_id, composition_id)
-        for device_id, tenant_id, composition_id in Allocation.objects.filter(
-            device_id__in=device_ids, released_at__isnull=True
-        ).values_list("device_id", "composition__tenant_id", "composition_id")
-    }
+    holders: dict[int, list[tuple[int | None, int | None]]] = defaultdict(list)
+    for device_id, tenant_id, composition_id in (
+        Allocation.objects.filter(device_id__in=device_ids, released_at__isnull=True)
+        .values_list("device_id", "composition__tenant_id", "composition_id")
+        .distinct()
+        .order_by("device_id", "composition_id")
+    ):
+        holders[device_id].append((tenant_id, composition_id))
     rows: list[HealthChangeRow] = []
     for change in changes:
-        tenant_id, composition_id = holders.get(change.target_id, (None, None))
-        if change.target_type != "device":
-            tenant_id = composition_id = None
-        rows.append(
-            {
-                "target_type": change.target_type,
-                "id": change.target_id,
-                "name": change.name,
-                "health": change.after,
-                "previous_health": change.before,
-                "composition_id": composition_id,
-                "tenant_id": tenant_id,
-            }
-        )
+        held = holders.get(change.target_id) if change.target_type == "device" else None
+        for tenant_id, composition_id in held or [(None, None)]:
+            rows.append(
+                {
+                    "target_type": change.target_type,
+                    "id": change.target_id,
+                    "name": change.name,
+                    "health": change.after,
+                    "previous_health": change.before,
+                    "composition_id": composition_id,
+                    "tenant_id": tenant_id,
+                }
+            )
     tenants = {row["tenant_id"] for row in rows if row["tenant_id"] is not None}
     event_record(
         EventType.DEVICE_HEALTH,
