@@ -31,9 +31,9 @@ from composer.events import event_record
 from composer.events.payloads import HealthChange as HealthChangeRow
 from composer.models import AlertAudience, Allocation, Tenant
 from composer.services.health import compositions_react_to_health
+from fabric.health.blast import stored_counts
 from fabric.health.poll import HealthChange, PollOutcome, health_poll
 from fabric.models import Alert, FabricManager
-from fabric.topology.radius import radius_headline
 
 logger = logging.getLogger(__name__)
 
@@ -149,11 +149,6 @@ def _radius_devices(alerts: Iterable[Alert]) -> set[int]:
 # --- events ---------------------------------------------------------------------------------
 
 
-def _radius_count(radius: dict[str, Any], count: str, items: str) -> int:
-    """A stored count of a blast radius, else the length of its list (older alerts)."""
-    return int(radius.get(count) or len(radius.get(items) or ()))
-
-
 def alert_event_payload(alert: Alert) -> dict[str, Any]:
     """The `fabric.alert` payload: the alert, and its blast radius with counts and ids
     (lost and degraded, fabric.topology.radius), the headline the pages show, and the
@@ -164,10 +159,7 @@ def alert_event_payload(alert: Alert) -> dict[str, Any]:
     only.
     """
     radius = alert.blast_radius or {}
-    devices = _radius_count(radius, "device_count", "devices")
-    hosts = _radius_count(radius, "host_count", "hosts")
-    devices_degraded = _radius_count(radius, "devices_degraded_count", "devices_degraded")
-    hosts_degraded = _radius_count(radius, "hosts_degraded_count", "hosts_degraded")
+    counts = stored_counts(radius)
     return {
         "alert": {
             "id": alert.pk,
@@ -191,16 +183,11 @@ def alert_event_payload(alert: Alert) -> dict[str, Any]:
         },
         "blast_radius": {
             "effect": radius.get("effect", ""),
-            "devices": devices,
-            "hosts": hosts,
-            "devices_degraded": devices_degraded,
-            "hosts_degraded": hosts_degraded,
-            "headline": radius_headline(
-                devices_lost=devices,
-                hosts_lost=hosts,
-                devices_degraded=devices_degraded,
-                hosts_degraded=hosts_degraded,
-            ),
+            "devices": counts.devices_lost,
+            "hosts": counts.hosts_lost,
+            "devices_degraded": counts.devices_degraded,
+            "hosts_degraded": counts.hosts_degraded,
+            "headline": counts.headline(),
             "compositions": _composition_refs(radius.get("compositions")),
             "compositions_degraded": _composition_refs(radius.get("compositions_degraded")),
             "tenants": [t for t in radius.get("tenants") or () if isinstance(t, int)],
