@@ -227,6 +227,13 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
         )
     spec["policy"] = policy
     spec["same_switch"] = _flag(raw.get("same_switch", False), "same_switch")
+    if spec["same_switch"] and policy == "switch" and any(i["count"] > 1 for i in spec["items"]):
+        # One switch for all, one switch per device: no plan can meet both.
+        raise _error(
+            "policy",
+            "Spread across switches puts each device behind a switch of its own; it cannot "
+            "go with all devices behind one switch. Choose one of the two.",
+        )
     spec["critical"] = _flag(raw.get("critical", False), "critical")
     # Opt-in: when a device of the composition fails, a heal job replaces it from the same
     # pool under the same policy (composer.services.heal). Not a placement constraint.

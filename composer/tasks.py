@@ -22,6 +22,7 @@ from composer.services.health import compositions_health_reconcile
 from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
 from composer.services.reconcile import compositions_reconcile
 from fabric.models import FabricManager
+from fabric.services.domains import domains_refresh_outdated
 
 logger = logging.getLogger(__name__)
 
@@ -104,6 +105,14 @@ def inventory_sync_all_task() -> int:
         inventory_sync_request(manager=manager)
         queued += 1
     return queued
+
+
+@shared_task(acks_late=True, soft_time_limit=120, time_limit=150, expires=60)
+def failure_domains_recount_task() -> int:
+    """Beat, every minute: recount the failure domains stored under another definition of
+    the blast radius (after an upgrade that changed it); one query when there are none.
+    Returns how many managers' domains were recounted."""
+    return len(domains_refresh_outdated())
 
 
 @shared_task(acks_late=True, soft_time_limit=30, time_limit=45, expires=30)

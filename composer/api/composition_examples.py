@@ -104,10 +104,15 @@ REQUEST_EXAMPLES = [
 ]
 REJECTION_EXAMPLE = {
     "ok": False,
-    "code": "no_capacity",
-    "message": "No host can reach 8 free GPUs behind one switch.",
+    "code": "domain_conflict",
+    "message": "No host reaches 8 GPUs behind one switch.",
     "nearest": "6 of 8 GPUs fit behind one switch; relax 'same switch' or wait.",
-    "funnel": [["kind/model/count", 64, 12], ["same switch", 12, 0]],
+    "funnel": [
+        ["hosts: cores and memory", 16, 16],
+        ["GPUs: kind and model", 64, 12],
+        ["hosts: reach 8 GPUs", 16, 16],
+        ["hosts: same switch", 16, 0],
+    ],
 }
 BAD_INPUT = OpenApiResponse(
     ErrorSerializer,

@@ -108,8 +108,9 @@ class BlastRadius(TypedDict):
     devices_degraded: int
     hosts_degraded: int
     headline: str  # fabric.topology.radius.radius_headline of the four counts
-    compositions: list[CompositionRef]
-    tenants: list[int]
+    compositions: list[CompositionRef]  # hit: a binding lost
+    compositions_degraded: list[CompositionRef]  # every binding kept, some over fewer paths
+    tenants: list[int]  # of the compositions hit
 
 
 class FabricAlertPayload(TypedDict):
@@ -128,7 +129,8 @@ class AlertAcknowledgedPayload(TypedDict):
 
 class HealthChange(TypedDict):
     """One element whose health changed in a poll. `tenant_id` and `composition_id` are set
-    for a device a composition holds (its tenant hears of it), else null: operators only."""
+    for a device a composition holds (its tenant hears of it), else null: operators only. A
+    device several compositions hold (slices of a memory device) has one row for each."""
 
     target_type: str  # "device", "switch", "link", ...
     id: int
@@ -140,8 +142,8 @@ class HealthChange(TypedDict):
 
 
 class DeviceHealthPayload(TypedDict):
-    """A poll's health changes; a tenant is sent the changes of its own devices only, and
-    `change_count` counts those (`payload_for`)."""
+    """A poll's health changes; a tenant is sent the rows of its own compositions' devices
+    only, and `change_count` counts those (`payload_for`)."""
 
     type: Literal["device.health"]
     changes: list[HealthChange]
@@ -177,10 +179,18 @@ class LayerMessage(TypedDict):
 # Keys that name who else is affected: never sent to a tenant.
 _OTHER_TENANTS_KEYS = frozenset({"tenants", "tenant_ids", "tenant_count", "tenants_count"})
 _OPERATOR_ONLY_KEYS = frozenset({"source_id", "source_name", "acknowledged_by"})
-# What a tenant may know of a blast radius: which of its compositions it hurts, and how.
-# The rest (the fabric's device and host counts and ids, whatever a radius grows later)
-# describes the fabric, and stays with operators.
-_TENANT_RADIUS_KEYS = frozenset({"effect", "compositions", "composition_count"})
+# What a tenant may know of a blast radius: which of its compositions it hits and which it
+# degrades, and how. The rest (the fabric's device and host counts and ids, whatever a
+# radius grows later) describes the fabric, and stays with operators.
+_TENANT_RADIUS_KEYS = frozenset(
+    {
+        "effect",
+        "compositions",
+        "composition_count",
+        "compositions_degraded",
+        "compositions_degraded_count",
+    }
+)
 
 
 def payload_for(event: Event, *, tenant_id: int | Collection[int]) -> dict[str, Any] | None:
@@ -200,10 +210,12 @@ def payload_for(event: Event, *, tenant_id: int | Collection[int]) -> dict[str, 
     - an alert (an object with `source_type` and `message`) gets its `message` in a tenant's
       words (`fabric.health.wording`): the operator's names the element and carries the
       fabric manager's own text;
-    - a `blast_radius` keeps only `effect`, `compositions` and `composition_count`: the
-      fabric's counts of devices and hosts are not a tenant's to know;
+    - a `blast_radius` keeps only `effect` and the compositions it hits and degrades
+      (`compositions`, `compositions_degraded` and their counts): the fabric's counts of
+      devices and hosts are not a tenant's to know;
     - where a list under key `K` lost entries, the counts `K_count` and `<K without s>_count`
-      beside it are recomputed (`compositions` -> `composition_count`, `compositions_count`).
+      beside it are recomputed (`compositions` -> `composition_count`, `compositions_count`;
+      `compositions_degraded` -> `compositions_degraded_count`).
 
     Lists must be complete for the counts to be exact.
     """
@@ -216,11 +228,17 @@ def payload_for(event: Event, *, tenant_id: int | Collection[int]) -> dict[str, 
 
 def blast_radius_for(radius: Any, *, tenant_id: int | Collection[int]) -> dict[str, Any]:
     """A stored blast radius as the tenant(s) `tenant_id` may know it: the same rule as a
-    `blast_radius` in an event (`payload_for`), with `composition_count` set."""
+    `blast_radius` in an event (`payload_for`), with both lists and their counts set (an
+    alert stored before degraded compositions were has none)."""
     payload = {"blast_radius": dict(radius) if isinstance(radius, dict) else {}}
     scoped = payload_for(Event(payload=payload), tenant_id=tenant_id) or {}
     out: dict[str, Any] = scoped.get("blast_radius") or {}
-    out["composition_count"] = len(out.get("compositions") or ())
+    for key, count in (
+        ("compositions", "composition_count"),
+        ("compositions_degraded", "compositions_degraded_count"),
+    ):
+        out[key] = list(out.get(key) or ())
+        out[count] = len(out[key])
     return out
 
 

@@ -36,7 +36,7 @@ def rename_duplicates(apps, schema_editor):
             to_state=composition.state,
             reason=f"Renamed from {composition.name} to {candidate}: names are unique "
             "among a tenant's live compositions",
-            source="migration composer 0005",
+            source="migration composer 0006",
         )
         Composition.objects.filter(pk=composition.pk).update(name=candidate)
 

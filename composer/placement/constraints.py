@@ -48,6 +48,13 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
         value = getattr(request, name)
         if not isinstance(value, int | float) or value < 0:
             return f"{name} must be a number >= 0; got {value!r}."
+    if request.same_switch and request.policy == "switch":
+        spread = next((i for i, item in enumerate(request.items) if item.count > 1), None)
+        if spread is not None:
+            return (
+                f"policy 'switch' puts each of items[{spread}]'s devices behind its own switch, "
+                "same_switch all of them behind one; choose one."
+            )
     if request.max_latency_ns is not None and request.max_latency_ns <= 0:
         return "max_latency_ns must be a positive number of nanoseconds."
     if request.host is not None and request.host not in snapshot.hosts:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from itertools import islice
 
 from composer.placement.constraints import (
@@ -26,13 +26,14 @@ from composer.placement.constraints import (
 from composer.placement.nearest import (
     Wanted,
     label,
+    nearest_group_policy,
     nearest_host,
     nearest_policy,
     nearest_reach,
+    policy_message,
 )
 from composer.placement.plan import plan_on_host
 from composer.placement.request import (
-    DeviceItem,
     Note,
     Placement,
     PlacementRequest,
@@ -45,8 +46,9 @@ from composer.placement.scoring import (
     host_rank,
     spreads,
 )
-from composer.placement.shared import Candidates, amounts, memoised
+from composer.placement.shared import Candidates, amounts
 from composer.placement.snapshot import PARTITIONABLE, STORAGE, HostInfo, Snapshot
+from composer.placement.spread import group_meets, policy_checks
 
 __all__ = ["place"]
 
@@ -161,20 +163,21 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
             )
         feasible, reaching = kept, count
 
-    # Same switch and spread, decided per reach group (latency aside) before any host.
-    if items and (request.same_switch or request.policy in ("enclosure", "switch")):
-        reason = "switch" if request.same_switch else "domain"
-        feasible = {g for g in feasible if _group_policy_ok(request, snapshot, items, g)}
-        in_policy = hosts.count(feasible)
-        funnel.append((f"hosts: {_REASONS[reason]}", reaching, in_policy))
-        reaching = in_policy
+    # Same switch, then the spread, decided per reach group (latency aside) before any
+    # host: each check its own step, so that a rejection names the one that failed.
+    for check in policy_checks(request) if items else ():
+        kept = {g for g in feasible if group_meets(check, request, snapshot, items, g)}
+        in_policy = hosts.count(kept)
+        funnel.append((f"hosts: {_REASONS[check]}", reaching, in_policy))
         if not in_policy:
+            usable = {g for g in feasible if hosts.count({g})}
             return _reject(
                 "domain_conflict",
-                f"No host reaches devices that meet the {_REASONS[reason]}.",
+                policy_message(request, items, check),
                 funnel,
-                nearest_policy(request, snapshot, items, reason),
+                nearest_group_policy(request, snapshot, items, check, usable),
             )
+        feasible, reaching = kept, in_policy
 
     gpus = sum(item.count for item, _ in items if item.kind == "gpu")
     plans: list[tuple[Placement, int]] = []
@@ -328,55 +331,6 @@ def _moved_back(
         yield entry
     while held:
         yield heapq.heappop(held)
-
-
-def _group_policy_ok(
-    request: PlacementRequest,
-    snapshot: Snapshot,
-    items: Sequence[tuple[DeviceItem, Candidates]],
-    group: int,
-) -> bool:
-    """Whether reach group `group` sees, latency aside, one switch behind which every item
-    fits (same switch) or enough distinct enclosures or switches for each item (spread).
-    It depends only on the (memoised) candidate sets and the request's shape, so it is
-    worked out once per snapshot."""
-    return memoised(
-        snapshot,
-        "group policy",
-        tuple(found for _, found in items),
-        (tuple(item.count for item, _ in items), request.same_switch, request.policy, group),
-        lambda: _group_policy(request, snapshot, items, group),
-    )
-
-
-def _group_policy(
-    request: PlacementRequest,
-    snapshot: Snapshot,
-    items: Sequence[tuple[DeviceItem, Candidates]],
-    group: int,
-) -> bool:
-    members = snapshot.groups[group]
-    enclosures = snapshot.enclosures
-    if request.same_switch:
-        totals: dict[str, list[int]] = {}
-        for index, (_, found) in enumerate(items):
-            for enclosure, devices in found.items():
-                if enclosure in members:
-                    for switch in enclosures[enclosure].switches:
-                        totals.setdefault(switch, [0] * len(items))[index] += len(devices)
-        if not any(
-            all(c >= item.count for c, (item, _) in zip(counts, items, strict=True))
-            for counts in totals.values()
-        ):
-            return False
-    for item, found in items:
-        seen = [e for e in found if e in members]
-        if request.policy == "enclosure" and len(seen) < item.count:
-            return False
-        switches = {s for e in seen for s in enclosures[e].switches}
-        if request.policy == "switch" and len(switches) < item.count:
-            return False
-    return True
 
 
 def _capacity_candidates(

@@ -8,10 +8,21 @@ from dataclasses import dataclass
 
 from composer.placement.request import DeviceItem, Note, PlacementRequest
 from composer.placement.snapshot import DeviceInfo, Snapshot
+from composer.placement.spread import SPREADS, behind_switches, spread_counts
 
-__all__ = ["Wanted", "counted", "label", "nearest_host", "nearest_policy", "nearest_reach"]
+__all__ = [
+    "Wanted",
+    "counted",
+    "label",
+    "nearest_group_policy",
+    "nearest_host",
+    "nearest_policy",
+    "nearest_reach",
+    "policy_message",
+]
 
 Candidates = dict[str, list[DeviceInfo]]
+Items = Sequence[tuple[DeviceItem, Candidates]]
 
 
 def label(kind: str, model: str | None) -> str:
@@ -125,38 +136,105 @@ def nearest_reach(
     return Note(f"{most}{named}; {ask}", f"{most}; {ask}")
 
 
+_ONE = {"enclosures": "enclosure", "switches": "switch"}
+
+
+def _asked(items: Items) -> str:
+    """What the items ask, in words: "4 H100 GPUs and 2 NICs"."""
+    return " and ".join(counted(item.count, item.kind, item.model) for item, _ in items)
+
+
+def _spread_words(request: PlacementRequest) -> tuple[str, str]:
+    """What the request's spread is over ("enclosures") and how to relax it: the spread,
+    and same switch too when it counts the spread behind one switch."""
+    domains = SPREADS.get(request.policy, "enclosures")
+    relax = f"'spread across {domains}'"
+    return domains, f"{relax} or 'same switch'," if request.same_switch else relax
+
+
+def policy_message(request: PlacementRequest, items: Items, check: str) -> str:
+    """Why no reach group passes `check` ("switch": same switch; "domain": the spread)."""
+    if check == "switch":
+        return f"No host reaches {_asked(items)} behind one switch."
+    behind = " behind one switch" if request.same_switch else ""
+    return f"No host reaches {_asked(items)} spread across {SPREADS[request.policy]}{behind}."
+
+
+def nearest_group_policy(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    items: Items,
+    check: str,
+    groups: Set[int],
+) -> Note:
+    """The nearest alternative when no reach group passes `check`: of the reach groups
+    `groups` (those with a usable host that reach enough of everything), the most of the
+    first item that falls short behind one switch (same switch) or across enclosures or
+    switches (a spread); when each item fits alone, that they never fit together."""
+    tallies: list[tuple[list[int], str | None]] = []
+    for group in sorted(groups):
+        members = snapshot.groups[group]
+        if check == "switch" or request.same_switch:
+            policy = "none" if check == "switch" else request.policy
+            per_switch = behind_switches(snapshot, items, members, policy)
+            tallies += [(counts, s) for s, counts in per_switch.items()]
+        else:
+            tallies.append((spread_counts(snapshot, items, members, request.policy), None))
+    for index, (item, _) in enumerate(items):
+        most, where = max(((c[index], s or "") for c, s in tallies), default=(0, ""))
+        if most >= item.count:
+            continue
+        what = label(item.kind, item.model)
+        if check == "switch":
+            fit = f"{most} of {item.count} {what} fit"
+            relax = "relax 'same switch' or wait."
+            return Note(
+                f"{fit} behind switch {snapshot.switch_name(where)}; {relax}",
+                f"{fit} behind one switch; {relax}",
+            )
+        domains, relax = _spread_words(request)
+        if most == 1:
+            domains = _ONE[domains]
+        behind = " behind one switch" if request.same_switch else ""
+        return Note(
+            f"{what} are free in at most {most} {domains}{behind} a host reaches; "
+            f"{item.count} asked. Relax {relax} or wait."
+        )
+    if check == "switch":
+        return Note(
+            f"No switch a host reaches holds {_asked(items)} together; relax 'same switch' or wait."
+        )
+    domains, relax = _spread_words(request)
+    behind = " behind one switch" if request.same_switch else ""
+    return Note(
+        f"No host reaches {_asked(items)} together spread across {domains}{behind}; relax "
+        f"{relax} or wait."
+    )
+
+
 def nearest_policy(
     request: PlacementRequest,
     snapshot: Snapshot,
-    items: Sequence[tuple[DeviceItem, Candidates]],
+    items: Items,
     reason: str,
 ) -> Note:
-    if reason == "switch" and items:
-        item, found = items[0]
-        per_switch: dict[str, int] = {}
-        for enclosure, devices in found.items():
-            for switch in snapshot.enclosures[enclosure].switches:
-                per_switch[switch] = per_switch.get(switch, 0) + len(devices)
-        if per_switch:
-            switch = max(per_switch, key=lambda s: (per_switch[s], s))
-            fit = f"{per_switch[switch]} of {item.count} {label(item.kind, item.model)} fit"
-            relax = "relax 'same switch' or wait."
+    """The nearest alternative when every host planned fails `reason`. The reach groups
+    met same switch and the spread already (latency aside), so a host missing either
+    misses it under the latency ceiling."""
+    ceiling = request.max_latency_ns
+    if reason in ("switch", "domain") and items:
+        if reason == "switch":
+            what, relax = f"{_asked(items)} fit behind one switch", "'same switch'"
+        else:
+            domains, relax = _spread_words(request)
+            what = f"{_asked(items)} fit spread across {domains}"
+            relax = relax.rstrip(",")
+        if ceiling is not None:
             return Note(
-                f"{fit} behind switch {snapshot.switch_name(switch)}; {relax}",
-                f"{fit} behind one switch; {relax}",
+                f"{what}, but not within {ceiling} ns of one host; raise the latency "
+                f"ceiling or relax {relax}, or wait."
             )
-    if reason == "domain" and items:
-        item, found = items[0]
-        domains = "enclosures" if request.policy == "enclosure" else "switches"
-        count = (
-            len(found)
-            if request.policy == "enclosure"
-            else len({s for e in found for s in snapshot.enclosures[e].switches})
-        )
-        return Note(
-            f"{label(item.kind, item.model)} are free in only {count} {domains} "
-            f"a host reaches; {item.count} asked. Relax 'spread across {domains}' or wait."
-        )
+        return Note(f"{policy_message(request, items, reason)[:-1]}; relax {relax} or wait.")
     if reason == "latency":
         return Note(
             f"Enough devices are free but not within {request.max_latency_ns} ns of one "

@@ -23,6 +23,7 @@ from composer.placement.request import (
 from composer.placement.scoring import plan_score
 from composer.placement.shared import Candidates, group_part, host_ranks
 from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
+from composer.placement.spread import SPREADS, behind_switches, fits
 
 __all__ = ["plan_on_host"]
 
@@ -58,7 +59,7 @@ def plan_on_host(
 
     chosen: list[DeviceInfo] = []
     if near_items and request.same_switch:
-        switch = _best_switch(snapshot, host, near_items)
+        switch = _best_switch(request, snapshot, host, near_items)
         if switch is None:
             return "switch"
         near_items = [
@@ -157,25 +158,25 @@ def _near(
 
 
 def _best_switch(
-    snapshot: Snapshot, host: HostInfo, near_items: Sequence[tuple[DeviceItem, Candidates]]
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    host: HostInfo,
+    near_items: Sequence[tuple[DeviceItem, Candidates]],
 ) -> str | None:
-    """The switch behind which every item fits: the host's own first, then the one with
-    the fewest matching free devices (best fit: large free blocks stay whole)."""
-    enclosures = snapshot.enclosures
-    totals: dict[str, list[int]] = {}
-    for index, (_, found) in enumerate(near_items):
-        for enclosure, devices in found.items():
-            for switch in enclosures[enclosure].switches:
-                totals.setdefault(switch, [0] * len(near_items))[index] += len(devices)
+    """The switch behind which every item fits, under the request's spread (one device per
+    enclosure or switch): the host's own first, then the one with the fewest matching free
+    devices (best fit: large free blocks stay whole)."""
+    devices = behind_switches(snapshot, near_items, None, "none")
+    spread = (
+        behind_switches(snapshot, near_items, None, request.policy)
+        if request.policy in SPREADS
+        else devices
+    )
     own = set(host.switches)
-    fitting = [
-        s
-        for s, counts in totals.items()
-        if all(c >= item.count for c, (item, _) in zip(counts, near_items, strict=True))
-    ]
+    fitting = [s for s, counts in spread.items() if fits(counts, near_items)]
     if not fitting:
         return None
-    return min(fitting, key=lambda s: (s not in own, sum(totals[s]), s))
+    return min(fitting, key=lambda s: (s not in own, sum(devices[s]), s))
 
 
 def _device_order(ranks: dict[str, tuple[int, int]]) -> Callable[[DeviceInfo], tuple[int, ...]]:

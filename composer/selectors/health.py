@@ -115,17 +115,23 @@ def composition_device_status(
 ) -> dict[int, DeviceStatus]:
     """The status of each active allocation's device, by allocation id.
 
-    One query plus the topology (`load_graph`, eight queries, unless `graph` is given) and
-    one path search from the composition's host; nothing when nothing is held.
+    One query plus the topology of the host's fabric manager only (`load_graph`, eight
+    queries, unless `graph` is given: the page and its live partial render this every few
+    seconds, and a host reaches nothing beyond its own manager's fabric) and one path search
+    from the composition's host; nothing when nothing is held.
     """
     rows = list(
         Allocation.objects.filter(composition=composition, released_at__isnull=True).values_list(
-            "pk", "device_id"
+            "pk", "device_id", "composition__host__manager_id", "device__manager_id"
         )
     )
     if not rows:
         return {}
-    graph = graph if graph is not None else load_graph()
+    if graph is None:
+        # The host's manager; without a host yet, the devices' own (health alone is judged).
+        host_manager = rows[0][2]
+        managers = {host_manager} if host_manager is not None else {row[3] for row in rows}
+        graph = load_graph(managers=sorted(managers))
     host_id = composition.host_id
     host = f"host:{host_id}" if host_id is not None else None
     paths = reachable_devices(graph, host) if host is not None and host in graph.nodes else None
@@ -135,7 +141,7 @@ def composition_device_status(
         else None
     )
     found: dict[int, DeviceStatus] = {}
-    for allocation_id, device_id in rows:
+    for allocation_id, device_id, *_ in rows:
         node = graph.nodes.get(f"device:{device_id}")
         path = paths.get(f"device:{device_id}") if paths is not None else None
         found[allocation_id] = DeviceStatus(

@@ -13,12 +13,14 @@ commit together or not at all):
    and for every tenant in its blast radius (each tenant sees only its own compositions);
 3. the poll's health changes become one `device.health` event (coalesced: a failed power
    feed changes a hundred elements at once, and a browser wants one message, not a hundred),
-   heard by operators and by the tenants whose compositions hold a changed device.
+   heard by operators and by every tenant whose compositions hold a changed device (each
+   tenant holding a slice of a memory device included).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,9 +31,9 @@ from composer.events import event_record
 from composer.events.payloads import HealthChange as HealthChangeRow
 from composer.models import AlertAudience, Allocation, Tenant
 from composer.services.health import compositions_react_to_health
+from fabric.health.blast import stored_counts
 from fabric.health.poll import HealthChange, PollOutcome, health_poll
 from fabric.models import Alert, FabricManager
-from fabric.topology.radius import radius_headline
 
 logger = logging.getLogger(__name__)
 
@@ -147,23 +149,17 @@ def _radius_devices(alerts: Iterable[Alert]) -> set[int]:
 # --- events ---------------------------------------------------------------------------------
 
 
-def _radius_count(radius: dict[str, Any], count: str, items: str) -> int:
-    """A stored count of a blast radius, else the length of its list (older alerts)."""
-    return int(radius.get(count) or len(radius.get(items) or ()))
-
-
 def alert_event_payload(alert: Alert) -> dict[str, Any]:
     """The `fabric.alert` payload: the alert, and its blast radius with counts and ids
-    (lost and degraded, fabric.topology.radius) and the headline the pages show.
+    (lost and degraded, fabric.topology.radius), the headline the pages show, and the
+    compositions it hits and those it degrades.
 
     Compositions carry their `tenant_id`, so `composer.events.payload_for` keeps each
-    tenant's own and drops the rest; `tenants` is for operators only.
+    tenant's own and drops the rest; `tenants` (of the compositions hit) is for operators
+    only.
     """
     radius = alert.blast_radius or {}
-    devices = _radius_count(radius, "device_count", "devices")
-    hosts = _radius_count(radius, "host_count", "hosts")
-    devices_degraded = _radius_count(radius, "devices_degraded_count", "devices_degraded")
-    hosts_degraded = _radius_count(radius, "hosts_degraded_count", "hosts_degraded")
+    counts = stored_counts(radius)
     return {
         "alert": {
             "id": alert.pk,
@@ -187,36 +183,41 @@ def alert_event_payload(alert: Alert) -> dict[str, Any]:
         },
         "blast_radius": {
             "effect": radius.get("effect", ""),
-            "devices": devices,
-            "hosts": hosts,
-            "devices_degraded": devices_degraded,
-            "hosts_degraded": hosts_degraded,
-            "headline": radius_headline(
-                devices_lost=devices,
-                hosts_lost=hosts,
-                devices_degraded=devices_degraded,
-                hosts_degraded=hosts_degraded,
-            ),
-            "compositions": [
-                {
-                    "id": row.get("id"),
-                    "name": row.get("name", ""),
-                    "tenant_id": row.get("tenant_id"),
-                    "state": row.get("state", ""),
-                }
-                for row in radius.get("compositions") or ()
-                if isinstance(row, dict)
-            ],
+            "devices": counts.devices_lost,
+            "hosts": counts.hosts_lost,
+            "devices_degraded": counts.devices_degraded,
+            "hosts_degraded": counts.hosts_degraded,
+            "headline": counts.headline(),
+            "compositions": _composition_refs(radius.get("compositions")),
+            "compositions_degraded": _composition_refs(radius.get("compositions_degraded")),
             "tenants": [t for t in radius.get("tenants") or () if isinstance(t, int)],
         },
     }
 
 
+def _composition_refs(rows: Any) -> list[dict[str, Any]]:
+    """A blast radius's composition rows as events carry them: each with its `tenant_id`,
+    so that `composer.events.payload_for` keeps a tenant's own and drops the rest."""
+    return [
+        {
+            "id": row.get("id"),
+            "name": row.get("name", ""),
+            "tenant_id": row.get("tenant_id"),
+            "state": row.get("state", ""),
+        }
+        for row in rows or ()
+        if isinstance(row, dict)
+    ]
+
+
 def alert_event_record(alert: Alert, *, type: EventType = EventType.FABRIC_ALERT) -> Any:
-    """Record an event about `alert` for operators and the tenants its blast radius hurts,
-    and let those tenants see the alert itself (AlertAudience)."""
+    """Record an event about `alert` for operators and the tenants its blast radius hurts
+    (a composition of theirs hit or degraded), and let those tenants see the alert itself
+    (AlertAudience)."""
     payload = alert_event_payload(alert)
-    named = payload["blast_radius"]["tenants"]
+    radius = payload["blast_radius"]
+    degraded = [row["tenant_id"] for row in radius["compositions_degraded"]]
+    named = {*radius["tenants"], *(t for t in degraded if isinstance(t, int))}
     # Only tenants that still exist (one may have been deleted since the alert opened).
     tenants = (
         sorted(Tenant.objects.filter(pk__in=named).values_list("pk", flat=True)) if named else []
@@ -236,32 +237,35 @@ def alert_acknowledged_record(alert: Alert) -> None:
 
 
 def _health_event_record(changes: Iterable[HealthChange]) -> None:
-    """One `device.health` event for the poll's changes; a change of a device a composition
-    holds carries that composition's tenant, so the tenant hears of its own devices only."""
+    """One `device.health` event for the poll's changes. A change of a device that
+    compositions hold is one row per holding composition, each with its tenant: a memory
+    device sliced between tenants reaches every one of them, and each hears of its own
+    compositions' devices only. Other changes are one row, for operators."""
     changes = list(changes)
     device_ids = [c.target_id for c in changes if c.target_type == "device"]
-    holders: dict[int, tuple[int, int]] = {
-        device_id: (tenant_id, composition_id)
-        for device_id, tenant_id, composition_id in Allocation.objects.filter(
-            device_id__in=device_ids, released_at__isnull=True
-        ).values_list("device_id", "composition__tenant_id", "composition_id")
-    }
+    holders: dict[int, list[tuple[int | None, int | None]]] = defaultdict(list)
+    for device_id, tenant_id, composition_id in (
+        Allocation.objects.filter(device_id__in=device_ids, released_at__isnull=True)
+        .values_list("device_id", "composition__tenant_id", "composition_id")
+        .distinct()
+        .order_by("device_id", "composition_id")
+    ):
+        holders[device_id].append((tenant_id, composition_id))
     rows: list[HealthChangeRow] = []
     for change in changes:
-        tenant_id, composition_id = holders.get(change.target_id, (None, None))
-        if change.target_type != "device":
-            tenant_id = composition_id = None
-        rows.append(
-            {
-                "target_type": change.target_type,
-                "id": change.target_id,
-                "name": change.name,
-                "health": change.after,
-                "previous_health": change.before,
-                "composition_id": composition_id,
-                "tenant_id": tenant_id,
-            }
-        )
+        held = holders.get(change.target_id) if change.target_type == "device" else None
+        for tenant_id, composition_id in held or [(None, None)]:
+            rows.append(
+                {
+                    "target_type": change.target_type,
+                    "id": change.target_id,
+                    "name": change.name,
+                    "health": change.after,
+                    "previous_health": change.before,
+                    "composition_id": composition_id,
+                    "tenant_id": tenant_id,
+                }
+            )
     tenants = {row["tenant_id"] for row in rows if row["tenant_id"] is not None}
     event_record(
         EventType.DEVICE_HEALTH,

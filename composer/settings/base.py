@@ -184,6 +184,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.inventory_sync_all_task",
         "schedule": env_int("COMPOSER_SYNC_INTERVAL_S", 300),
     },
+    # Failure domains counted under another definition of the blast radius (an upgrade
+    # changed it): recounted from the console's tables, not at the next sync.
+    "failure-domains-recount": {
+        "task": "composer.tasks.failure_domains_recount_task",
+        "schedule": 60,
+    },
     "jobs-sweep-stale": {
         "task": "composer.tasks.jobs_sweep_stale_task",
         "schedule": crontab(minute="*/5"),

@@ -31,10 +31,10 @@ from composer.events import blast_radius_for
 from composer.forms.alerts import AlertFilterForm
 from composer.models import Membership, Tenant
 from fabric.api.alerts import AlertFilterSet
+from fabric.health.blast import stored_counts
 from fabric.models import Alert
 from fabric.permissions import is_operator
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
-from fabric.topology.radius import radius_headline
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
 
 TABLE_TARGET = "alert-table"
@@ -59,17 +59,23 @@ class AlertRow:
     device_count: int  # lost
     host_count: int  # lost
     headline: str  # what is lost and degraded, in the words every page uses
-    compositions: list[CompositionLink]
+    compositions: list[CompositionLink]  # hit: a binding lost
+    compositions_degraded: list[CompositionLink]  # every binding kept, some over fewer paths
     tenants: list[str]  # operators only: the names of the tenants it hurts
 
 
-def _count(radius: Mapping[str, Any], key: str, *, plural: str = "s") -> int:
-    """`<key>_count` when stored, else the length of the `<key>s` list."""
-    stored = radius.get(f"{key}_count")
-    if isinstance(stored, int) and not isinstance(stored, bool):
-        return stored
-    items = radius.get(f"{key}{plural}")
-    return len(items) if isinstance(items, list) else 0
+def _links(refs: Any) -> list[CompositionLink]:
+    """The compositions of a blast radius's list `refs` (rows with an id), as links."""
+    return [
+        CompositionLink(
+            id=ref["id"],
+            name=str(ref.get("name") or f"#{ref['id']}"),
+            state=str(ref.get("state") or ""),
+            url=reverse("composer:composition_detail", args=[ref["id"]]),
+        )
+        for ref in refs or ()
+        if isinstance(ref, dict) and isinstance(ref.get("id"), int)
+    ]
 
 
 def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -> list[AlertRow]:
@@ -94,33 +100,19 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
             names = dict(Tenant.objects.filter(pk__in=wanted).values_list("pk", "name"))
     rows = []
     for alert, radius in zip(alerts, radii, strict=True):
-        compositions = [
-            CompositionLink(
-                id=ref["id"],
-                name=str(ref.get("name") or f"#{ref['id']}"),
-                state=str(ref.get("state") or ""),
-                url=reverse("composer:composition_detail", args=[ref["id"]]),
-            )
-            for ref in radius.get("compositions") or ()
-            if isinstance(ref, dict) and isinstance(ref.get("id"), int)
-        ]
         tenants = [
             names.get(t, f"tenant {t}") for t in radius.get("tenants") or () if isinstance(t, int)
         ]
-        device_count, host_count = _count(radius, "device"), _count(radius, "host")
+        counts = stored_counts(radius)
         rows.append(
             AlertRow(
                 alert=alert,
                 effect=str(radius.get("effect") or ""),
-                device_count=device_count,
-                host_count=host_count,
-                headline=radius_headline(
-                    devices_lost=device_count,
-                    hosts_lost=host_count,
-                    devices_degraded=_count(radius, "devices_degraded", plural=""),
-                    hosts_degraded=_count(radius, "hosts_degraded", plural=""),
-                ),
-                compositions=compositions,
+                device_count=counts.devices_lost,
+                host_count=counts.hosts_lost,
+                headline=counts.headline(),
+                compositions=_links(radius.get("compositions")),
+                compositions_degraded=_links(radius.get("compositions_degraded")),
                 tenants=sorted(tenants) if operator else [],
             )
         )

@@ -77,6 +77,11 @@ class FailureDomainSerializer(serializers.ModelSerializer):
     url = serializers.HyperlinkedIdentityField(view_name="api:failure_domain_detail")
     impact_url = serializers.HyperlinkedIdentityField(view_name="api:failure_domain_impact")
     headline = serializers.CharField(read_only=True)
+    counts_outdated = serializers.BooleanField(
+        read_only=True,
+        help_text="True while its figures follow an earlier definition of the blast radius "
+        "(stored before an upgrade that changed it); they are recounted within a minute.",
+    )
 
     class Meta:
         model = FailureDomain
@@ -93,6 +98,7 @@ class FailureDomainSerializer(serializers.ModelSerializer):
             "devices_degraded_count",
             "hosts_degraded_count",
             "headline",
+            "counts_outdated",
             "updated_at",
         ]
         read_only_fields = fields

@@ -38,7 +38,7 @@ from fabric.topology.graph import FabricGraph
 from fabric.topology.load import load_graph
 from fabric.topology.radius import Impact, ImpactCounts, domain_impact
 
-__all__ = ["BlastRadius", "radius_json"]
+__all__ = ["BlastRadius", "radius_json", "stored_counts"]
 
 _DOMAIN_KEYS = {
     "switch": ("switch",),
@@ -197,3 +197,23 @@ def radius_json(
         "tenants": tenants,
         "tenant_count": len(tenants),
     }
+
+
+def stored_counts(radius: Mapping[str, Any]) -> ImpactCounts:
+    """The headline figures of a blast radius stored on an alert (`radius_json`'s shape):
+    each its stored count, else the length of its list (alerts stored before the counts
+    were), else 0."""
+
+    def count(items: str, stored: str) -> int:
+        value = radius.get(stored)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        found = radius.get(items)
+        return len(found) if isinstance(found, list) else 0
+
+    return ImpactCounts(
+        devices_lost=count("devices", "device_count"),
+        hosts_lost=count("hosts", "host_count"),
+        devices_degraded=count("devices_degraded", "devices_degraded_count"),
+        hosts_degraded=count("hosts_degraded", "hosts_degraded_count"),
+    )

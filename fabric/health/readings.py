@@ -30,6 +30,7 @@ from fabric.models import (
     Switch,
 )
 from fabric.models.base import DiscoveredModel
+from fabric.topology.names import End, link_names
 
 __all__ = ["METRIC_COLUMNS", "SAMPLED", "HealthChange", "ReadingsResult", "apply_readings"]
 
@@ -135,7 +136,7 @@ def inventory_rows(manager: FabricManager) -> dict[tuple[str, str], ElementRow]:
         rows["device", ext] = ElementRow(
             "device", pk, name, health, state, (("enclosure", enclosure),) if enclosure else ()
         )
-    ports: dict[int, tuple[str, tuple[str, int], float, float]] = {}
+    ports: dict[int, tuple[End, tuple[str, int], float, float]] = {}
     for pk, ext, name, health, switch, host, enclosure, lanes, speed in Port.objects.filter(
         manager=manager, is_present=True
     ).values_list(
@@ -146,18 +147,30 @@ def inventory_rows(manager: FabricManager) -> dict[tuple[str, str], ElementRow]:
             ("switch", switch) if switch else ("host", host) if host else ("enclosure", enclosure)
         )
         rows["port", ext] = ElementRow("port", pk, name, health, "", (owner,))
-        label = f"{names[owner[0]].get(owner[1], owner[0])}:{name}"
-        ports[pk] = (label, owner, float(lanes), float(speed))
-    for pk, ext, health, state, a_port, b_port in Link.objects.filter(
-        manager=manager, is_present=True
-    ).values_list("pk", "external_id", "health", "state", "a_port_id", "b_port_id"):
+        end = (names[owner[0]].get(owner[1], owner[0]), name)
+        ports[pk] = (end, owner, float(lanes), float(speed))
+    links = list(
+        Link.objects.filter(manager=manager, is_present=True).values_list(
+            "pk", "external_id", "health", "state", "a_port_id", "b_port_id"
+        )
+    )
+    unknown = ("?", "?")
+    link_name = link_names(
+        {
+            pk: (
+                ports[a_port][0] if a_port in ports else unknown,
+                ports[b_port][0] if b_port in ports else unknown,
+            )
+            for pk, _, _, _, a_port, b_port in links
+        }
+    )
+    for pk, ext, health, state, a_port, b_port in links:
         a, b = ports.get(a_port), ports.get(b_port)
-        name = f"{a[0] if a else '?'} <-> {b[0] if b else '?'}"
         owners = tuple(end[1] for end in (a, b) if end is not None)
         rows["link", ext] = ElementRow(
             "link",
             pk,
-            name,
+            link_name[pk],
             health,
             state,
             owners,

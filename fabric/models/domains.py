@@ -14,7 +14,7 @@ from django.db import models
 
 from fabric.choices import FailureDomainKind
 from fabric.models.base import TimeStampedModel
-from fabric.topology.radius import radius_headline
+from fabric.topology.radius import RADIUS_VERSION, radius_headline
 
 if TYPE_CHECKING:
     from fabric.models.inventory import Device
@@ -28,8 +28,10 @@ class FailureDomain(TimeStampedModel):
     id in URLs) is kept. `device_count` / `host_count` are what its failure loses, and
     `devices_degraded_count` / `hosts_degraded_count` what it degrades: its blast radius
     (fabric.topology.radius, the definition the alerts, the topology page and the what-if
-    use too), stored so that the list can sort by it. `devices` are its members: what
-    fails with it, or, for a switch or link, what is cabled through it.
+    use too), stored so that the list can sort by it; `radius_version` is the version of
+    that definition they follow (an older one is recounted, and shown as such until then).
+    `devices` are its members: what fails with it, or, for a switch or link, what is cabled
+    through it.
     """
 
     manager = models.ForeignKey(
@@ -46,6 +48,11 @@ class FailureDomain(TimeStampedModel):
     hosts_degraded_count = models.PositiveIntegerField(
         default=0, help_text="Hosts its failure degrades (still working, with fewer paths)."
     )
+    radius_version = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="The blast-radius definition its counts follow "
+        "(fabric.topology.radius.RADIUS_VERSION); 0: counted before versions were kept.",
+    )
     devices: models.ManyToManyField[Device, DeviceDomain] = models.ManyToManyField(
         "fabric.Device", through="DeviceDomain", related_name="failure_domains", blank=True
     )
@@ -61,6 +68,12 @@ class FailureDomain(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} {self.name}"
+
+    @property
+    def counts_outdated(self) -> bool:
+        """Whether its figures follow another definition of the blast radius than this
+        release's (stored before an upgrade that changed it): recounted within a minute."""
+        return self.radius_version != RADIUS_VERSION
 
     @property
     def headline(self) -> str:

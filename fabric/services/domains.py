@@ -1,4 +1,6 @@
-"""domains_refresh(): rewrite a fabric manager's failure domains from its current topology."""
+"""domains_refresh(): rewrite a fabric manager's failure domains from its current topology;
+domains_refresh_outdated(): do it for every manager with domains counted under another
+definition of the blast radius (after an upgrade that changed it)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,13 @@ from django.utils import timezone
 from fabric.models import DeviceDomain, FabricManager, FailureDomain
 from fabric.topology.domains import derive_domains, domain_members
 from fabric.topology.load import load_graph
-from fabric.topology.radius import domain_impact
+from fabric.topology.radius import RADIUS_VERSION, domain_impact
 
 logger = logging.getLogger(__name__)
 
 BATCH = 500
-# The columns a refresh writes: what a domain is, and what its failure loses and degrades.
+# The columns a refresh writes: what a domain is, what its failure loses and degrades, and
+# under which definition of the blast radius that was counted.
 FIELDS = (
     "kind",
     "name",
@@ -25,6 +28,7 @@ FIELDS = (
     "host_count",
     "devices_degraded_count",
     "hosts_degraded_count",
+    "radius_version",
 )
 
 
@@ -86,6 +90,7 @@ def domains_refresh(*, manager: FabricManager) -> DomainRefreshResult:
             counts.hosts_lost,
             counts.devices_degraded,
             counts.hosts_degraded,
+            RADIUS_VERSION,
         )
     now = timezone.now()  # bulk_update does not apply auto_now
     with transaction.atomic():
@@ -142,3 +147,29 @@ def domains_refresh(*, manager: FabricManager) -> DomainRefreshResult:
     )
     logger.info("failure domains of %s refreshed: %s", manager.name, result.summary())
     return result
+
+
+def domains_refresh_outdated() -> list[DomainRefreshResult]:
+    """Refresh the failure domains of every manager that has one counted under another
+    definition of the blast radius than this release's (`RADIUS_VERSION`).
+
+    A migration cannot recount them (the count needs the topology code, which reads the
+    current models, not a migration's historical ones), so an upgrade that changes the
+    definition leaves the stored figures as they were; the beat runs this every minute, so
+    the list is right within a minute of the upgrade, without waiting for an inventory sync
+    (minutes or hours away, and skipped while a manager is unreachable: the domains are
+    derived from the console's tables, not from the manager). Until then the list and the
+    API say the figures are being recounted (`FailureDomain.counts_outdated`). One query
+    when nothing is outdated. A manager whose refresh fails is logged and tried again at
+    the next run.
+    """
+    managers = FabricManager.objects.filter(
+        pk__in=FailureDomain.objects.exclude(radius_version=RADIUS_VERSION).values("manager_id")
+    ).order_by("pk")
+    results = []
+    for manager in managers:
+        try:
+            results.append(domains_refresh(manager=manager))
+        except Exception:
+            logger.exception("failure domains of %s not recounted", manager.name)
+    return results

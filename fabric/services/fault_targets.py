@@ -5,9 +5,9 @@ target here (through `fabric.services.faults.fault_inject`), so an element that 
 the others accept too. A target is given as
 
 - the element's name, as the console shows it everywhere: `gpu-a-01-1`, `cxl-spine-1`,
-  `pdu-a-1`; a link by its two ends, `cxl-spine-1 <-> mem-a-01` (as on the topology and
-  the failure-domain pages), or with the ports, `cxl-spine-1:p03 <-> mem-a-01:p0` (as in
-  alerts), either way round, `<->` or `↔`;
+  `pdu-a-1`; a link by its two ends, `cxl-spine-1 <-> mem-a-01`, or with the ports,
+  `cxl-spine-1:p03 <-> mem-a-01:p0` (the name of each of two parallel links:
+  `fabric.topology.names`), either way round, `<->` or `↔`;
 - the manager's external id;
 - the console's id (a number), when no element has that name.
 
@@ -18,7 +18,6 @@ touches the simulated fabric itself.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from django.db import models
 
 from fabric.choices import DeviceKind, DeviceState, FaultTarget
 from fabric.models import Device, Enclosure, FabricManager, Link, Port, PowerFeed, Switch
+from fabric.topology.names import link_names
 
 __all__ = [
     "FAULT_MODELS",
@@ -80,17 +80,8 @@ def _links(manager_ids: Iterable[int]) -> list[Link]:
 
 
 def _link_names(links: Sequence[Link]) -> dict[int, str]:
-    """Each link's name: its two ends (`cxl-spine-1 <-> mem-a-01`) where no other link joins
-    the same two, else with the ports (`cxl-spine-1:p03 <-> mem-a-01:p0`)."""
-    pairs = {link.pk: (_end(link.a_port), _end(link.b_port)) for link in links}
-    shared = Counter(frozenset((a[0], b[0])) for a, b in pairs.values())
-    names = {}
-    for pk, (a, b) in pairs.items():
-        if shared[frozenset((a[0], b[0]))] > 1:
-            names[pk] = f"{a[0]}:{a[1]} <-> {b[0]}:{b[1]}"
-        else:
-            names[pk] = f"{a[0]} <-> {b[0]}"
-    return names
+    """Each link's name (`fabric.topology.names.link_names`), by id."""
+    return link_names({link.pk: (_end(link.a_port), _end(link.b_port)) for link in links})
 
 
 def fault_target_name(obj: models.Model) -> str:

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from fabric.topology.graph import FabricGraph, Node
+from fabric.topology.names import link_names
 
 __all__ = [
     "DOMAIN_KINDS",
@@ -127,8 +128,15 @@ def derive_domains(graph: FabricGraph) -> list[DomainSpec]:
         ]
         specs += sorted(by_name, key=lambda s: s.name)
     specs += sorted((spec(n.id, "switch", n.name, [n.id]) for n in switches), key=lambda s: s.name)
+    nodes = graph.nodes
+    names = link_names(
+        {
+            edge.id: ((nodes[edge.a].name, edge.a_port), (nodes[edge.b].name, edge.b_port))
+            for edge in graph.edges.values()
+        }
+    )
     specs += [
-        DomainSpec(edge.id, "link", _link_name(graph, edge.id), frozenset({edge.id}))
+        DomainSpec(edge.id, "link", names[edge.id], frozenset({edge.id}))
         for edge in graph.edges.values()
     ]
     for manager in sorted(m for m in managers_seen if m):
@@ -136,11 +144,6 @@ def derive_domains(graph: FabricGraph) -> list[DomainSpec]:
         switch_ids = frozenset(manager_switches.get(manager, ()))
         specs.append(DomainSpec(f"fabric_{manager}", "fabric_manager", name, switch_ids))
     return specs
-
-
-def _link_name(graph: FabricGraph, link_id: str) -> str:
-    edge = graph.edges[link_id]
-    return f"{graph.nodes[edge.a].name} <-> {graph.nodes[edge.b].name}"
 
 
 def domain_members(graph: FabricGraph, spec: DomainSpec) -> tuple[list[str], list[str]]:

@@ -37,7 +37,8 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Edge:
-    """A link, between the owners of its two ports. `id` is "link:<pk>"."""
+    """A link, between the owners of its two ports. `id` is "link:<pk>"; `a_port` and
+    `b_port` are the ports' names (a link's name needs them: `fabric.topology.names`)."""
 
     id: str
     pk: int
@@ -47,6 +48,8 @@ class Edge:
     bandwidth_gbps: float
     state: str
     health: str
+    a_port: str = ""
+    b_port: str = ""
 
     def other(self, node_id: str) -> str:
         """The far end of the link, seen from `node_id`."""

@@ -178,12 +178,15 @@ def _load(
         "pk", "latency_ns", "bandwidth_gbps", "state", "health",
         "a_port__switch_id", "a_port__host_id", "a_port__enclosure_id",
         "b_port__switch_id", "b_port__host_id", "b_port__enclosure_id",
+        "a_port__name", "b_port__name",
     ):  # fmt: skip
-        pk, latency, bandwidth, state, health, a_sw, a_host, a_enc, b_sw, b_host, b_enc = row
+        pk, latency, bandwidth, state, health, a_sw, a_host, a_enc, b_sw, b_host, b_enc = row[:11]
         a = _owner(a_sw, a_host, a_enc)
         b = _owner(b_sw, b_host, b_enc)
         if a in known and b in known:
-            edges.append(Edge(f"link:{pk}", pk, a, b, latency, bandwidth, state, health))
+            edges.append(
+                Edge(f"link:{pk}", pk, a, b, latency, bandwidth, state, health, row[11], row[12])
+            )
 
     if rack_ids is not None:
         nodes, edges = _keep_racks(nodes, edges, {f"rack:{pk}" for pk in rack_ids})

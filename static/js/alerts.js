@@ -110,12 +110,27 @@
     return badge;
   }
 
+  function compositionLinks(parent, refs) {
+    refs.forEach((ref, index) => {
+      if (index) {
+        parent.append(", ");
+      }
+      const link = el("a", "toast-composition", ref.name || `#${ref.id}`);
+      link.href = compositionUrl(ref.id);
+      link.dataset.composition = String(ref.id);
+      parent.append(link);
+    });
+  }
+
   // "3 devices and 1 host lost; 2 compositions: c1, g1 (2 tenants)" (operators: the headline
   // is the server's, in the words every page uses, fabric.topology.radius);
-  // "Your compositions: c1" (tenants: the fabric's counts are not sent to them).
+  // "Your compositions: c1" (tenants: the fabric's counts are not sent to them); then, for
+  // both, the compositions it degrades (every device kept, some over fewer paths), as the
+  // alert list says them.
   function radiusLine(radius) {
     const line = el("div", "toast-radius small mt-1");
     const compositions = Array.isArray(radius.compositions) ? radius.compositions : [];
+    const degraded = Array.isArray(radius.compositions_degraded) ? radius.compositions_degraded : [];
     if (isOperator) {
       const devices = Number(radius.devices) || 0;
       const hosts = Number(radius.hosts) || 0;
@@ -127,25 +142,24 @@
       }
       text = text.charAt(0).toUpperCase() + text.slice(1);
       if (!compositions.length) {
-        line.append(`${text}; no composition hurt`);
-        return line;
+        line.append(degraded.length ? text : `${text}; no composition hurt`);
+      } else {
+        line.append(`${text}; ${plural(compositions.length, "composition")}: `);
+        compositionLinks(line, compositions);
+        if (Array.isArray(radius.tenants) && radius.tenants.length) {
+          line.append(` (${plural(radius.tenants.length, "tenant")})`);
+        }
       }
-      line.append(`${text}; ${plural(compositions.length, "composition")}: `);
-    } else {
+    } else if (compositions.length) {
       const how = {at_risk: " at risk", frozen: " (bindings frozen)"}[radius.effect] || "";
       line.append(`Your compositions${how}: `);
+      compositionLinks(line, compositions);
     }
-    compositions.forEach((ref, index) => {
-      if (index) {
-        line.append(", ");
-      }
-      const link = el("a", "toast-composition", ref.name || `#${ref.id}`);
-      link.href = compositionUrl(ref.id);
-      link.dataset.composition = String(ref.id);
-      line.append(link);
-    });
-    if (isOperator && Array.isArray(radius.tenants) && radius.tenants.length) {
-      line.append(` (${plural(radius.tenants.length, "tenant")})`);
+    if (degraded.length) {
+      const more = el("div", "toast-degraded");
+      more.append(`${isOperator ? "Degraded" : "Your compositions degraded"} (fewer paths): `);
+      compositionLinks(more, degraded);
+      line.append(more);
     }
     return line;
   }

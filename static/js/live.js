@@ -23,7 +23,8 @@
 //    detail (a user's scope already brings every event about what it may see; no
 //    subscription is needed for this):
 //      data-live-composition="<id>"  events about that composition (its state, its jobs'
-//                                    progress, alerts whose blast radius names it)
+//                                    progress, alerts whose blast radius names it, hit
+//                                    or degraded)
 //      data-live-job="<id>"          that job's progress
 //      data-live-type="fabric.alert device.health"   any event of these types
 //
@@ -307,7 +308,8 @@
         ids.add(id);
       }
     }
-    const lists = [payload.compositions, payload.blast_radius && payload.blast_radius.compositions];
+    const radius = payload.blast_radius || {};
+    const lists = [payload.compositions, radius.compositions, radius.compositions_degraded];
     for (const list of lists) {
       for (const item of Array.isArray(list) ? list : []) {
         if (item && Number.isInteger(item.id)) {

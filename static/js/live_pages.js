@@ -102,7 +102,7 @@
       }
     }
     const radius = payload.blast_radius || {};
-    for (const list of [payload.compositions, radius.compositions]) {
+    for (const list of [payload.compositions, radius.compositions, radius.compositions_degraded]) {
       for (const item of Array.isArray(list) ? list : []) {
         if (item && Number.isInteger(item.id)) {
           compositions.add(String(item.id));

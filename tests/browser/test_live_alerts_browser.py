@@ -259,3 +259,60 @@ def test_a_partial_drawn_from_a_read_older_than_an_event_reloads_once_more(
     })"""
     assert page.evaluate(reloads, False) == 1
     assert page.evaluate(reloads, True) == 2
+
+
+def test_a_tenant_whose_composition_a_spine_degrades_gets_a_toast_naming_it(
+    asgi_login_page: Any, acme: Any, alice: Any, globex: Any, carol: Any, admin_user: Any
+) -> None:
+    """Both spines reach the memory box: when one fails nothing is lost and both memory
+    compositions keep their memory over the other, degraded. Alice's toast names hers,
+    never Globex's, and her composition's page reloads its live part; the operator's toast
+    names both."""
+    from playwright.sync_api import expect
+
+    manager = simulated_manager()
+    inventory_sync(manager=manager)
+    mine = composed(tenant=acme, user=alice, spec={"memory_gib": 128}, name="acme-mem")
+    composed(tenant=globex, user=carol, spec={"memory_gib": 128}, name="globex-mem")
+    health_poll_run(manager=manager)
+    admin = asgi_login_page(admin_user, "/alerts/")
+    page = asgi_login_page(alice, "/alerts/")
+    detail = asgi_login_page(alice, f"/compositions/{mine.pk}/")
+    # Marked once the replays of its compose have reloaded it: the live partial loses the
+    # mark when the alert naming it reloads it.
+    detail.wait_for_load_state("networkidle")
+    detail.evaluate("document.getElementById('composition-live').dataset.drawn = 'before'")
+
+    simulator_fault(
+        manager=manager,
+        target_type="switch",
+        target_id="cxl-spine-1",
+        action="fail",
+        actor=admin_user,
+        source="browser test",
+    )
+    alert = Alert.objects.get(source_type="switch", state="open")
+    toast = _toast(page, alert)
+    expect(toast).to_be_visible(timeout=LIVE_WITHIN_MS)
+    expect(toast.locator(".toast-degraded")).to_have_text(
+        "Your compositions degraded (fewer paths): acme-mem"
+    )
+    expect(toast.locator(".toast-degraded a")).to_have_attribute(
+        "href", f"/compositions/{mine.pk}/"
+    )
+    expect(toast).not_to_contain_text("globex")
+    expect(toast).not_to_contain_text("Your compositions: ")
+    expect(page.locator(f'#alert-table tr[data-alert-id="{alert.pk}"]')).to_contain_text(
+        "Your compositions degraded (fewer paths): acme-mem"
+    )
+    expect(detail.locator("#composition-live")).to_be_visible()
+    expect(detail.locator('#composition-live[data-drawn="before"]')).to_have_count(
+        0, timeout=LIVE_WITHIN_MS
+    )
+    operator_toast = _toast(admin, alert)
+    expect(operator_toast.locator(".toast-degraded")).to_have_text(
+        "Degraded (fewer paths): acme-mem, globex-mem"
+    )
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "alice-degraded-toast.png"))
+    admin.screenshot(path=str(SHOTS / "admin-degraded-toast.png"))

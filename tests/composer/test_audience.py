@@ -168,7 +168,13 @@ def test_an_alert_reaches_alice_in_her_words_over_the_websocket_and_carol_not_at
         text = json.dumps(for_alice)
         alert = for_alice[-1]["payload"]
         assert alert["alert"]["message"] == "An enclosure your compositions depend on failed."
-        assert set(alert["blast_radius"]) <= {"effect", "compositions", "composition_count"}
+        assert set(alert["blast_radius"]) <= {
+            "effect",
+            "compositions",
+            "composition_count",
+            "compositions_degraded",
+            "compositions_degraded_count",
+        }
         assert not _named(text, chassis), text
         state = [e for e in for_alice if e["event_type"] == "composition.state"]
         assert (

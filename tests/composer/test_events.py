@@ -15,6 +15,7 @@ from django.utils import timezone
 from composer import fanout
 from composer.choices import CompositionState, EventType, JobKind, JobStatus
 from composer.events import (
+    blast_radius_for,
     event_layer_messages,
     event_record,
     events_publish_pending,
@@ -241,6 +242,28 @@ def test_a_tenant_gets_only_its_own_compositions_of_an_alert_and_no_tenant_list(
         "message": "A switch your compositions depend on failed.",
     }
     assert "acme" not in str(cut) and "leaf" not in str(cut)
+
+
+def test_a_tenant_gets_its_own_degraded_compositions_of_an_alert(acme: Any, globex: Any) -> None:
+    """Degraded, for whom: the compositions a failure leaves with fewer paths reach their
+    own tenant, cut like the compositions it hits, with the count recomputed."""
+    payload = alert_payload(acme, globex)
+    payload["blast_radius"]["compositions_degraded"] = [
+        {"id": 3, "name": "acme-mem", "tenant_id": acme.pk, "state": "ready"},
+        {"id": 4, "name": "globex-mem", "tenant_id": globex.pk, "state": "ready"},
+    ]
+    payload["blast_radius"]["compositions_degraded_count"] = 2
+    event = Event(type=EventType.FABRIC_ALERT, payload=payload)
+
+    radius = payload_for(event, tenant_id=acme.pk)["blast_radius"]
+    assert radius["compositions_degraded"] == [
+        {"id": 3, "name": "acme-mem", "tenant_id": acme.pk, "state": "ready"}
+    ]
+    assert radius["compositions_degraded_count"] == 1
+    stored = blast_radius_for(payload["blast_radius"], tenant_id=globex.pk)
+    assert [c["name"] for c in stored["compositions_degraded"]] == ["globex-mem"]
+    assert stored["compositions_degraded_count"] == 1
+    assert "acme" not in str(stored)
 
 
 def test_an_object_of_another_tenant_is_never_sent(acme: Any, globex: Any) -> None:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import importlib
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.apps import apps
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from composer.choices import AllocationState
-from composer.models import Allocation, Composition
+from composer.models import Allocation, Composition, StateChange
 from fabric.choices import DeviceState
 from fabric.models import Device
 from tests.factories.fabric import fabric_small
@@ -62,3 +65,61 @@ def test_memory_devices_get_the_gib_and_the_state_of_the_slices_held_before(acme
         bound.name: DeviceState.BOUND,
         maintained.name: DeviceState.MAINTENANCE,  # an operator's state is kept
     }
+
+
+LIVE_NAME = "0006_composition_live_name"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_duplicate_live_names_are_numbered_before_the_unique_index(acme: Any, globex: Any) -> None:
+    """A tenant's live compositions that share a name keep it on the oldest; the others get
+    the first free number, each rename audited; released ones and other tenants' keep
+    theirs."""
+    before = [("composer", "0005_device_allocated_gib")]
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        old = executor.loader.project_state(before).apps.get_model("composer", "Composition")
+        start = timezone.now() - timedelta(hours=1)
+        made = {}
+        for minute, (tenant, name, state) in enumerate(
+            [
+                (acme, "llm", "ready"),
+                (acme, "llm", "degraded"),
+                (acme, "llm-2", "ready"),  # the first number is taken: the next is used
+                (acme, "llm", "released"),  # not live: keeps its name
+                (acme, "llm", "requested"),
+                (globex, "llm", "ready"),  # another tenant's
+                (acme, "n" * 100, "ready"),
+                (acme, "n" * 100, "ready"),  # cut to make room for the number
+            ]
+        ):
+            row = old.objects.create(tenant_id=tenant.pk, name=name, state=state, spec={})
+            old.objects.filter(pk=row.pk).update(created_at=start + timedelta(minutes=minute))
+            made[minute] = row.pk
+        executor = MigrationExecutor(connection)
+        executor.migrate([("composer", LIVE_NAME)])
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+    names = dict(Composition.objects.values_list("pk", "name"))
+    assert [names[made[i]] for i in range(8)] == [
+        "llm",
+        "llm-3",
+        "llm-2",
+        "llm",
+        "llm-4",
+        "llm",
+        "n" * 100,
+        "n" * 98 + "-2",
+    ]
+    audit = StateChange.objects.order_by("pk")
+    assert [(c.composition_id, c.from_state, c.to_state, c.source) for c in audit] == [
+        (made[1], "degraded", "degraded", "migration composer 0006"),
+        (made[4], "requested", "requested", "migration composer 0006"),
+        (made[7], "ready", "ready", "migration composer 0006"),
+    ]
+    assert audit[0].reason == (
+        "Renamed from llm to llm-3: names are unique among a tenant's live compositions"
+    )

@@ -50,6 +50,10 @@ def test_a_spec_is_normalised_with_every_key() -> None:
         ({"memory_gib": 10, "max_latency_ns": 0}, "max_latency_ns"),
         ({"memory_gib": 10, "same_switch": "maybe"}, "same_switch"),
         ({"memory_gib": 10, "host": ["h"]}, "host"),
+        (
+            {"items": [{"kind": "gpu", "count": 2}], "same_switch": True, "policy": "switch"},
+            "policy",
+        ),
     ],
 )
 def test_bad_shapes_name_the_field(raw: Any, field: str) -> None:
@@ -105,6 +109,13 @@ def test_a_template_with_a_bad_spec_does_not_validate() -> None:
             "Failure-domain policy must be one of none, enclosure, switch, pack (got 'tight').",
             "Failure-domain policy must be one of none, enclosure, switch, pack.",
         ),
+        (
+            {"items": [{"kind": "gpu", "count": 2}], "same_switch": True, "policy": "switch"},
+            "Spread across switches puts each device behind a switch of its own; it cannot go "
+            "with all devices behind one switch. Choose one of the two.",
+            "Spread across switches puts each device behind a switch of its own; it cannot go "
+            "with all devices behind one switch. Choose one of the two.",
+        ),
     ],
 )
 def test_messages_are_in_the_consoles_words(raw: Any, message: str, field_message: str) -> None:
@@ -113,3 +124,11 @@ def test_messages_are_in_the_consoles_words(raw: Any, message: str, field_messag
     with pytest.raises(SpecError) as caught:
         spec_normalise(raw)
     assert (caught.value.message, caught.value.field_message) == (message, field_message)
+
+
+def test_same_switch_and_a_spread_across_switches_agree_for_one_device_each() -> None:
+    """Each item's devices are spread across switches: one device per item is behind one
+    switch and spread alike."""
+    raw = {"items": [{"kind": "gpu", "count": 1}, {"kind": "nic", "count": 1}]}
+    spec = spec_normalise({**raw, "same_switch": True, "policy": "switch"})
+    assert (spec["same_switch"], spec["policy"]) == (True, "switch")

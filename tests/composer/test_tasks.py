@@ -13,13 +13,16 @@ from composer.models import Job
 from composer.services.jobs import inventory_sync_job_create
 from composer.tasks import (
     SYNC_MAX_RETRIES,
+    failure_domains_recount_task,
     inventory_sync_all_task,
     inventory_sync_task,
     jobs_sweep_stale_task,
 )
 from fabric.choices import DeviceState
 from fabric.drivers.simulated import store
-from fabric.models import Device, FabricManager
+from fabric.models import Device, FabricManager, FailureDomain
+from fabric.services.sync import inventory_sync
+from fabric.topology.radius import RADIUS_VERSION
 
 
 @pytest.fixture
@@ -99,6 +102,22 @@ def test_the_beat_task_queues_one_sync_per_enabled_manager(
         assert inventory_sync_all_task.delay().get() == 1
     [job] = Job.objects.all()
     assert (job.target_id, job.status) == (sim_manager.pk, JobStatus.SUCCEEDED)
+
+
+def test_the_beat_recounts_failure_domains_of_an_older_definition_every_minute(
+    sim_manager: FabricManager, settings: Any
+) -> None:
+    entry = next(
+        e
+        for e in settings.CELERY_BEAT_SCHEDULE.values()
+        if e["task"] == "composer.tasks.failure_domains_recount_task"
+    )
+    assert entry["schedule"] <= 60
+    inventory_sync(manager=sim_manager)
+    assert failure_domains_recount_task.delay().get() == 0
+    FailureDomain.objects.filter(manager=sim_manager).update(radius_version=0)
+    assert failure_domains_recount_task.delay().get() == 1
+    assert not FailureDomain.objects.exclude(radius_version=RADIUS_VERSION).exists()
 
 
 def test_the_sweep_task_runs(db: None) -> None:

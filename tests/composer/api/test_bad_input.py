@@ -263,3 +263,18 @@ def test_a_minimum_on_a_number_the_devices_report_is_placed(
     response = api_as(alice).post(PREVIEW, {"spec": spec})
     assert response.status_code == 200, response.content
     assert response.json()["ok"] is True
+
+
+def test_same_switch_with_a_spread_across_switches_names_the_policy(
+    api_as: Any, alice: Any, synced: FabricManager
+) -> None:
+    spec = {"items": [{"kind": "gpu", "count": 2}], "same_switch": True, "policy": "switch"}
+    for url in (COMPOSE, PREVIEW):
+        error = assert_error(
+            api_as(alice).post(url, {"name": "s", "spec": spec}),
+            400,
+            "invalid_spec",
+            field="spec.policy",
+        )
+        assert error["detail"].startswith("Spread across switches puts each device")
+    assert not Composition.objects.exists()

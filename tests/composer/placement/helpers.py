@@ -29,12 +29,13 @@ def world(
     memory: tuple[int, ...] = (512, 512),
     drives: int = 2,
     cut: dict[str, tuple[str, ...]] | None = None,
+    models: dict[str, str] | None = None,
     **options: object,
 ) -> Snapshot:
     """GPU chassis a1, a2 behind leaf 1 and b1 behind leaf 2; hosts ha (leaf 1) and hb
     (leaf 2); mem box and jbof behind the spine. `gpus`: free GPUs per chassis. `cut`:
     per host id, the enclosures it does not reach (no working path, e.g. the spine in
-    maintenance)."""
+    maintenance). `models`: the GPU model per chassis (H100 where not given)."""
     gpus = gpus if gpus is not None else {"a1": 4, "a2": 2, "b1": 4}
     totals = totals or {"a1": 4, "a2": 4, "b1": 4}
     host_cores = host_cores or {"ha": 64, "hb": 64}
@@ -46,7 +47,8 @@ def world(
         EnclosureInfo("enclosure:mem", "mem", (SPINE,), device_total=len(memory)),
         EnclosureInfo("enclosure:jbof", "jbof", (SPINE,), device_total=drives),
     ]
-    devices = [gpu(e, s) for e, n in gpus.items() for s in range(n)]
+    models = models or {}
+    devices = [gpu(e, s, model=models.get(e, "H100")) for e, n in gpus.items() for s in range(n)]
     devices += [
         DeviceInfo(f"device:mem-{i}", f"mem-{i}", "cxl_memory", "CMM", "enclosure:mem",
                    {"memory_gib": g}, free_gib=g)

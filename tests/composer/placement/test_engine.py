@@ -154,6 +154,84 @@ def test_the_nearest_alternative_names_the_best_switch_to_operators_only() -> No
     )
 
 
+def test_same_switch_with_a_spread_names_the_spread_that_blocks() -> None:
+    """Three GPUs behind one switch fit (six are behind sw-1), and three enclosures hold
+    GPUs; but behind one switch there are only two enclosures: the spread is what blocks,
+    decided per reach group, and the sentence counts enclosures behind one switch."""
+    rejection = rejected(PlacementRequest(items=gpus(3), same_switch=True, policy="enclosure"))
+    assert rejection.code == "domain_conflict"
+    assert rejection.message == "No host reaches 3 GPUs spread across enclosures behind one switch."
+    assert rejection.funnel[-2:] == (
+        ("hosts: same switch", 2, 2),
+        ("hosts: failure-domain policy", 2, 0),
+    )
+    assert rejection.nearest.text(operator=False) == (
+        "GPUs are free in at most 2 enclosures behind one switch a host reaches; 3 asked. "
+        "Relax 'spread across enclosures' or 'same switch', or wait."
+    )
+
+
+def test_same_switch_names_the_switch_that_blocks() -> None:
+    rejection = rejected(PlacementRequest(items=gpus(8), same_switch=True))
+    assert rejection.message == "No host reaches 8 GPUs behind one switch."
+    assert rejection.funnel[-1] == ("hosts: same switch", 2, 0)
+
+
+def test_a_spread_alone_names_the_domains_one_host_reaches() -> None:
+    cut = {"host:a": ("enclosure:b1",), "host:b": ("enclosure:a1", "enclosure:a2")}
+    rejection = rejected(PlacementRequest(items=gpus(3), policy="enclosure"), cut=cut)
+    assert rejection.message == "No host reaches 3 GPUs spread across enclosures."
+    assert rejection.nearest.text(operator=False) == (
+        "GPUs are free in at most 2 enclosures a host reaches; 3 asked. "
+        "Relax 'spread across enclosures' or wait."
+    )
+
+
+def test_items_that_fit_behind_different_switches_are_not_told_a_count_above_the_ask() -> None:
+    """Four H100s fit behind sw-1 and four A100s behind sw-2, never both behind one: the
+    nearest alternative says so, not "6 of 4 H100 GPUs fit"."""
+    request = PlacementRequest(
+        items=(DeviceItem("gpu", 4, model="H100"), DeviceItem("gpu", 4, model="A100")),
+        same_switch=True,
+    )
+    rejection = rejected(request, models={"b1": "A100"})
+    assert rejection.message == "No host reaches 4 H100 GPUs and 4 A100 GPUs behind one switch."
+    assert rejection.nearest.text(operator=False) == (
+        "No switch a host reaches holds 4 H100 GPUs and 4 A100 GPUs together; "
+        "relax 'same switch' or wait."
+    )
+
+
+def test_same_switch_missed_only_under_the_latency_ceiling_says_so() -> None:
+    """Host hb alone has room: within 800 ns it reaches four GPUs behind each leaf, and six
+    behind sw-1 only beyond it. The sentence names the ceiling, not "6 of 6 GPUs fit"."""
+    request = PlacementRequest(items=gpus(6), same_switch=True, max_latency_ns=800, cores=32)
+    rejection = rejected(request, host_cores={"ha": 8, "hb": 64})
+    assert rejection.message == "Every host that reaches enough devices fails the same switch."
+    assert rejection.nearest.text(operator=False) == (
+        "6 GPUs fit behind one switch, but not within 800 ns of one host; raise the latency "
+        "ceiling or relax 'same switch', or wait."
+    )
+
+
+def test_same_switch_with_a_spread_takes_the_switch_that_holds_the_spread() -> None:
+    """hb's own switch holds four GPUs in one chassis: two spread across enclosures are
+    behind sw-1 (a1 and a2), which hb reaches too."""
+    plan = placed(
+        PlacementRequest(items=gpus(2), same_switch=True, policy="enclosure", host="host:b")
+    )
+    assert sorted(d.enclosure for d in plan.devices) == ["enclosure:a1", "enclosure:a2"]
+
+
+def test_same_switch_with_a_spread_across_switches_is_invalid() -> None:
+    """One switch and one switch per device contradict each other for more than one device;
+    for one device each they agree."""
+    rejection = rejected(PlacementRequest(items=gpus(2), same_switch=True, policy="switch"))
+    assert rejection.code == "invalid"
+    assert "policy" in rejection.message and "same_switch" in rejection.message
+    placed(PlacementRequest(items=gpus(1), same_switch=True, policy="switch"))
+
+
 INTERNAL_NAMES = re.compile(r"\b(sw-1|sw-2|spine|a1|a2|b1|jbof)\b")
 
 

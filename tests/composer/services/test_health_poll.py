@@ -18,6 +18,7 @@ from fabric.models import Alert, FabricManager
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
 from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
+from tests.support.compose import composed
 
 pytestmark = pytest.mark.django_db
 
@@ -181,3 +182,32 @@ def test_each_composition_s_reason_names_only_the_alert_that_hurt_it(
     assert ours_gpu.name not in theirs.failure_reason
     ours_alert = Alert.objects.get(source_type="device", source_id=ours_gpu.pk)
     assert f"alert {ours_alert.pk}" not in theirs.failure_reason
+
+
+def test_every_tenant_holding_a_slice_of_a_device_hears_of_its_health(
+    synced: FabricManager, acme: Any, alice: Any, globex: Any, carol: Any
+) -> None:
+    """Acme and Globex each hold a slice of the one memory device: when it fails, the
+    `device.health` event carries the change for each holder, and each tenant gets its own."""
+    mine = composed(tenant=acme, user=alice, spec={"memory_gib": 128}, name="acme-mem")
+    theirs = composed(tenant=globex, user=carol, spec={"memory_gib": 128}, name="globex-mem")
+    (memory,) = {a.device for c in (mine, theirs) for a in c.allocations.all()}
+    health_poll_run(manager=synced)
+    fault_inject(manager=synced, target_type="device", target_id=memory.name, action="fail")
+    health_poll_run(manager=synced)
+
+    event = Event.objects.filter(type=EventType.DEVICE_HEALTH).latest("pk")
+    assert set(event.audience.values_list("tenant_id", flat=True)) == {acme.pk, globex.pk}
+    rows = [c for c in event.payload["changes"] if c["id"] == memory.pk]
+    assert {(r["tenant_id"], r["composition_id"]) for r in rows} == {
+        (acme.pk, mine.pk),
+        (globex.pk, theirs.pk),
+    }
+    assert all(r["health"] == "critical" for r in rows)
+    for tenant, composition in ((acme, mine), (globex, theirs)):
+        cut = payload_for(event, tenant_id=tenant.pk)
+        assert cut is not None
+        assert [(c["id"], c["composition_id"]) for c in cut["changes"]] == [
+            (memory.pk, composition.pk)
+        ]
+        assert cut["change_count"] == 1

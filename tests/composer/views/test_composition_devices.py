@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from composer.choices import CompositionState
@@ -16,6 +19,9 @@ from composer.models import Composition
 from composer.services.health_poll import health_poll_run
 from fabric.models import FabricManager, Switch
 from fabric.services.faults import fault_inject
+from fabric.services.sync import inventory_sync
+from fabric.topology.load import load_graph
+from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +110,34 @@ def test_the_live_part_listens_for_the_health_of_the_devices_it_holds(
     held = sorted(ready.allocations.values_list("device_id", flat=True))
     shown = body.content.decode().split('data-live-devices="', 1)[1].split('"', 1)[0]
     assert sorted(int(pk) for pk in shown.split()) == held
+
+
+def test_the_page_reads_only_its_hosts_fabric_in_the_same_queries_whatever_the_others(
+    ready: Composition, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """The page and its live partial (reloaded every few seconds) read the topology of the
+    composition's host's manager, not every manager's: another manager's fabric costs them
+    nothing, neither a query nor a row."""
+    client = client_as(alice)
+    urls = [
+        reverse("composer:composition_detail", args=[ready.pk]),
+        reverse("composer:composition_live", args=[ready.pk]),
+    ]
+
+    def queries() -> list[int]:
+        counts = []
+        for url in urls:
+            client.get(url)
+            with CaptureQueriesContext(connection) as captured:
+                assert client.get(url).status_code == 200
+            counts.append(len(captured.captured_queries))
+        return counts
+
+    alone = queries()
+    other = simulated_manager(name="other", fabric="other")
+    inventory_sync(manager=other)
+    with mock.patch("composer.selectors.health.load_graph", wraps=load_graph) as loads:
+        assert queries() == alone
+    assert {tuple(call.kwargs["managers"]) for call in loads.call_args_list} == {
+        (ready.host.manager_id,)
+    }

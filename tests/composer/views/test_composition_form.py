@@ -88,6 +88,21 @@ def test_errors_are_beside_the_field_in_the_consoles_words(
     assert not Composition.objects.exists()
 
 
+def test_same_switch_with_a_spread_across_switches_is_refused_beside_the_policy(
+    synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    data = {"name": "x", "item_0_kind": "gpu", "item_0_count": "2", "policy": "switch"}
+    client = client_as(alice)
+    for url in (CREATE, "composer:composition_preview"):
+        response = client.post(reverse(url), {**data, "same_switch": "on"}, **HTMX)
+        assert response.status_code == 400
+        assert response.context["form"].errors["policy"] == [
+            "Spread across switches puts each device behind a switch of its own; it cannot go "
+            "with all devices behind one switch. Choose one of the two."
+        ]
+    assert not Composition.objects.exists()
+
+
 def test_a_name_over_the_limit_is_refused_not_cut(
     synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:

@@ -12,8 +12,9 @@ from fabric.choices import FailureDomainKind
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.builder import world_write
 from fabric.models import Device, FabricManager, FailureDomain
-from fabric.services.domains import domains_refresh
+from fabric.services.domains import domains_refresh, domains_refresh_outdated
 from fabric.services.sync import inventory_sync
+from fabric.topology.radius import RADIUS_VERSION
 from tests.fabric.simulated_world import TINY, simulated_manager
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +76,24 @@ def test_a_second_refresh_changes_nothing(sim_manager: FabricManager) -> None:
     assert not result.changed
     assert result.domains == len(before)
     assert dict(FailureDomain.objects.values_list("key", "pk")) == before
+
+
+def test_a_recount_finds_nothing_outdated_in_one_query(sim_manager: FabricManager) -> None:
+    inventory_sync(manager=sim_manager)
+    assert not FailureDomain.objects.exclude(radius_version=RADIUS_VERSION).exists()
+    with CaptureQueriesContext(connection) as queries:
+        assert domains_refresh_outdated() == []
+    assert len(queries) == 1
+
+
+def test_the_api_says_which_figures_are_being_recounted(
+    sim_manager: FabricManager, api_as: Any, admin_user: Any
+) -> None:
+    inventory_sync(manager=sim_manager)
+    FailureDomain.objects.filter(name="cxl-spine-1").update(radius_version=0)
+    rows = api_as(admin_user).get("/api/v1/failure-domains/", {"page_size": 100}).json()
+    outdated = {r["name"] for r in rows["results"] if r["counts_outdated"]}
+    assert outdated == {"cxl-spine-1"}
 
 
 def test_a_fault_keeps_the_domains_and_their_ids(sim_manager: FabricManager) -> None:
