@@ -77,7 +77,13 @@ HIDDEN = (
 UNSAFE_METHODS = {"post", "put", "patch", "delete"}
 BODY_METHODS = {"post", "put", "patch"}
 # The shapes tenant members get: exactly these fields.
-CLOSED_COMPONENTS = ("TenantDevice", "Pool", "TenantAlert", "TenantJobLogLine")
+CLOSED_COMPONENTS = (
+    "TenantDevice",
+    "Pool",
+    "TenantAlert",
+    "TenantBlastRadius",
+    "TenantJobLogLine",
+)
 
 
 def _error_response(description: str) -> dict[str, Any]:

@@ -82,10 +82,41 @@ class BlastRadiusSerializer(serializers.Serializer):
     switches = serializers.ListField(child=serializers.IntegerField())
     enclosures = serializers.ListField(child=serializers.IntegerField())
     links = serializers.ListField(child=serializers.IntegerField())
-    compositions = CompositionRefSerializer(many=True)
+    compositions = CompositionRefSerializer(many=True, help_text="Compositions hit.")
     composition_count = serializers.IntegerField()
     tenants = serializers.ListField(child=serializers.IntegerField())
     tenant_count = serializers.IntegerField()
+    # Alerts opened before the lost/degraded definition carry none of these.
+    headline = serializers.CharField(
+        required=False, help_text='The figures in words: "40 devices and 8 hosts lost".'
+    )
+    devices_degraded = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Devices still reached, over fewer paths.",
+    )
+    devices_degraded_count = serializers.IntegerField(required=False)
+    hosts_degraded = serializers.ListField(
+        child=serializers.IntegerField(),
+        required=False,
+        help_text="Hosts still working, with fewer paths.",
+    )
+    hosts_degraded_count = serializers.IntegerField(required=False)
+    compositions_degraded = CompositionRefSerializer(
+        many=True, required=False, help_text="Compositions that keep everything, over fewer paths."
+    )
+    compositions_degraded_count = serializers.IntegerField(required=False)
+
+
+class TenantBlastRadiusSerializer(serializers.Serializer):
+    """A blast radius as a tenant member reads it: the effect and the member's own
+    compositions, hit or degraded; none of the fabric's figures."""
+
+    effect = serializers.ChoiceField(choices=["lost", "at_risk", "frozen"], required=False)
+    compositions = CompositionRefSerializer(many=True, required=False)
+    composition_count = serializers.IntegerField(required=False)
+    compositions_degraded = CompositionRefSerializer(many=True, required=False)
+    compositions_degraded_count = serializers.IntegerField(required=False)
 
 
 class UserRefSerializer(serializers.Serializer):
@@ -173,7 +204,7 @@ class TenantAlertSerializer(serializers.ModelSerializer):
         read_only_fields = fields
         extra_kwargs = {"rule": {"help_text": RULE_HELP}}
 
-    @extend_schema_field(OpenApiTypes.OBJECT)
+    @extend_schema_field(TenantBlastRadiusSerializer)
     def get_blast_radius(self, alert: Alert) -> dict[str, Any]:
         scope = alert_scope()
         request = self.context.get("request")

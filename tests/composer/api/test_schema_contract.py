@@ -11,9 +11,12 @@ import pytest
 from django.utils import timezone
 
 from composer.api.serializers.spec import SPEC_PROPERTIES, SPEC_SCHEMA, spec_type_errors
+from composer.services.health_poll import health_poll_run
 from composer.specs import KEYS
 from fabric.models import Device, FabricManager, Pool
+from fabric.services.faults import fault_inject
 from tests.support.api import assert_error, results
+from tests.support.compose import composed
 
 pytestmark = pytest.mark.django_db
 
@@ -230,3 +233,33 @@ def test_the_schema_speaks_to_api_users_never_of_the_code(schema: dict[str, Any]
     walk(schema)
     leaks = [text for text in texts if INTERNAL.search(text)]
     assert not leaks, json.dumps(leaks, indent=1)
+
+
+def test_a_real_alert_s_blast_radius_is_the_documented_one_for_each_audience(
+    schema: dict[str, Any], api_as: Any, admin_user: Any, alice: Any, acme: Any, synced: Any
+) -> None:
+    """The radius an alert stores (lost and degraded, the headline) and the cut a member gets
+    hold the schema's required keys and no undocumented ones, at every depth that has a
+    component of its own."""
+    composition = composed(
+        tenant=acme,
+        user=alice,
+        name="acme-infer",
+        spec={"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}]},
+    )
+    chassis = composition.allocations.get(device__kind="gpu").device.enclosure
+    fault_inject(manager=synced, target_type="enclosure", target_id=chassis.name, action="fail")
+    assert health_poll_run(manager=synced).opened
+    for user, shape in ((admin_user, "BlastRadius"), (alice, "TenantBlastRadius")):
+        component = _component(schema, shape)
+        rows = results(api_as(user).get("/api/v1/alerts/"))
+        assert rows, user
+        for row in rows:
+            radius = row["blast_radius"]
+            assert (
+                set(component.get("required", [])) <= set(radius) <= set(component["properties"])
+            ), (user, sorted(radius))
+            reference = _component(schema, "CompositionRef")
+            for ref in radius.get("compositions", []) + radius.get("compositions_degraded", []):
+                assert set(reference["required"]) <= set(ref) <= set(reference["properties"])
+    assert _component(schema, "TenantBlastRadius")["additionalProperties"] is False
