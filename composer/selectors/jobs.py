@@ -1,4 +1,5 @@
-"""A job's log as its reader may see it: the one read path for pages, API and live updates.
+"""A job's log and result as its reader may see them: the one read path for pages, API and
+live updates.
 
 Operators read every line as it was logged, with the logger that wrote it. A job's tenant
 reads the lines written for it (`JobLogLine.tenant_message`, set by `composer.runner` where
@@ -15,7 +16,7 @@ from django.db.models import QuerySet
 
 from composer.models import Job, JobLogLine
 
-__all__ = ["JobLog", "LogLine", "job_log"]
+__all__ = ["JobLog", "LogLine", "job_log", "job_result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +71,26 @@ def job_log(*, job: Job, operator: bool, last: int | None = None) -> JobLog:
         ],
         hidden=hidden,
     )
+
+
+# What a job's result tells a member of its tenant: the composition, where it stands, its host
+# and which of its devices a heal replaced. Binding ids (the manager's handles) and what is
+# still to unbind are fabric internals, for operators only.
+_TENANT_RESULT_KEYS = frozenset({"composition", "state", "host", "replaced"})
+_TENANT_REPLACED_KEYS = frozenset({"failed", "replacement"})
+
+
+def job_result(*, job: Job, operator: bool) -> dict[str, object]:
+    """`job.result` for an operator (all of it) or for a member of its tenant (the keys above,
+    and of each replaced device, what failed and what replaced it). No query."""
+    result = dict(job.result or {})
+    if operator:
+        return result
+    cut = {key: value for key, value in result.items() if key in _TENANT_RESULT_KEYS}
+    if isinstance(cut.get("replaced"), list):
+        cut["replaced"] = [
+            {k: v for k, v in item.items() if k in _TENANT_REPLACED_KEYS}
+            for item in cut["replaced"]
+            if isinstance(item, dict)
+        ]
+    return cut

@@ -94,6 +94,11 @@ def test_a_composes_log_reads_in_the_tenants_words_and_operators_keep_every_line
         assert not internals(json.dumps(lines)), said
         page = _pages(client_as(member), job)
         assert f"Bound GPU {gpu} to {host}." in page and not internals(page)
+        # Nor anywhere else in the job as the API gives it, in detail or listed.
+        body = api_as(member).get(api).json()
+        assert body["result"] == {"composition": composition.pk, "state": "ready", "host": host}
+        listed = api_as(member).get("/api/v1/jobs/").json()["results"]
+        assert not internals(json.dumps(body)) and not internals(json.dumps(listed))
 
     assert api_as(carol).get(api).status_code == 404
     assert client_as(carol).get(reverse("composer:job_detail", args=[job.pk])).status_code == 404
@@ -102,6 +107,7 @@ def test_a_composes_log_reads_in_the_tenants_words_and_operators_keep_every_line
     loggers = {line["logger"] for line in lines}
     assert "fabric.drivers.simulated.driver" in loggers
     assert all(b in json.dumps(lines) for b in bindings)
+    assert api_as(admin_user).get(api).json()["result"]["bindings"] == bindings
     assert len(lines) > len(api_as(alice).get(api).json()["log_lines"])
     assert "fabric.drivers.simulated.driver" in _pages(client_as(admin_user), job)
 

@@ -14,7 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from composer.models import Job, Tenant
-from composer.selectors.jobs import LogLine, job_log
+from composer.selectors.jobs import LogLine, job_log, job_result
 from fabric.api.serializers import for_caller
 from fabric.permissions import is_operator
 
@@ -72,6 +72,10 @@ class JobSerializer(serializers.HyperlinkedModelSerializer):
     duration_s = serializers.FloatField(
         read_only=True, allow_null=True, help_text="Seconds since it started (or until it ended)."
     )
+    result = serializers.SerializerMethodField(
+        help_text="What the job did. Members of the job's tenant read the composition, its "
+        "state and host, and what a heal replaced; operators also the manager's binding ids."
+    )
 
     class Meta:
         model = Job
@@ -99,6 +103,11 @@ class JobSerializer(serializers.HyperlinkedModelSerializer):
             "duration_s",
         ]
         read_only_fields = fields
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_result(self, job: Job) -> dict[str, object]:
+        request = self.context.get("request")
+        return job_result(job=job, operator=request is not None and is_operator(request.user))
 
 
 class JobDetailSerializer(JobSerializer):
