@@ -166,11 +166,14 @@ def plan_score(
             how += ", hosts without the tenant's other compositions before this one"
     else:
         how = "pack: the snuggest core fit"
+    cores = f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked"
     sentences.append(
         Note(
-            f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked; "
-            f"host penalty {host_penalty:.1f} ({how}; the cores-per-GPU ratio left in its "
-            f"reach, fabric ratio {snapshot.cores_per_gpu:.1f})."
+            f"{cores}; host penalty {host_penalty:.1f} ({how}; the cores-per-GPU ratio left in "
+            f"its reach, fabric ratio {snapshot.cores_per_gpu:.1f}).",
+            # The fabric's own ratio and the penalty weigh hosts against each other: the
+            # operators' to read.
+            f"{cores}; chosen by {how}.",
         )
     )
     score = round(max(0.0, 100.0 - penalty), 2)

@@ -242,7 +242,8 @@ INTERNAL_NAMES = re.compile(r"\b(sw-1|sw-2|spine|a1|a2|b1|jbof)\b")
 )
 def test_a_tenant_reads_no_switch_or_enclosure_names(case: str, request_: PlacementRequest) -> None:
     """Every sentence has a tenant's rendering without the fabric's internals: switch and
-    enclosure names, and hosts other than the one the plan is on."""
+    enclosure names, hosts other than the one the plan is on, and the fabric-wide figures
+    that weigh hosts against each other."""
     outcome = place(request_, world())
     if isinstance(outcome, Placement):
         others = {h.name for h in world().hosts.values()} - {outcome.host_name}
@@ -253,6 +254,7 @@ def test_a_tenant_reads_no_switch_or_enclosure_names(case: str, request_: Placem
     for sentence in sentences:
         assert not INTERNAL_NAMES.search(sentence), sentence
         assert not any(re.search(rf"\b{name}\b", sentence) for name in others), sentence
+        assert "fabric ratio" not in sentence and "penalty" not in sentence, sentence
 
 
 def test_memory_spans_two_devices_as_slices() -> None:
