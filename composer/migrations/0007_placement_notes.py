@@ -12,6 +12,8 @@ _TENANT_WORDS = [
     (re.compile(r"^(.* fit) behind switch .+?; (relax 'same switch' or wait\.)$"), r"\1 behind one switch; \2"),
     (re.compile(r"^(.* are reachable from one host) \(.*?\); (.*)$"), r"\1; \2"),
     (re.compile(r"^The largest free host, .+?, (has .*)$"), r"The largest free host \1"),
+    # The host's line: the penalty and the fabric's cores-per-GPU ratio are the operators'.
+    (re.compile(r"^(Host .+?: \d+ cores free, \d+ asked); host .*fabric ratio [\d.]+\)\.$"), r"\1."),
 ]
 
 

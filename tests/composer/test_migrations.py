@@ -21,6 +21,7 @@ from tests.factories.fabric import fabric_small
 pytestmark = pytest.mark.django_db
 
 backfill = importlib.import_module("composer.migrations.0005_device_allocated_gib")
+notes = importlib.import_module("composer.migrations.0007_placement_notes")
 
 
 def test_memory_devices_get_the_gib_and_the_state_of_the_slices_held_before(acme: Any) -> None:
@@ -123,3 +124,34 @@ def test_duplicate_live_names_are_numbered_before_the_unique_index(acme: Any, gl
     assert audit[0].reason == (
         "Renamed from llm to llm-3: names are unique among a tenant's live compositions"
     )
+
+
+@pytest.mark.parametrize(
+    ("stored", "tenant"),
+    [
+        (
+            "2 of 2 devices sit behind the host's own switch (cxl-leaf-a); mean path latency "
+            "420 ns.",
+            "2 of 2 devices sit behind the host's own switch; mean path latency 420 ns.",
+        ),
+        (
+            "Host host-a-02: 40 cores free, 16 asked; host balance penalty 3.1 (snug core fit "
+            "and the cores-per-GPU ratio left in its reach, fabric ratio 160.0).",
+            "Host host-a-02: 40 cores free, 16 asked.",
+        ),
+        (
+            "6 of 8 GPUs fit behind switch cxl-leaf-b; relax 'same switch' or wait.",
+            "6 of 8 GPUs fit behind one switch; relax 'same switch' or wait.",
+        ),
+    ],
+)
+@pytest.mark.django_db(False)
+def test_a_stored_sentence_gets_a_tenants_rendering_without_fabric_internals(
+    stored: str, tenant: str
+) -> None:
+    assert notes._note(stored) == {"operator": stored, "tenant": tenant}
+
+
+@pytest.mark.django_db(False)
+def test_a_sentence_both_audiences_read_alike_stays_a_string() -> None:
+    assert notes._note("Score 82.0 of 100.") == "Score 82.0 of 100."
