@@ -7,9 +7,7 @@ docs/img/ (dashboard.png, devices.png, used by the README) when COMPOSER_SCREENS
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -42,10 +40,9 @@ from tests.factories.fabric import (
     SwitchFactory,
     fabric_small,
 )
+from tests.support.screenshots import publish_screenshot
 
 pytestmark = pytest.mark.browser
-
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 
 
 def _expect() -> Any:
@@ -147,10 +144,8 @@ def test_screenshots_of_a_realistic_data_centre(
         expect(page.locator("#live-status")).to_have_attribute("data-status", "live")
         page.screenshot(path=str(tmp_path / name), full_page=False)
         assert (tmp_path / name).stat().st_size > 10_000
-    if os.environ.get("COMPOSER_SCREENSHOTS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        for name in shots:
-            shutil.copyfile(tmp_path / name, DOCS_IMG / name)
+    for name in shots:
+        publish_screenshot(tmp_path / name, name)
 
 
 def _realistic_data_centre() -> None:

@@ -31,6 +31,7 @@ from fabric.models import Alert, Enclosure, FabricManager
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed
+from tests.support.screenshots import publish_screenshot
 
 # WhiteNoise serves static files to the ASGI handler as a synchronous stream.
 pytestmark = [
@@ -167,6 +168,7 @@ def test_a_failed_chassis_alerts_operators_and_the_hurt_tenant_live_and_nothing_
     expect(mine.locator("#alert-count")).to_have_text("1")
     mine.screenshot(path=str(SHOTS / "alice-composition-degraded-toast.png"))
     admin.screenshot(path=str(SHOTS / "admin-alert-list-live.png"))
+    publish_screenshot(SHOTS / "admin-alert-list-live.png", "alerts.png")
 
     # Nothing of Globex ever reached Alice's browser, and she has one toast.
     heard = mine.evaluate("window.composerEvents")

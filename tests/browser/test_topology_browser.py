@@ -8,7 +8,6 @@ written to docs/img/topology.png only when COMPOSER_SCREENSHOTS=1.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,10 @@ from fabric.choices import (
 from fabric.models import Device, Enclosure, FailureDomain, Host, Link, Port, Rack, Switch
 from fabric.services.domains import domains_refresh
 from tests.factories.fabric import FabricManagerFactory, SmallFabric, fabric_small
+from tests.support.screenshots import publish_screenshot
 
 pytestmark = pytest.mark.browser
 
-DOCS_IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 READY = "() => window.composerTopology && window.composerTopology.ready === true"
 
 
@@ -458,6 +457,4 @@ def test_the_readme_screenshot_shows_a_leaf_switchs_blast_radius_on_the_demo(
     expect(page.locator("#live-status")).to_have_attribute("data-status", "live")
     page.screenshot(path=str(tmp_path / "topology.png"), full_page=False)
     assert (tmp_path / "topology.png").stat().st_size > 10_000
-    if os.environ.get("COMPOSER_SCREENSHOTS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        (DOCS_IMG / "topology.png").write_bytes((tmp_path / "topology.png").read_bytes())
+    publish_screenshot(tmp_path / "topology.png", "topology.png")
