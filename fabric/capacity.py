@@ -33,6 +33,7 @@ __all__ = [
     "SLICEABLE_STATES",
     "Split",
     "capacity_split",
+    "held_state",
     "is_allocatable",
     "is_out_of_service",
     "is_partitionable",
@@ -101,6 +102,23 @@ def capacity_split(
     if is_out_of_service(state, health):
         return Split(allocated=held, unavailable=rest)
     return Split(allocated=held, free=rest)
+
+
+def held_state(*, claimed: str | None, bound: bool = False, allocated_gib: int = 0) -> str | None:
+    """The state what holds a device gives it: BOUND, RESERVED, or None when nothing holds it.
+
+    `claimed`: what the compositions' claims on it imply (`fabric.holders.held_states`:
+    BOUND once one is bound, RESERVED while they are only claimed); `bound`: it is bound
+    whole to a host (its `bound_host`); `allocated_gib`: the GiB its slices hold, which with
+    no slice claimed any more are slices whose unbind is pending (still on the fabric).
+    """
+    if bound or claimed == DeviceState.BOUND:
+        return DeviceState.BOUND
+    if claimed == DeviceState.RESERVED:
+        return DeviceState.RESERVED
+    if allocated_gib > 0:
+        return DeviceState.BOUND
+    return None
 
 
 def is_allocatable(*, partitionable: bool, state: str, health: str, free_gib: int = 0) -> bool:

@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from composer.choices import AllocationState
 from composer.models import Allocation, Composition
+from composer.selectors.allocations import allocation_held_states
 from composer.services.allocations.claims import _source
-from fabric.capacity import SLICEABLE_STATES
+from fabric.capacity import SLICEABLE_STATES, held_state
 from fabric.choices import ChangeAction, DeviceState
 from fabric.models import ChangeRecord, Device
 from fabric.services.history import change_record
@@ -38,7 +39,12 @@ def allocations_release(
     those in `keep` (allocations whose binding could not be undone: they stay recorded).
     Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device stays
     FAILED); memory devices give their slices' GiB back (`slices_give_back`); each device
-    changed gets a ChangeRecord. Returns how many were released.
+    changed gets a ChangeRecord. Returns how many this call released.
+
+    Safe when run twice at once (a decompose and a rollback, a redelivered job): the devices
+    are locked first, then the allocations are read and locked again, and only what this
+    call itself moved to RELEASED is given back, so no GiB (and no device) goes back twice
+    while another composition may already hold it.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -47,35 +53,44 @@ def allocations_release(
         ).exclude(pk__in=list(keep))
         if only is not None:
             rows_qs = rows_qs.filter(pk__in=list(only))
-        rows = list(rows_qs.order_by("device_id"))
+        device_ids = sorted(set(rows_qs.values_list("device_id", flat=True)))
+        if not device_ids:
+            return 0
+        # Lock the devices (id order, as claims do) before anything is read for good: a
+        # release of the same allocations by another worker waits here, then finds them
+        # released below.
+        devices = list(Device.objects.select_for_update().filter(pk__in=device_ids).order_by("pk"))
+        rows = list(
+            rows_qs.filter(device_id__in=device_ids).select_for_update().order_by("device_id")
+        )
         if not rows:
             return 0
-        sliced: dict[int, int] = defaultdict(int)  # device -> GiB given back
-        for row in rows:
-            if row.gib is not None:
-                sliced[row.device_id] += row.gib
-        # Lock the devices (id order, as claims do) before giving them back.
-        devices = list(
-            Device.objects.select_for_update()
-            .filter(pk__in=[a.device_id for a in rows])
-            .order_by("pk")
-        )
-        Allocation.objects.filter(pk__in=[a.pk for a in rows]).update(
+        Allocation.objects.filter(pk__in=[a.pk for a in rows], released_at__isnull=True).update(
             state=AllocationState.RELEASED, released_at=now
         )
+        sliced: dict[int, int] = defaultdict(int)  # device -> GiB this call gives back
+        whole: set[int] = set()
+        for row in rows:
+            if row.gib is None:
+                whole.add(row.device_id)
+            else:
+                sliced[row.device_id] += row.gib
+        claimed = allocation_held_states(list(sliced))  # what still holds them, once
         records = []
         message = f"Released by composition {composition.name}"
         for device in devices:
             if device.pk in sliced:
-                record = _give_back(
-                    device,
-                    sliced[device.pk],
-                    message=message,
-                    actor=actor,
-                    source=source or _source(composition),
+                records.append(
+                    _give_back(
+                        device,
+                        sliced[device.pk],
+                        claimed=claimed.get(device.pk),
+                        message=message,
+                        actor=actor,
+                        source=source or _source(composition),
+                    )
                 )
-                if record is not None:
-                    records.append(record)
+            if device.pk not in whole:
                 continue
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
@@ -101,21 +116,24 @@ def slices_give_back(
 ) -> None:
     """Give `gib` GiB of memory device `device_id` back to its pool, for slices already
     released whose unbind was pending until now (see `composer.services.heal.undo`). Locks
-    the device; writes a ChangeRecord."""
+    the device; writes a ChangeRecord. The caller makes sure it gives each slice back once
+    (`heal_unbinds_retry` does it under the composition's row lock)."""
     with transaction.atomic():
         device = Device.objects.select_for_update().filter(pk=device_id).first()
         if device is None:
             return
-        record = _give_back(device, gib, message=message, actor=actor, source=source)
-        if record is not None:
-            record.save()
+        claimed = allocation_held_states([device.pk]).get(device.pk)
+        _give_back(device, gib, claimed=claimed, message=message, actor=actor, source=source).save()
 
 
 def _give_back(
-    device: Device, gib: int, *, message: str, actor: Any, source: str
-) -> ChangeRecord | None:
+    device: Device, gib: int, *, claimed: str | None, message: str, actor: Any, source: str
+) -> ChangeRecord:
     """`gib` fewer GiB held on `device` (locked by the caller, its slices' Allocation rows
-    already released); its state follows what still holds it. Returns the ChangeRecord."""
+    already released); its state follows what still holds it (`claimed`: what its
+    unreleased allocations imply, `fabric.capacity.held_state`). Returns the ChangeRecord.
+    A figure that would go below zero is clamped and logged; the periodic reconcile
+    (`devices_allocated_reconcile`) recounts it from the allocations."""
     if gib > device.allocated_gib:
         logger.warning(
             "device %s gives back %s GiB but held only %s GiB", device.pk, gib, device.allocated_gib
@@ -123,7 +141,7 @@ def _give_back(
     left = max(0, device.allocated_gib - gib)
     state = device.state
     if state in SLICEABLE_STATES:
-        state = _sliced_state(device, left)
+        state = held_state(claimed=claimed, allocated_gib=left) or DeviceState.FREE
     Device.objects.filter(pk=device.pk).update(
         allocated_gib=left, state=state, updated_at=timezone.now()
     )
@@ -141,18 +159,3 @@ def _give_back(
         actor=actor,
         source=source,
     )
-
-
-def _sliced_state(device: Device, held_gib: int) -> str:
-    """The state of a memory device holding `held_gib` GiB: FREE with none; RESERVED while
-    only claimed slices hold it; else BOUND (a bound slice, or one whose unbind is pending)."""
-    if held_gib == 0:
-        return DeviceState.FREE
-    states = set(
-        Allocation.objects.filter(device=device, released_at__isnull=True).values_list(
-            "state", flat=True
-        )
-    )
-    if states and states <= {AllocationState.RESERVED}:
-        return DeviceState.RESERVED
-    return DeviceState.BOUND

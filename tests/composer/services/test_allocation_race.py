@@ -17,9 +17,9 @@ from django.db.models import Sum
 from composer.choices import CompositionState
 from composer.models import Allocation, Composition
 from composer.services.allocations import Claim, allocations_claim
-from fabric.choices import DeviceState
+from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.registry import get_driver
-from fabric.models import Device, FabricManager
+from fabric.models import ChangeRecord, Device, FabricManager
 from tests.factories.composer import TenantFactory
 from tests.support import race
 from tests.support.worker import database_url
@@ -137,3 +137,27 @@ def test_slices_claimed_and_released_at_once_keep_the_device_s_figure_exact(
     memory.refresh_from_db()
     assert memory.allocated_gib == total == 200 * granted <= memory.memory_gib, outcomes
     assert memory.state == (DeviceState.RESERVED if granted else DeviceState.FREE)
+
+
+def test_one_composition_released_by_eight_processes_at_once_gives_its_gib_back_once(
+    postgres: None, synced: FabricManager, acme: Any
+) -> None:
+    """A release read before another committed must not give the same GiB back again: the
+    other composition's slice stays counted, so the GiB are never handed out twice."""
+    memory = Device.objects.get(kind="cxl_memory")
+    x = Composition.objects.create(tenant=acme, name="x", spec={})
+    y = Composition.objects.create(tenant=acme, name="y", spec={})
+    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
+    allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    jobs = [{"composition": x.pk, "allocation": slice_x.pk} for _ in range(PROCESSES)]
+
+    outcomes = run_race(race.release_twice_child, jobs)
+
+    assert sorted(released for _, released, _ in outcomes) == [0] * (PROCESSES - 1) + [1]
+    memory.refresh_from_db()
+    assert (memory.allocated_gib, memory.state) == (200, DeviceState.RESERVED)
+    changes = ChangeRecord.objects.filter(
+        target_type="device", target_id=memory.pk, action=ChangeAction.CHANGED
+    ).order_by("pk")
+    held = [c["allocated_gib"] for c in changes.values_list("changes", flat=True)]
+    assert held == [[0, 100], [100, 300], [300, 200]]  # given back once, audited once

@@ -7,16 +7,20 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
+from composer.choices import AllocationState
 from composer.errors import ClaimConflict
 from composer.models import Allocation, Composition
 from composer.services.allocations import Claim, allocations_claim
 from composer.services.compositions import composition_decompose
 from composer.services.heal import UNBIND_PENDING_KEY, heal_request, heal_unbinds_retry
 from composer.services.health import compositions_react_to_health
+from composer.tasks import jobs_sweep_stale_task
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.simulated import store
-from fabric.models import ChangeRecord, Device, FabricManager, Pool
+from fabric.drivers.simulated.driver import SimulatedDriver
+from fabric.models import ChangeRecord, Device, FabricManager, Host, Pool
 from fabric.selectors import pool_capacity
 from fabric.services.sync import inventory_sync
 from tests.composer.services.test_health import compose, fault
@@ -147,3 +151,78 @@ def test_a_slice_whose_unbind_failed_stays_allocated_until_it_is_undone(
         target_type="device", target_id=lost.device_id, action=ChangeAction.CHANGED
     ).latest("pk")
     assert record.changes["allocated_gib"] == [200, 0] and record.source == "reconciliation"
+
+
+def test_an_unbind_retried_by_two_runs_at_once_gives_its_slice_back_once(
+    synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second retry run that finishes while the first waits on the manager: the first must
+    not give back again what the second already gave back (the GiB would be handed out
+    twice while another composition still holds them)."""
+    memory = Device.objects.get(kind="cxl_memory")
+    host = Host.objects.order_by("pk").first()
+    assert host is not None
+    x = Composition.objects.create(tenant=acme, name="x", spec={})
+    y = Composition.objects.create(tenant=acme, name="y", spec={})
+    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
+    allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    # X's slice was released while its unbind failed: its GiB stay held until it succeeds.
+    Allocation.objects.filter(pk=slice_x.pk).update(
+        state=AllocationState.RELEASED, released_at=timezone.now()
+    )
+    entry = {"binding_id": "b-x", "allocation": slice_x.pk, "device_id": memory.pk}
+    x.placement = {UNBIND_PENDING_KEY: [{**entry, "device": memory.name, "host_id": host.pk}]}
+    x.save(update_fields=["placement"])
+    real = SimulatedDriver.unbind
+    calls: list[str] = []
+
+    def unbind_while_another_run_finishes(self: SimulatedDriver, *, binding_id: str) -> None:
+        calls.append(binding_id)
+        if len(calls) == 1:
+            assert heal_unbinds_retry() == ["b-x"]  # the other run, start to end
+        real(self, binding_id=binding_id)
+
+    monkeypatch.setattr(SimulatedDriver, "unbind", unbind_while_another_run_finishes)
+
+    undone = heal_unbinds_retry()
+
+    assert figures(memory) == (DeviceState.RESERVED, 200)  # Y's slice is still held
+    assert undone == []  # the other run undid it
+    x.refresh_from_db()
+    assert UNBIND_PENDING_KEY not in x.placement
+
+
+@pytest.mark.parametrize(
+    ("recorded", "claimed", "after"),
+    [
+        ((DeviceState.RESERVED, 100), 300, (DeviceState.RESERVED, 300)),  # too low: GiB twice
+        ((DeviceState.RESERVED, 50), 0, (DeviceState.FREE, 0)),  # too high: GiB stranded
+    ],
+)
+def test_beat_recounts_a_drifted_allocated_figure_from_the_slices_and_audits_it(
+    synced: FabricManager,
+    acme: Any,
+    caplog: pytest.LogCaptureFixture,
+    recorded: tuple[str, int],
+    claimed: int,
+    after: tuple[str, int],
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    if claimed:
+        composition = Composition.objects.create(tenant=acme, name="c", spec={})
+        allocations_claim(composition=composition, claims=[Claim(memory.pk, claimed)], host=None)
+    state, gib = recorded
+    Device.objects.filter(pk=memory.pk).update(state=state, allocated_gib=gib)  # the drift
+
+    jobs_sweep_stale_task.delay()
+
+    assert figures(memory) == after
+    record = ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk")
+    assert record.source == "reconciliation"
+    assert record.changes["allocated_gib"] == [gib, after[1]]
+    assert f"allocated_gib was {gib}, its slices hold {after[1]} GiB" in caplog.text
+
+    jobs_sweep_stale_task.delay()  # nothing left to correct
+    assert ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk") == (
+        record
+    )
