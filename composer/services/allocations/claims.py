@@ -205,15 +205,18 @@ def allocation_mark_bound(
     A whole device moves RESERVED -> BOUND with `bound_host` (compare-and-set; a sync may
     already have set BOUND from the manager's report); a memory device with a slice bound
     moves to BOUND (its `bound_host` stays empty: slices go to several hosts). Idempotent.
+    The device is locked first, as a release locks it: a release of another slice of the
+    same memory device, which sets the state from the slices still held, then sees this
+    one bound, or this one sees the state it left.
     """
     now = timezone.now()
     with transaction.atomic():
+        device = Device.objects.select_for_update().get(pk=allocation.device_id)
+        before = device.state
         marked = Allocation.objects.filter(pk=allocation.pk, released_at__isnull=True).update(
             binding_id=binding_id, state=AllocationState.BOUND, bound_at=now
         )
         if allocation.gib is None:
-            device = allocation.device
-            before = device.state
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
             ).update(state=DeviceState.BOUND, bound_host=host, updated_at=now)
@@ -228,8 +231,6 @@ def allocation_mark_bound(
             device.state, device.bound_host = DeviceState.BOUND, host
         elif marked:
             # A slice: the memory device is bound (to this host among others) from now on.
-            device = allocation.device
-            before = device.state
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.FREE, DeviceState.RESERVED]
             ).update(state=DeviceState.BOUND, updated_at=now)
@@ -242,6 +243,7 @@ def allocation_mark_bound(
                     source=source,
                 ).save()
                 device.state = DeviceState.BOUND
+    allocation.device = device
     allocation.binding_id, allocation.state, allocation.bound_at = (
         binding_id,
         AllocationState.BOUND,

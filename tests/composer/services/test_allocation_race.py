@@ -7,6 +7,7 @@ Skipped on SQLite (the `postgres` fixture says why); CI runs it on PostgreSQL.
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections import Counter
 from typing import Any
 
@@ -16,10 +17,16 @@ from django.db.models import Sum
 
 from composer.choices import CompositionState
 from composer.models import Allocation, Composition
-from composer.services.allocations import Claim, allocations_claim
+from composer.services.allocations import (
+    Claim,
+    allocation_mark_bound,
+    allocations_claim,
+    allocations_release,
+    release,
+)
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.registry import get_driver
-from fabric.models import ChangeRecord, Device, FabricManager
+from fabric.models import ChangeRecord, Device, FabricManager, Host
 from tests.factories.composer import TenantFactory
 from tests.support import race
 from tests.support.worker import database_url
@@ -161,3 +168,55 @@ def test_one_composition_released_by_eight_processes_at_once_gives_its_gib_back_
     ).order_by("pk")
     held = [c["allocated_gib"] for c in changes.values_list("changes", flat=True)]
     assert held == [[0, 100], [100, 300], [300, 200]]  # given back once, audited once
+
+
+def test_a_slice_bound_while_another_is_given_back_leaves_the_device_bound(
+    postgres: None, synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The give-back of one slice reads which slices still hold the device, under its row
+    lock; the bind of another slice must wait for that lock, or the device ends RESERVED
+    while a slice of it is bound."""
+    memory = Device.objects.get(kind="cxl_memory")
+    host = Host.objects.order_by("pk").first()
+    assert host is not None
+    x = Composition.objects.create(tenant=acme, name="x", spec={})
+    y = Composition.objects.create(tenant=acme, name="y", spec={})
+    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
+    [slice_y] = allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    allocation_mark_bound(allocation=slice_x, binding_id="b-x", host=host)
+    read, go = threading.Event(), threading.Event()
+    real = release.allocation_held_states
+
+    def read_then_wait(device_ids: Any) -> dict[int, str]:
+        found = real(device_ids)  # Y's slice: reserved, not bound yet
+        read.set()
+        go.wait(timeout=10)
+        return found
+
+    monkeypatch.setattr(release, "allocation_held_states", read_then_wait)
+
+    def in_thread(work: Any) -> threading.Thread:
+        def run() -> None:
+            try:
+                work()
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    releasing = in_thread(lambda: allocations_release(composition=x))
+    assert read.wait(timeout=10)
+    binding = in_thread(
+        lambda: allocation_mark_bound(
+            allocation=Allocation.objects.get(pk=slice_y.pk), binding_id="b-y", host=host
+        )
+    )
+    binding.join(timeout=1)  # it must wait for the release's lock on the device
+    go.set()
+    releasing.join(timeout=10)
+    binding.join(timeout=10)
+
+    memory.refresh_from_db()
+    assert (memory.allocated_gib, memory.state) == (200, DeviceState.BOUND)
