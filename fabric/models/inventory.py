@@ -205,6 +205,7 @@ class Device(DiscoveredModel):
             health=self.health,
             memory_gib=self.memory_gib,
             allocated_gib=self.allocated_gib,
+            bound=int(self.bound_host_id is not None),
         )
 
     @property
