@@ -10,8 +10,16 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
+from fabric.admin import DeviceAdmin
 from fabric.choices import ChangeAction, DeviceState
-from fabric.models import ChangeRecord, Device, FabricManager, PowerFeed, SimulatedElement
+from fabric.models import (
+    ChangeRecord,
+    Device,
+    FabricManager,
+    Host,
+    PowerFeed,
+    SimulatedElement,
+)
 from fabric.services.sync import inventory_sync
 
 FABRIC_MODELS = [m for m in admin.site._registry if m._meta.app_label == "fabric"]
@@ -97,3 +105,64 @@ def test_discovered_rows_cannot_be_added_or_deleted(operator_client: Client) -> 
     device = Device.objects.first()
     assert operator_client.get(_url(Device, "add")).status_code == 403
     assert operator_client.get(_url(Device, "delete", device.pk)).status_code == 403
+
+
+def test_a_device_still_held_cannot_be_taken_out_of_maintenance_as_free(
+    operator_client: Client,
+) -> None:
+    device = Device.objects.get(external_id="gpu-a-01-1")
+    host = Host.objects.order_by("pk").first()
+    # Bound to a host (its composition keeps it) when the operator took it out of service.
+    Device.objects.filter(pk=device.pk).update(state=DeviceState.MAINTENANCE, bound_host=host)
+
+    response = operator_client.post(_url(Device, "change", device.pk), {"state": "free"})
+
+    assert response.status_code == 200  # the form again, with the reason
+    assert "is Bound, not Free: a composition still holds it" in response.content.decode()
+    device.refresh_from_db()
+    assert device.state == DeviceState.MAINTENANCE
+
+    response = operator_client.post(_url(Device, "change", device.pk), {"state": "bound"})
+    assert response.status_code == 302
+    device.refresh_from_db()
+    assert (device.state, device.bound_host) == (DeviceState.BOUND, host)
+    record = ChangeRecord.objects.filter(target_type="device", target_id=device.pk).first()
+    assert record is not None
+    assert (record.changes, record.source) == ({"state": ["maintenance", "bound"]}, "admin")
+
+
+def test_a_memory_device_whose_slices_are_held_is_not_free_out_of_maintenance(
+    operator_client: Client,
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory", external_id="mem-a-01-1")
+    Device.objects.filter(pk=memory.pk).update(state=DeviceState.MAINTENANCE, allocated_gib=256)
+
+    response = operator_client.post(_url(Device, "change", memory.pk), {"state": "free"})
+
+    assert response.status_code == 200
+    memory.refresh_from_db()
+    assert (memory.state, memory.allocated_gib) == (DeviceState.MAINTENANCE, 256)
+
+
+def test_the_admin_never_writes_back_what_changed_during_its_request(
+    operator_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim that commits while the admin's request runs keeps its GiB: the admin saves
+    no stale copy of the row."""
+    memory = Device.objects.get(kind="cxl_memory", external_id="mem-a-01-1")
+    real = DeviceAdmin.get_object
+
+    def claimed_meanwhile(
+        self: DeviceAdmin, request: Any, object_id: str, from_field: Any = None
+    ) -> Any:
+        obj = real(self, request, object_id, from_field)
+        if request.method == "POST":
+            Device.objects.filter(pk=memory.pk).update(allocated_gib=256)
+        return obj
+
+    monkeypatch.setattr(DeviceAdmin, "get_object", claimed_meanwhile)
+
+    operator_client.post(_url(Device, "change", memory.pk), {"state": "maintenance"})
+
+    memory.refresh_from_db()
+    assert (memory.state, memory.allocated_gib) == (DeviceState.MAINTENANCE, 256)
