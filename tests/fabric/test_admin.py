@@ -10,8 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from fabric.admin import DeviceAdmin
-from fabric.choices import ChangeAction, DeviceState
+from fabric.admin import DeviceAdmin, SwitchAdmin
+from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -19,6 +19,7 @@ from fabric.models import (
     Host,
     PowerFeed,
     SimulatedElement,
+    Switch,
 )
 from fabric.services.sync import inventory_sync
 
@@ -166,3 +167,25 @@ def test_the_admin_never_writes_back_what_changed_during_its_request(
 
     memory.refresh_from_db()
     assert (memory.state, memory.allocated_gib) == (DeviceState.MAINTENANCE, 256)
+
+
+def test_a_switch_put_in_maintenance_keeps_the_health_a_poll_wrote_meanwhile(
+    operator_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    switch = Switch.objects.get(name="cxl-spine-1")
+    real = SwitchAdmin.get_object
+
+    def polled_meanwhile(
+        self: SwitchAdmin, request: Any, object_id: str, from_field: Any = None
+    ) -> Any:
+        obj = real(self, request, object_id, from_field)
+        if request.method == "POST":
+            Switch.objects.filter(pk=switch.pk).update(health=Health.CRITICAL)
+        return obj
+
+    monkeypatch.setattr(SwitchAdmin, "get_object", polled_meanwhile)
+
+    operator_client.post(_url(Switch, "change", switch.pk), {"state": "maintenance"})
+
+    switch.refresh_from_db()
+    assert (switch.state, switch.health) == (ComponentState.MAINTENANCE, Health.CRITICAL)
