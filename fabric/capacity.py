@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabric.choices import DeviceKind, DeviceState, Health
+from fabric.choices import DeviceState, Health
+from fabric.partitioning import PARTITIONABLE_KIND, PARTITIONABLE_KINDS, is_partitionable
 
 __all__ = [
     "HELD_STATES",
     "OUT_OF_SERVICE_STATES",
+    "PARTITIONABLE_KIND",
     "PARTITIONABLE_KINDS",
     "SLICEABLE_STATES",
     "Split",
@@ -42,7 +44,6 @@ __all__ = [
     "is_partitionable",
 ]
 
-PARTITIONABLE_KINDS = frozenset({DeviceKind.CXL_MEMORY.value})
 # Held by a composition (or reported bound by the manager): allocated.
 HELD_STATES = frozenset({DeviceState.RESERVED.value, DeviceState.BOUND.value})
 # Out of service: what is not held is unavailable.
@@ -69,11 +70,6 @@ class Split:
             self.free + other.free,
             self.unavailable + other.unavailable,
         )
-
-
-def is_partitionable(kind: str) -> bool:
-    """Handed out in GiB slices (CXL memory) rather than whole."""
-    return kind in PARTITIONABLE_KINDS
 
 
 def is_out_of_service(state: str, health: str) -> bool:

@@ -30,6 +30,7 @@ from composer.services.heal.common import (
     HealRejected,
     _records,
 )
+from fabric.capacity import PARTITIONABLE_KIND, is_partitionable
 from fabric.choices import DeviceKind
 from fabric.models import Device, Host
 
@@ -199,7 +200,7 @@ def _replacement_request(
             f"Host {host.name} is not usable now (not active); no device can be replaced."
         )
     item, index = (None, None) if lost.gib else _item_for(spec, device)
-    kind = item.kind if item is not None else DeviceKind.CXL_MEMORY
+    kind = item.kind if item is not None else PARTITIONABLE_KIND
     replacing = {lost.pk} | {r["failed"] for r in records}
     kept = [
         a
@@ -237,7 +238,7 @@ def _replacement_request(
             .exclude(pool_id=device.pool_id)
             .values_list("pk", flat=True)
         }
-    if kind == DeviceKind.CXL_MEMORY:
+    if is_partitionable(kind):
         # The manager keeps one slice of a memory device per host.
         drop |= {
             f"device:{pk}"
