@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, IntegerField, Value, When
 from django.utils import timezone
 
 from composer.choices import AllocationState
@@ -66,6 +66,8 @@ def allocations_claim(
             allocations: list[Allocation] = []
             records: list[ChangeRecord] = []
             whole: list[Device] = []
+            slices: list[tuple[Device, int]] = []
+            sliced = _sliced_for_host(composition, host, [c.device_id for c in claims if c.gib])
             for claim in sorted(claims, key=lambda c: c.device_id):
                 device = devices.get(claim.device_id)
                 if device is None:
@@ -86,21 +88,17 @@ def allocations_claim(
                         )
                     )
                 else:
-                    if host is not None and (
-                        Allocation.objects.filter(
-                            device=device, released_at__isnull=True, composition__host=host
-                        )
-                        .exclude(composition=composition)
-                        .exists()
-                    ):
+                    if host is not None and device.pk in sliced:
                         raise ClaimConflict(
                             f"Host {host.name} already holds a slice of {device.name}."
                         )
-                    records.append(_claim_slice(device, claim.gib, composition, actor))
+                    _check_slice(device, claim.gib)
+                    slices.append((device, claim.gib))
                 allocations.append(
                     Allocation(composition=composition, device=device, gib=claim.gib)
                 )
             _claim_whole(whole)
+            records += _claim_slices(slices, composition, actor)
             for allocation in allocations:
                 # The composition and the devices are rows in hand (the devices locked
                 # above): validating those keys would only read each of them again.
@@ -152,10 +150,24 @@ def _claim_whole(devices: Sequence[Device]) -> None:
         raise ClaimConflict(f"Device {name} is {state}, no longer free.")
 
 
-def _claim_slice(device: Device, gib: int, composition: Composition, actor: Any) -> ChangeRecord:
-    """`gib` more GiB of `device` (locked by the caller) held, by one conditional UPDATE:
-    the database grants the slice only while it fits and the device takes slices. Returns
-    the ChangeRecord to write; raises ClaimConflict when the slice does not fit."""
+def _sliced_for_host(
+    composition: Composition, host: Host | None, device_ids: Sequence[int]
+) -> set[int]:
+    """Which of `device_ids` already hold a slice for another composition on `host` (the
+    manager keeps one slice of a device per host); one query, none without slices."""
+    if host is None or not device_ids:
+        return set()
+    return set(
+        Allocation.objects.filter(
+            device_id__in=list(device_ids), released_at__isnull=True, composition__host=host
+        )
+        .exclude(composition=composition)
+        .values_list("device_id", flat=True)
+    )
+
+
+def _check_slice(device: Device, gib: int) -> None:
+    """ClaimConflict unless a `gib` slice of `device` (as read under its row lock) fits."""
     if not device.is_partitionable:
         raise ClaimConflict(f"Device {device.name} is not partitionable.")
     if device.state not in SLICEABLE_STATES:
@@ -166,35 +178,65 @@ def _claim_slice(device: Device, gib: int, composition: Composition, actor: Any)
             f"Device {device.name} has {free} GiB unclaimed of {device.memory_gib} GiB; "
             f"{gib} GiB asked."
         )
+
+
+def _claim_slices(
+    slices: Sequence[tuple[Device, int]], composition: Composition, actor: Any
+) -> list[ChangeRecord]:
+    """Each (device, gib) of `slices` (devices locked by the caller) holds `gib` more GiB,
+    by one conditional UPDATE for all: the database grants them only while each fits and
+    its device takes slices. Returns the ChangeRecords to write; raises ClaimConflict when
+    one no longer fits (its savepoint rolls the others back)."""
+    if not slices:
+        return []
+    ids = [device.pk for device, _ in slices]
+    size = Case(
+        *[When(pk=device.pk, then=Value(gib)) for device, gib in slices],
+        output_field=IntegerField(),
+    )
+    now = timezone.now()
     granted = Device.objects.filter(
-        pk=device.pk,
-        state__in=SLICEABLE_STATES,
-        allocated_gib__lte=F("memory_gib") - gib,
+        pk__in=ids, state__in=SLICEABLE_STATES, allocated_gib__lte=F("memory_gib") - size
     ).update(
-        allocated_gib=F("allocated_gib") + gib,
+        allocated_gib=F("allocated_gib") + size,
         state=Case(
             When(state=DeviceState.FREE, then=Value(DeviceState.RESERVED)), default=F("state")
         ),
-        updated_at=timezone.now(),
+        updated_at=now,
     )
-    if not granted:
-        # The row changed since it was read (no row lock on SQLite): it no longer fits.
-        raise ClaimConflict(f"Device {device.name} no longer has {gib} GiB unclaimed.")
-    changes: dict[str, tuple[Any, Any] | list[Any]] = {
-        "allocated_gib": (device.allocated_gib, device.allocated_gib + gib)
-    }
-    if device.state == DeviceState.FREE:
-        changes["state"] = (DeviceState.FREE, DeviceState.RESERVED)
-        device.state = DeviceState.RESERVED
-    device.allocated_gib += gib
-    return change_record(
-        device,
-        ChangeAction.CHANGED,
-        changes,
-        message=f"{gib} GiB reserved for composition {composition.name}",
-        actor=actor,
-        source=_source(composition),
-    )
+    if granted != len(slices):
+        # A row changed since it was read (no row lock on SQLite): which one, by the rows
+        # this UPDATE did not write.
+        asked = {device.pk: (device.name, gib) for device, gib in slices}
+        short = (
+            Device.objects.filter(pk__in=ids)
+            .exclude(updated_at=now)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        name, gib = asked.get(short or 0) or asked[ids[0]]
+        raise ClaimConflict(f"Device {name} no longer has {gib} GiB unclaimed.")
+    records = []
+    for device, gib in slices:
+        changes: dict[str, tuple[Any, Any] | list[Any]] = {
+            "allocated_gib": (device.allocated_gib, device.allocated_gib + gib)
+        }
+        if device.state == DeviceState.FREE:
+            changes["state"] = (DeviceState.FREE, DeviceState.RESERVED)
+            device.state = DeviceState.RESERVED
+        device.allocated_gib += gib
+        records.append(
+            change_record(
+                device,
+                ChangeAction.CHANGED,
+                changes,
+                message=f"{gib} GiB reserved for composition {composition.name}",
+                actor=actor,
+                source=_source(composition),
+            )
+        )
+    return records
 
 
 def allocation_mark_bound(

@@ -7,12 +7,14 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from composer.choices import AllocationState
 from composer.errors import ClaimConflict
 from composer.models import Allocation, Composition
-from composer.services.allocations import Claim, allocations_claim
+from composer.services.allocations import Claim, allocations_claim, claims
 from composer.services.compositions import composition_decompose
 from composer.services.heal import UNBIND_PENDING_KEY, heal_request, heal_unbinds_retry
 from composer.services.health import compositions_react_to_health
@@ -226,3 +228,40 @@ def test_beat_recounts_a_drifted_allocated_figure_from_the_slices_and_audits_it(
     assert ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk") == (
         record
     )
+
+
+def test_claiming_more_slices_costs_no_more_queries(db: None, acme: Any) -> None:
+    manager = simulated_manager(spec=replace(TINY, memory_devices_per_box=4, memory_box_gib=1024))
+    inventory_sync(manager=manager)
+    host = Host.objects.order_by("pk").first()
+    memories = list(Device.objects.filter(kind="cxl_memory").order_by("pk"))
+    assert len(memories) == 4
+
+    def queries(devices: list[Device], name: str) -> int:
+        composition = Composition.objects.create(tenant=acme, name=name, spec={}, host=host)
+        with CaptureQueriesContext(connection) as captured:
+            allocations_claim(
+                composition=composition, claims=[Claim(d.pk, 64) for d in devices], host=host
+            )
+        return len(captured)
+
+    assert queries(memories[:1], "one") == queries(memories[1:], "three")
+    assert {(d.state, d.allocated_gib) for d in Device.objects.filter(kind="cxl_memory")} == {
+        (DeviceState.RESERVED, 64)
+    }
+
+
+def test_the_database_refuses_a_slice_that_does_not_fit_even_if_python_let_it_through(
+    synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    first = Composition.objects.create(tenant=acme, name="first", spec={})
+    second = Composition.objects.create(tenant=acme, name="second", spec={})
+    allocations_claim(composition=first, claims=[Claim(memory.pk, 1000)], host=None)
+    monkeypatch.setattr(claims, "_check_slice", lambda device, gib: None)
+
+    with pytest.raises(ClaimConflict, match="mem-a-01-1 no longer has 100 GiB unclaimed"):
+        allocations_claim(composition=second, claims=[Claim(memory.pk, 100)], host=None)
+
+    assert figures(memory) == (DeviceState.RESERVED, 1000)
+    assert not second.allocations.exists()
