@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
 from django.test import Client
 from django.urls import reverse
 
@@ -37,6 +38,22 @@ def operator_client(sim_manager: FabricManager) -> Client:
 
 def _url(model: Any, view: str, *args: Any) -> str:
     return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+
+
+def meanwhile(
+    monkeypatch: pytest.MonkeyPatch, admin_class: Any, rows: QuerySet[Any], **values: Any
+) -> None:
+    """As if another writer (a claim, a poll) set `values` on `rows` while a POST to
+    `admin_class` runs: after the admin read the object, before it saves."""
+    real = admin_class.get_object
+
+    def changed_meanwhile(self: Any, request: Any, object_id: str, from_field: Any = None) -> Any:
+        obj = real(self, request, object_id, from_field)
+        if request.method == "POST":
+            rows.update(**values)
+        return obj
+
+    monkeypatch.setattr(admin_class, "get_object", changed_meanwhile)
 
 
 def test_every_fabric_model_is_registered() -> None:
@@ -151,17 +168,7 @@ def test_the_admin_never_writes_back_what_changed_during_its_request(
     """A claim that commits while the admin's request runs keeps its GiB: the admin saves
     no stale copy of the row."""
     memory = Device.objects.get(kind="cxl_memory", external_id="mem-a-01-1")
-    real = DeviceAdmin.get_object
-
-    def claimed_meanwhile(
-        self: DeviceAdmin, request: Any, object_id: str, from_field: Any = None
-    ) -> Any:
-        obj = real(self, request, object_id, from_field)
-        if request.method == "POST":
-            Device.objects.filter(pk=memory.pk).update(allocated_gib=256)
-        return obj
-
-    monkeypatch.setattr(DeviceAdmin, "get_object", claimed_meanwhile)
+    meanwhile(monkeypatch, DeviceAdmin, Device.objects.filter(pk=memory.pk), allocated_gib=256)
 
     operator_client.post(_url(Device, "change", memory.pk), {"state": "maintenance"})
 
@@ -173,17 +180,7 @@ def test_a_switch_put_in_maintenance_keeps_the_health_a_poll_wrote_meanwhile(
     operator_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     switch = Switch.objects.get(name="cxl-spine-1")
-    real = SwitchAdmin.get_object
-
-    def polled_meanwhile(
-        self: SwitchAdmin, request: Any, object_id: str, from_field: Any = None
-    ) -> Any:
-        obj = real(self, request, object_id, from_field)
-        if request.method == "POST":
-            Switch.objects.filter(pk=switch.pk).update(health=Health.CRITICAL)
-        return obj
-
-    monkeypatch.setattr(SwitchAdmin, "get_object", polled_meanwhile)
+    meanwhile(monkeypatch, SwitchAdmin, Switch.objects.filter(pk=switch.pk), health="critical")
 
     operator_client.post(_url(Switch, "change", switch.pk), {"state": "maintenance"})
 

@@ -26,7 +26,8 @@ from composer.services.allocations import (
 )
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.registry import get_driver
-from fabric.models import ChangeRecord, Device, FabricManager, Host
+from fabric.models import ChangeRecord, Device, FabricManager
+from tests.composer.services.test_memory_slices import two_slices
 from tests.factories.composer import TenantFactory
 from tests.support import race
 from tests.support.worker import database_url
@@ -151,12 +152,10 @@ def test_one_composition_released_by_eight_processes_at_once_gives_its_gib_back_
 ) -> None:
     """A release read before another committed must not give the same GiB back again: the
     other composition's slice stays counted, so the GiB are never handed out twice."""
-    memory = Device.objects.get(kind="cxl_memory")
-    x = Composition.objects.create(tenant=acme, name="x", spec={})
-    y = Composition.objects.create(tenant=acme, name="y", spec={})
-    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
-    allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
-    jobs = [{"composition": x.pk, "allocation": slice_x.pk} for _ in range(PROCESSES)]
+    memory, _, slice_x, _ = two_slices(acme)
+    jobs = [
+        {"composition": slice_x.composition_id, "allocation": slice_x.pk} for _ in range(PROCESSES)
+    ]
 
     outcomes = run_race(race.release_twice_child, jobs)
 
@@ -176,13 +175,7 @@ def test_a_slice_bound_while_another_is_given_back_leaves_the_device_bound(
     """The give-back of one slice reads which slices still hold the device, under its row
     lock; the bind of another slice must wait for that lock, or the device ends RESERVED
     while a slice of it is bound."""
-    memory = Device.objects.get(kind="cxl_memory")
-    host = Host.objects.order_by("pk").first()
-    assert host is not None
-    x = Composition.objects.create(tenant=acme, name="x", spec={})
-    y = Composition.objects.create(tenant=acme, name="y", spec={})
-    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
-    [slice_y] = allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    memory, host, slice_x, slice_y = two_slices(acme)
     allocation_mark_bound(allocation=slice_x, binding_id="b-x", host=host)
     read, go = threading.Event(), threading.Event()
     real = release.allocation_held_states
@@ -206,7 +199,7 @@ def test_a_slice_bound_while_another_is_given_back_leaves_the_device_bound(
         thread.start()
         return thread
 
-    releasing = in_thread(lambda: allocations_release(composition=x))
+    releasing = in_thread(lambda: allocations_release(composition=slice_x.composition))
     assert read.wait(timeout=10)
     binding = in_thread(
         lambda: allocation_mark_bound(

@@ -45,6 +45,19 @@ def figures(device: Device) -> tuple[str, int]:
     return device.state, device.allocated_gib
 
 
+def two_slices(acme: Any) -> tuple[Device, Host, Allocation, Allocation]:
+    """The memory device with a claimed slice of 100 GiB for composition x and one of
+    200 GiB for y, and a host to bind them to."""
+    memory = Device.objects.get(kind="cxl_memory")
+    host = Host.objects.order_by("pk").first()
+    assert host is not None
+    x = Composition.objects.create(tenant=acme, name="x", spec={})
+    y = Composition.objects.create(tenant=acme, name="y", spec={})
+    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
+    [slice_y] = allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    return memory, host, slice_x, slice_y
+
+
 def test_slices_are_counted_on_the_device_and_its_state_follows_them(
     synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -161,13 +174,8 @@ def test_an_unbind_retried_by_two_runs_at_once_gives_its_slice_back_once(
     """A second retry run that finishes while the first waits on the manager: the first must
     not give back again what the second already gave back (the GiB would be handed out
     twice while another composition still holds them)."""
-    memory = Device.objects.get(kind="cxl_memory")
-    host = Host.objects.order_by("pk").first()
-    assert host is not None
-    x = Composition.objects.create(tenant=acme, name="x", spec={})
-    y = Composition.objects.create(tenant=acme, name="y", spec={})
-    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
-    allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    memory, host, slice_x, _ = two_slices(acme)
+    x = slice_x.composition
     # X's slice was released while its unbind failed: its GiB stay held until it succeeds.
     Allocation.objects.filter(pk=slice_x.pk).update(
         state=AllocationState.RELEASED, released_at=timezone.now()
