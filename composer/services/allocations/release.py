@@ -37,9 +37,11 @@ def allocations_release(
 ) -> int:
     """Release the unreleased allocations of `composition` (those in `only`, or all) except
     those in `keep` (allocations whose binding could not be undone: they stay recorded).
-    Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device stays
-    FAILED); memory devices give their slices' GiB back (`slices_give_back`); each device
-    changed gets a ChangeRecord. Returns how many this call released.
+    Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device, or one
+    in maintenance, keeps its state and loses its bound host: the caller undid the binding,
+    or keeps the allocation in `keep`); memory devices give their slices' GiB back
+    (`slices_give_back`); each device changed gets a ChangeRecord. Returns how many this
+    call released.
 
     Safe when run twice at once (a decompose and a rollback, a redelivered job): the devices
     are locked first, then the allocations are read and locked again, and only what this
@@ -95,12 +97,21 @@ def allocations_release(
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
             ).update(state=DeviceState.FREE, bound_host=None, updated_at=now)
+            changes: dict[str, tuple[Any, Any] | list[Any]] = {}
             if updated:
+                changes["state"] = (device.state, DeviceState.FREE)
+            elif device.bound_host_id is not None and device.bound_host_id == composition.host_id:
+                # FAILED or in maintenance, it keeps its state, but its binding to this
+                # composition's host is undone: held by nothing, it is not BOUND on recovery.
+                Device.objects.filter(pk=device.pk).update(bound_host=None, updated_at=now)
+                host = composition.host
+                changes["bound_host"] = (host.name if host else device.bound_host_id, None)
+            if changes:
                 records.append(
                     change_record(
                         device,
                         ChangeAction.CHANGED,
-                        {"state": (device.state, DeviceState.FREE)},
+                        changes,
                         message=message,
                         actor=actor,
                         source=source or _source(composition),

@@ -10,6 +10,7 @@ import pytest
 
 from composer.models import Composition
 from composer.services.allocations import Claim, allocations_claim
+from composer.services.compositions import composition_decompose
 from fabric.choices import DeviceState, Health
 from fabric.health.poll import health_poll
 from fabric.models import ChangeRecord, Device, FabricManager, Pool
@@ -101,4 +102,21 @@ def test_a_device_nothing_holds_recovers_free(synced: FabricManager) -> None:
 
     gpu = recover(synced, gpu, by="poll")
 
+    assert (gpu.health, gpu.state) == (Health.OK, DeviceState.FREE)
+
+
+def test_a_failed_gpu_given_back_is_held_by_nothing_and_recovers_free(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    ready = compose(acme, alice, L40S)
+    gpu = gpu_of(ready)
+    fault(synced, "device", gpu.name)  # FAILED, still bound to its host
+
+    with django_capture_on_commit_callbacks(execute=True):
+        composition_decompose(composition=ready, actor=alice)
+
+    gpu.refresh_from_db()
+    assert (gpu.state, gpu.bound_host) == (DeviceState.FAILED, None)
+    assert (gpu.capacity.allocated, gpu.capacity.unavailable) == (0, 1)
+    gpu = recover(synced, gpu, by="poll")
     assert (gpu.health, gpu.state) == (Health.OK, DeviceState.FREE)
