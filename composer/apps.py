@@ -18,6 +18,13 @@ class ComposerConfig(AppConfig):
 
         register_holder_lookup(device_holder_rows)
 
+        # The health poll and inventory sync never make a device FREE while a composition
+        # holds it: they ask the state its allocations imply.
+        from composer.selectors.allocations import allocation_held_states
+        from fabric.holders import register_held_state_lookup
+
+        register_held_state_lookup(allocation_held_states)
+
         # A blast radius (what-if pages, alerts) names the compositions and tenants it hurts.
         from composer.selectors.impact import composition_impact
         from fabric.topology.impact import register_contributor

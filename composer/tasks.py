@@ -16,6 +16,7 @@ from celery import shared_task
 from composer.events import events_publish_pending
 from composer.models import Job
 from composer.runner import JobRetry
+from composer.services.allocations.reconcile import devices_allocated_reconcile
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
 from composer.services.heal import composition_heal_run
 from composer.services.health import compositions_health_reconcile
@@ -159,11 +160,13 @@ def health_samples_prune_task() -> int:
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
 def jobs_sweep_stale_task() -> int:
     """Beat: cancel jobs whose worker stopped sending heartbeats (or that no worker took),
-    then finish the compositions they left unfinished (rule 2), and bring compositions in
-    line with the fabric's health (degrade, recover, self-heal) in case a poll was lost."""
+    then finish the compositions they left unfinished (rule 2), bring compositions in line
+    with the fabric's health (degrade, recover, self-heal) in case a poll was lost, and
+    recount the memory devices' allocated GiB from the slices that hold them (rule 1)."""
     swept = job_sweep_stale()
     compositions_reconcile()
     compositions_health_reconcile()
+    devices_allocated_reconcile()
     return swept
 
 

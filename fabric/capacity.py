@@ -4,41 +4,46 @@ The one definition behind every capacity figure of the console (pool and dashboa
 the device table and its API, the topology, the placement snapshot). Pure: plain values
 in, plain values out, so SQL aggregates, graph nodes and model rows all go through it.
 
-- A whole device (GPU, NVMe, NIC, ...) counts one: *allocated* while reserved or bound
-  (held by a composition, or reported bound by its manager), else *unavailable* when it is
-  failed, in maintenance or critical, else *free*.
-- A partitionable device (CXL memory) counts its `memory_gib`: *allocated* are the GiB its
-  slices hold (`Device.allocated_gib`, kept by the allocation service under the device's
-  row lock, in the same transaction as each claim and release), whatever the device's
-  health, since the compositions still hold them; the rest is *unavailable* when the device
-  is failed, in maintenance or critical, else *free* (a new slice may take it).
+What is held is allocated, whatever the device's state or health: the compositions still
+hold it. What nothing holds is unavailable when the device is failed, in maintenance or
+critical, else free.
+
+- A whole device (GPU, NVMe, NIC, ...) counts one. It is held while reserved or bound (by a
+  composition, or reported bound by its manager), and while it is still bound to a host
+  (`bound_host`) when it has failed or is in maintenance.
+- A partitionable device (CXL memory, `is_partitionable`) counts its `memory_gib`: held are
+  the GiB its slices hold (`Device.allocated_gib`, kept by the allocation service under the
+  device's row lock, in the same transaction as each claim and release).
 - Absent devices count nowhere.
 
-A partitionable device's `state` follows its slices the way a whole device's follows its
-holder: FREE with no slice, RESERVED while its slices are claimed but none is bound yet,
-BOUND once one is bound. Unlike a whole device it takes new slices in any of those three
-states, as long as GiB are free (`SLICEABLE_STATES`).
+A device's `state` follows what holds it (`held_state`): RESERVED while only claimed, BOUND
+once bound (a whole device to its host, a memory device as soon as one slice is), FREE when
+nothing holds it. A failed held device goes back to its held state when it recovers, never
+FREE. Unlike a whole device a partitionable one takes new slices in any of FREE, RESERVED
+and BOUND, as long as GiB are free (`SLICEABLE_STATES`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabric.choices import DeviceKind, DeviceState, Health
+from fabric.choices import DeviceState, Health
+from fabric.partitioning import PARTITIONABLE_KIND, PARTITIONABLE_KINDS, is_partitionable
 
 __all__ = [
     "HELD_STATES",
     "OUT_OF_SERVICE_STATES",
+    "PARTITIONABLE_KIND",
     "PARTITIONABLE_KINDS",
     "SLICEABLE_STATES",
     "Split",
     "capacity_split",
+    "held_state",
     "is_allocatable",
     "is_out_of_service",
     "is_partitionable",
 ]
 
-PARTITIONABLE_KINDS = frozenset({DeviceKind.CXL_MEMORY.value})
 # Held by a composition (or reported bound by the manager): allocated.
 HELD_STATES = frozenset({DeviceState.RESERVED.value, DeviceState.BOUND.value})
 # Out of service: what is not held is unavailable.
@@ -67,11 +72,6 @@ class Split:
         )
 
 
-def is_partitionable(kind: str) -> bool:
-    """Handed out in GiB slices (CXL memory) rather than whole."""
-    return kind in PARTITIONABLE_KINDS
-
-
 def is_out_of_service(state: str, health: str) -> bool:
     """Failed, in maintenance, or critical: nothing new can be placed on it."""
     return state in OUT_OF_SERVICE_STATES or health == Health.CRITICAL
@@ -85,10 +85,12 @@ def capacity_split(
     devices: int = 1,
     memory_gib: int = 0,
     allocated_gib: int = 0,
+    bound: int = 0,
 ) -> Split:
     """The split of `devices` devices that share a state and health: in devices, or for
-    partitionable ones in GiB, where `memory_gib` and `allocated_gib` are their sums (the
-    definition is linear, so a GROUP BY's sums give the same answer as device by device).
+    partitionable ones in GiB, where `memory_gib`, `allocated_gib` and `bound` (how many of
+    them have a bound host) are their sums (the definition is linear, so a GROUP BY's sums
+    give the same answer as device by device).
     """
     if state == DeviceState.ABSENT:
         return Split()
@@ -96,11 +98,29 @@ def capacity_split(
         held = max(0, min(allocated_gib, memory_gib))
         rest = memory_gib - held
     else:
-        held = devices if state in HELD_STATES else 0
+        # Reserved or bound; a failed one (or one in maintenance) while still bound to a host.
+        held = devices if state in HELD_STATES else max(0, min(bound, devices))
         rest = devices - held
     if is_out_of_service(state, health):
         return Split(allocated=held, unavailable=rest)
     return Split(allocated=held, free=rest)
+
+
+def held_state(*, claimed: str | None, bound: bool = False, allocated_gib: int = 0) -> str | None:
+    """The state what holds a device gives it: BOUND, RESERVED, or None when nothing holds it.
+
+    `claimed`: what the compositions' claims on it imply (`fabric.holders.held_states`:
+    BOUND once one is bound, RESERVED while they are only claimed); `bound`: it is bound
+    whole to a host (its `bound_host`); `allocated_gib`: the GiB its slices hold, which with
+    no slice claimed any more are slices whose unbind is pending (still on the fabric).
+    """
+    if bound or claimed == DeviceState.BOUND:
+        return DeviceState.BOUND
+    if claimed == DeviceState.RESERVED:
+        return DeviceState.RESERVED
+    if allocated_gib > 0:
+        return DeviceState.BOUND
+    return None
 
 
 def is_allocatable(*, partitionable: bool, state: str, health: str, free_gib: int = 0) -> bool:

@@ -77,6 +77,7 @@ def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity
             gib=Sum("memory_gib"),
             # Per device, never more than it has (a sync may report it smaller meanwhile).
             held_gib=Sum(Least("allocated_gib", "memory_gib")),
+            bound=Count("bound_host"),  # still bound to a host: held, whatever the state
         )
     )
     splits: dict[int, Split] = defaultdict(Split)
@@ -92,6 +93,7 @@ def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity
             devices=row["devices"],
             memory_gib=row["gib"] or 0,
             allocated_gib=row["held_gib"] or 0,
+            bound=row["bound"],
         )
     result = []
     for pool in pool_list:

@@ -1,6 +1,9 @@
 # Backfills fabric.Device.allocated_gib (added by fabric 0004) from the slices compositions
 # hold, and gives those memory devices the state their slices imply. Written here, not in
 # fabric, because the allocations are composer's and fabric never depends on composer.
+# The live count is composer.services.allocations.reconcile.slices_held_gib (beat corrects
+# drift with it); this keeps its own copy, as a migration must not import app code that
+# may change after it was written.
 
 from django.db import migrations
 from django.db.models import Q, Sum

@@ -8,8 +8,9 @@ indexes once: free devices per (kind, model) per enclosure and per switch, hosts
 and "reach groups" (hosts that reach the same set of enclosures), so that a decision touches
 only candidates.
 
-Nothing here imports Django: `composer.placement.load.build_snapshot()` is the one function
-that reads the database and calls `Snapshot.build`. Tests build snapshots by hand.
+Nothing here touches the database: `composer.placement.load.build_snapshot()` is the one
+function that reads it and calls `Snapshot.build`. Tests build snapshots by hand. What is
+partitionable is fabric's one definition (`fabric.partitioning`, plain values, no imports).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from fabric.partitioning import PARTITIONABLE_KIND
+
 __all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
 
-PARTITIONABLE = "cxl_memory"  # fabric.choices.DeviceKind.CXL_MEMORY: sliced in GiB
+PARTITIONABLE = PARTITIONABLE_KIND  # sliced in GiB; a request's `memory_gib` draws on it
 STORAGE = "nvme"  # fabric.choices.DeviceKind.NVME: counted by capacity
 DEFAULT_OVERSUBSCRIPTION = 16.0
 K = TypeVar("K")

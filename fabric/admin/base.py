@@ -87,6 +87,15 @@ class DiscoveredAdmin(AuditedAdmin):
         names = [f.name for f in self.model._meta.concrete_fields if f.name != "id"]
         return [name for name in names if name not in self.editable]
 
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        """Save only the editable fields the operator changed: a full-row save would write
+        back every other column as it was read when the request began, undoing what a
+        poll, a sync or a claim committed meanwhile."""
+        fields = [name for name in form.changed_data if name in self.editable]
+        if fields:
+            obj.save(update_fields=[*fields, "updated_at"])
+        _record_admin_change(request, obj, form, change)
+
 
 def _maintenance_form(
     form_model: type[Any], allowed: frozenset[str], state_choices: Any

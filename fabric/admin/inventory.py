@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
@@ -21,6 +23,7 @@ from fabric.admin.base import (
 from fabric.choices import ChangeAction, ComponentState, DeviceState
 from fabric.models import Device, Enclosure, Host, Pool, PowerFeed, Rack, Switch
 from fabric.services.history import change_record
+from fabric.services.maintenance import device_maintenance_state, maintenance_set
 from fabric.services.pools import pools_assign
 
 
@@ -111,9 +114,51 @@ class EnclosureAdmin(ComponentAdmin):
     actions = FAULT_ACTIONS
 
 
+class DeviceStateForm(forms.ModelForm):
+    """The device admin's one editable field: into maintenance, or out of it to the state
+    the fabric and its holders say (`device_maintenance_state`), checked against the row
+    as locked now (the admin's request is one transaction), not as the page showed it."""
+
+    class Meta:
+        model = Device
+        fields = ["state"]
+
+    def clean_state(self) -> str:
+        after = self.cleaned_data["state"]
+        if after == self.instance.state:
+            return after  # not changed by the operator
+        device = Device.objects.select_for_update().get(pk=self.instance.pk)
+        if after == device.state:
+            return after
+        if DeviceState.MAINTENANCE not in (device.state, after):
+            raise ValidationError(
+                "The admin can only put a device in maintenance or take it out; "
+                f"{DeviceState(after).label} is set by discovery or by the composer."
+            )
+        try:
+            expected = device_maintenance_state(device, on=after == DeviceState.MAINTENANCE)
+        except ValidationError as exc:
+            raise ValidationError(exc.messages) from exc
+        if expected != after:
+            why = {
+                DeviceState.RESERVED: "a composition still holds it",
+                DeviceState.BOUND: "a composition still holds it",
+                DeviceState.FAILED: "its health is critical",
+            }.get(DeviceState(expected), "nothing holds it")
+            raise ValidationError(
+                f"Out of maintenance, {device.name} is {DeviceState(expected).label}, "
+                f"not {DeviceState(after).label}: {why}."
+            )
+        return after
+
+
 @admin.register(Device)
 class DeviceAdmin(DiscoveredAdmin):
+    """Devices: state changes go through `maintenance_set` (locked, compare-and-set,
+    audited), never a save of the row."""
+
     editable = ("state",)
+    form = DeviceStateForm
     list_display = (
         "name",
         "kind",
@@ -131,13 +176,19 @@ class DeviceAdmin(DiscoveredAdmin):
     list_select_related = ("enclosure", "pool", "bound_host", "manager")
     actions = FAULT_ACTIONS
 
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        kwargs["form"] = _maintenance_form(
-            Device, frozenset({DeviceState.FREE, DeviceState.MAINTENANCE}), DeviceState
-        )
-        return super().get_form(request, obj, change, **kwargs)
+    def save_model(self, request: HttpRequest, obj: Device, form: Any, change: bool) -> None:
+        if "state" not in form.changed_data:
+            return
+        try:
+            maintenance_set(
+                target=obj,
+                on=obj.state == DeviceState.MAINTENANCE,
+                actor=request.user,
+                remote_addr=_remote_addr(request),
+                source="admin",
+            )
+        except ValidationError as exc:  # the form checked under the same lock: not expected
+            self.message_user(request, f"{obj.name}: {'; '.join(exc.messages)}", messages.ERROR)
 
 
 @admin.register(Pool)

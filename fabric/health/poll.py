@@ -8,13 +8,14 @@ One poll, in one transaction under the manager's lock:
 2. The health columns follow the readings (`health` of racks, power feeds, switches,
    hosts, enclosures, devices, ports and links; a link's `state` up/degraded/down too),
    each change written as a ChangeRecord (source "health poll"), in a few grouped
-   UPDATEs. A device's `state` follows only where nothing holds it: FREE -> FAILED when
-   it fails, FAILED -> FREE when it recovers with no binding and no slice
-   (`readings.device_states_follow`, compare-and-set from those two states). RESERVED and
-   BOUND belong to the composer's compare-and-set claims and to inventory sync (which
-   knows the bindings and sets FAILED from the same health at the next sync); a critical
-   device is out of placement by its health alone, and a poll never overwrites a claim in
-   flight or an operator's MAINTENANCE.
+   UPDATEs. A device's `state` follows from two states only
+   (`readings.device_states_follow`, compare-and-set): FREE -> FAILED when it fails, and
+   FAILED -> what holds it when it recovers (BOUND or RESERVED, as its bound host, its
+   slices and the compositions' claims say; FREE when nothing does). A RESERVED or BOUND
+   device that fails keeps its state: it belongs to the composer's compare-and-set claims
+   and to inventory sync (which knows the bindings and sets FAILED from the same health at
+   the next sync); a critical device is out of placement by its health alone, and a poll
+   never overwrites a claim in flight or an operator's MAINTENANCE.
 3. Samples are stored (bulk_create): every sampled element (devices, links, switches,
    hosts, enclosures, power feeds) once per COMPOSER_HEALTH_SAMPLE_INTERVAL_S, and in
    between only the elements that are unwell or whose health just changed. A healthy

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from fabric.capacity import held_state
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
 from fabric.drivers.base import HealthReading
 from fabric.health import rules
+from fabric.holders import held_states
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -275,14 +277,17 @@ def device_states_follow(
     changes: Sequence[HealthChange], records: Mapping[int, ChangeRecord], *, now: datetime
 ) -> None:
     """A device that fails while FREE becomes FAILED (it is not free: nothing can use it),
-    and a FAILED one that recovers becomes FREE again when nothing holds it (no bound host,
-    no slice); each change goes into the device's ChangeRecord of this poll.
+    and a FAILED one that recovers goes back to what holds it (`fabric.capacity.held_state`:
+    BOUND when bound to a host or a composition bound it, RESERVED while a composition only
+    claimed it) or FREE when nothing does; each change goes into the device's ChangeRecord
+    of this poll.
 
     Compare-and-set from FREE and from FAILED only: a claim in flight (FREE -> RESERVED),
-    a bound device and an operator's MAINTENANCE are never overwritten. A held device keeps
-    its state; inventory sync, which knows the bindings, sets it from the same health. The
-    rows are locked already, by this transaction's UPDATE of their health. No query when
-    no device changed health.
+    a held device that fails (the inventory sync sets FAILED from the same health) and an
+    operator's MAINTENANCE are never overwritten. What holds a device comes from its row
+    (`bound_host`, `allocated_gib`) and from the compositions' claims (`fabric.holders`),
+    read after this transaction's UPDATE of their health locked the rows, so a claim or a
+    release of them waits for this poll. No query when no device changed health.
     """
     failed = [
         c.target_id for c in changes if c.target_type == "device" and c.after == Health.CRITICAL
@@ -292,25 +297,25 @@ def device_states_follow(
         for c in changes
         if c.target_type == "device" and c.before == Health.CRITICAL and c.after != Health.CRITICAL
     ]
-    moves: tuple[tuple[list[int], str, str, dict[str, Any]], ...] = (
-        (failed, DeviceState.FREE, DeviceState.FAILED, {}),
-        (
-            recovered,
-            DeviceState.FAILED,
-            DeviceState.FREE,
-            {"bound_host__isnull": True, "allocated_gib": 0},
-        ),
-    )
-    for pks, before, after, unheld in moves:
-        for start in range(0, len(pks), _CHUNK):
-            rows = Device.objects.filter(pk__in=pks[start : start + _CHUNK], state=before, **unheld)
-            ids = list(rows.values_list("pk", flat=True))
-            if not ids:
-                continue
-            Device.objects.filter(pk__in=ids, state=before).update(state=after, updated_at=now)
-            for pk in ids:
-                if pk in records:
-                    records[pk].changes["state"] = [before, after]
+    moves: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for start in range(0, len(failed), _CHUNK):
+        rows = Device.objects.filter(pk__in=failed[start : start + _CHUNK], state=DeviceState.FREE)
+        moves[DeviceState.FREE, DeviceState.FAILED] += rows.values_list("pk", flat=True)
+    for start in range(0, len(recovered), _CHUNK):
+        back = Device.objects.filter(
+            pk__in=recovered[start : start + _CHUNK], state=DeviceState.FAILED
+        ).values_list("pk", "bound_host_id", "allocated_gib")
+        claimed = held_states([pk for pk, _, _ in back])
+        for pk, host, gib in back:
+            held = held_state(claimed=claimed.get(pk), bound=host is not None, allocated_gib=gib)
+            moves[DeviceState.FAILED, held or DeviceState.FREE].append(pk)
+    for (before, after), ids in moves.items():
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            Device.objects.filter(pk__in=chunk, state=before).update(state=after, updated_at=now)
+        for pk in ids:
+            if pk in records:
+                records[pk].changes["state"] = [before, after]
 
 
 def apply_readings(

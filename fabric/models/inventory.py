@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from fabric.capacity import Split, capacity_split, is_allocatable
+from fabric.capacity import Split, capacity_split, is_allocatable, is_partitionable
 from fabric.choices import (
     ComponentState,
     DeviceKind,
@@ -193,8 +193,8 @@ class Device(DiscoveredModel):
 
     @property
     def is_partitionable(self) -> bool:
-        """CXL memory is handed out in GiB slices; everything else whole."""
-        return self.kind == DeviceKind.CXL_MEMORY
+        """Handed out in GiB slices (CXL memory) rather than whole (`fabric.capacity`)."""
+        return is_partitionable(self.kind)
 
     @property
     def capacity(self) -> Split:
@@ -205,6 +205,7 @@ class Device(DiscoveredModel):
             health=self.health,
             memory_gib=self.memory_gib,
             allocated_gib=self.allocated_gib,
+            bound=int(self.bound_host_id is not None),
         )
 
     @property

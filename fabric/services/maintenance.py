@@ -23,9 +23,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from fabric.capacity import held_state
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
 from fabric.health.blast import BlastRadius
-from fabric.holders import Holder, device_holders
+from fabric.holders import Holder, device_holders, held_states
 from fabric.models import Device, Enclosure, Switch
 from fabric.services.history import change_record, target_type_of
 from fabric.topology.report import impact_report
@@ -33,14 +34,28 @@ from fabric.validators import check_text_fields
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Dependents", "MaintenanceTarget", "maintenance_dependents", "maintenance_set"]
+__all__ = [
+    "Dependents",
+    "MaintenanceTarget",
+    "device_maintenance_state",
+    "maintenance_dependents",
+    "maintenance_set",
+]
 
 MaintenanceTarget = Device | Switch | Enclosure
 HOLDER_LIMIT = 25  # held devices whose holders are looked up (one query each)
 REASON_MAX = 200
 
 
-def _next_device_state(device: Device, on: bool) -> str:
+def device_maintenance_state(device: Device, *, on: bool) -> str:
+    """The state `device` (as read under its row lock) goes to when put in maintenance
+    (`on`) or taken out of it: the one rule `maintenance_set` and the admin's form share.
+
+    In: MAINTENANCE, from any state but ABSENT and RESERVED (a compose job is binding it).
+    Out: back to what the fabric says it is: what holds it (`fabric.capacity.held_state`:
+    its bound host, its slices, the compositions' claims), else FAILED when its health is
+    critical, else FREE. Raises ValidationError naming `on`.
+    """
     state = device.state
     if on:
         if state == DeviceState.ABSENT:
@@ -57,10 +72,13 @@ def _next_device_state(device: Device, on: bool) -> str:
         return DeviceState.MAINTENANCE
     if state != DeviceState.MAINTENANCE:
         return state
-    # Back to what the fabric says it is: bound, failed, or free. A memory device whose
-    # slices are held is bound (maintenance is refused while they are only reserved).
-    if device.bound_host_id is not None or device.allocated_gib > 0:
-        return DeviceState.BOUND
+    held = held_state(
+        claimed=held_states([device.pk]).get(device.pk),
+        bound=device.bound_host_id is not None,
+        allocated_gib=device.allocated_gib,
+    )
+    if held is not None:
+        return held
     if device.health == Health.CRITICAL:
         return DeviceState.FAILED
     return DeviceState.FREE
@@ -90,8 +108,9 @@ def maintenance_set(
 
     A device goes MAINTENANCE from FREE, BOUND or FAILED (a bound one stays bound: its
     composition keeps it, and a release leaves it in maintenance); a RESERVED one is refused
-    (a compose job is binding it). Out of maintenance, a device becomes BOUND when the
-    fabric reports it bound, FAILED when its health is critical, FREE otherwise. A switch or
+    (a compose job is binding it). Out of maintenance, a device goes back to what holds it
+    (BOUND, or RESERVED), else FAILED when its health is critical, FREE otherwise
+    (`device_maintenance_state`). A switch or
     enclosure moves between ACTIVE and MAINTENANCE. Idempotent: returns False when the
     target already was in the asked state. Audited: a ChangeRecord with the actor, the
     address and the reason. Raises ValidationError naming `on` or `reason`. `target` is
@@ -116,7 +135,7 @@ def maintenance_set(
         row = model.objects.select_for_update().get(pk=target.pk)
         before = row.state
         after = (
-            _next_device_state(row, on)
+            device_maintenance_state(row, on=on)
             if isinstance(row, Device)
             else _next_component_state(row, on)
         )

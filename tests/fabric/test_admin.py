@@ -7,11 +7,21 @@ from typing import Any
 import pytest
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
 from django.test import Client
 from django.urls import reverse
 
-from fabric.choices import ChangeAction, DeviceState
-from fabric.models import ChangeRecord, Device, FabricManager, PowerFeed, SimulatedElement
+from fabric.admin import DeviceAdmin, SwitchAdmin
+from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
+from fabric.models import (
+    ChangeRecord,
+    Device,
+    FabricManager,
+    Host,
+    PowerFeed,
+    SimulatedElement,
+    Switch,
+)
 from fabric.services.sync import inventory_sync
 
 FABRIC_MODELS = [m for m in admin.site._registry if m._meta.app_label == "fabric"]
@@ -28,6 +38,22 @@ def operator_client(sim_manager: FabricManager) -> Client:
 
 def _url(model: Any, view: str, *args: Any) -> str:
     return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{view}", args=args)
+
+
+def meanwhile(
+    monkeypatch: pytest.MonkeyPatch, admin_class: Any, rows: QuerySet[Any], **values: Any
+) -> None:
+    """As if another writer (a claim, a poll) set `values` on `rows` while a POST to
+    `admin_class` runs: after the admin read the object, before it saves."""
+    real = admin_class.get_object
+
+    def changed_meanwhile(self: Any, request: Any, object_id: str, from_field: Any = None) -> Any:
+        obj = real(self, request, object_id, from_field)
+        if request.method == "POST":
+            rows.update(**values)
+        return obj
+
+    monkeypatch.setattr(admin_class, "get_object", changed_meanwhile)
 
 
 def test_every_fabric_model_is_registered() -> None:
@@ -97,3 +123,66 @@ def test_discovered_rows_cannot_be_added_or_deleted(operator_client: Client) -> 
     device = Device.objects.first()
     assert operator_client.get(_url(Device, "add")).status_code == 403
     assert operator_client.get(_url(Device, "delete", device.pk)).status_code == 403
+
+
+def test_a_device_still_held_cannot_be_taken_out_of_maintenance_as_free(
+    operator_client: Client,
+) -> None:
+    device = Device.objects.get(external_id="gpu-a-01-1")
+    host = Host.objects.order_by("pk").first()
+    # Bound to a host (its composition keeps it) when the operator took it out of service.
+    Device.objects.filter(pk=device.pk).update(state=DeviceState.MAINTENANCE, bound_host=host)
+
+    response = operator_client.post(_url(Device, "change", device.pk), {"state": "free"})
+
+    assert response.status_code == 200  # the form again, with the reason
+    assert "is Bound, not Free: a composition still holds it" in response.content.decode()
+    device.refresh_from_db()
+    assert device.state == DeviceState.MAINTENANCE
+
+    response = operator_client.post(_url(Device, "change", device.pk), {"state": "bound"})
+    assert response.status_code == 302
+    device.refresh_from_db()
+    assert (device.state, device.bound_host) == (DeviceState.BOUND, host)
+    record = ChangeRecord.objects.filter(target_type="device", target_id=device.pk).first()
+    assert record is not None
+    assert (record.changes, record.source) == ({"state": ["maintenance", "bound"]}, "admin")
+
+
+def test_a_memory_device_whose_slices_are_held_is_not_free_out_of_maintenance(
+    operator_client: Client,
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory", external_id="mem-a-01-1")
+    Device.objects.filter(pk=memory.pk).update(state=DeviceState.MAINTENANCE, allocated_gib=256)
+
+    response = operator_client.post(_url(Device, "change", memory.pk), {"state": "free"})
+
+    assert response.status_code == 200
+    memory.refresh_from_db()
+    assert (memory.state, memory.allocated_gib) == (DeviceState.MAINTENANCE, 256)
+
+
+def test_the_admin_never_writes_back_what_changed_during_its_request(
+    operator_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim that commits while the admin's request runs keeps its GiB: the admin saves
+    no stale copy of the row."""
+    memory = Device.objects.get(kind="cxl_memory", external_id="mem-a-01-1")
+    meanwhile(monkeypatch, DeviceAdmin, Device.objects.filter(pk=memory.pk), allocated_gib=256)
+
+    operator_client.post(_url(Device, "change", memory.pk), {"state": "maintenance"})
+
+    memory.refresh_from_db()
+    assert (memory.state, memory.allocated_gib) == (DeviceState.MAINTENANCE, 256)
+
+
+def test_a_switch_put_in_maintenance_keeps_the_health_a_poll_wrote_meanwhile(
+    operator_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    switch = Switch.objects.get(name="cxl-spine-1")
+    meanwhile(monkeypatch, SwitchAdmin, Switch.objects.filter(pk=switch.pk), health="critical")
+
+    operator_client.post(_url(Switch, "change", switch.pk), {"state": "maintenance"})
+
+    switch.refresh_from_db()
+    assert (switch.state, switch.health) == (ComponentState.MAINTENANCE, Health.CRITICAL)

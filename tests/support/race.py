@@ -89,3 +89,23 @@ def claim_or_release_child(
     """`release_child` when the job says `release`, else `claim_child`."""
     child = release_child if job.get("release") else claim_child
     child(database_url, barrier, results, job)
+
+
+def release_twice_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`allocations_release` of one allocation, `job["allocation"]`, of composition
+    `job["composition"]` (the same in every child); reports (composition, released, error)."""
+    _setup(database_url)
+    from django.db import connection
+
+    from composer.models import Composition
+    from composer.services.allocations import allocations_release
+
+    composition = Composition.objects.get(pk=job["composition"])
+    barrier.wait(timeout=60)
+    try:
+        released = allocations_release(composition=composition, only=[job["allocation"]])
+        results.put((composition.pk, released, ""))
+    except Exception as exc:
+        results.put((composition.pk, 0, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()

@@ -31,6 +31,7 @@ from composer.services.heal.common import (
     HealRejected,
     _records,
 )
+from fabric.capacity import PARTITIONABLE_KIND, is_partitionable
 from fabric.choices import DeviceKind
 from fabric.models import Device, Host
 
@@ -201,7 +202,7 @@ def _replacement_request(
             f"Host {host.name} is not usable now (not active); no device can be replaced."
         )
     item, index = (None, None) if lost.gib else _item_for(spec, device)
-    kind = item.kind if item is not None else DeviceKind.CXL_MEMORY
+    kind = item.kind if item is not None else PARTITIONABLE_KIND
     replacing = {lost.pk} | {r["failed"] for r in records}
     kept = [
         a
@@ -239,7 +240,7 @@ def _replacement_request(
             .exclude(pool_id=device.pool_id)
             .values_list("pk", flat=True)
         }
-    if kind == DeviceKind.CXL_MEMORY:
+    if is_partitionable(kind):
         # The manager keeps one slice of a memory device per host.
         drop |= {
             f"device:{pk}"

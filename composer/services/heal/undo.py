@@ -246,7 +246,9 @@ def heal_unbinds_retry() -> list[str]:
     the record, and its device, if it is BOUND and nothing holds it, goes back FREE (a
     FAILED one stays FAILED until inventory sync sees it repaired); a memory slice's GiB go
     back to the device's pool once none of its bindings is pending. Returns the binding ids
-    undone; failures are logged and retried next time.
+    this run took off the pending list; failures are logged and retried next time. Two runs
+    at once give each slice back once: the list is re-read under the composition's row
+    lock, and only entries still on it are given back.
     """
     undone: list[str] = []
     for composition in Composition.objects.filter(placement__has_key=UNBIND_PENDING_KEY):
@@ -279,17 +281,27 @@ def heal_unbinds_retry() -> list[str]:
         with transaction.atomic():
             locked = Composition.objects.select_for_update().get(pk=composition.pk)
             placement = dict(locked.placement or {})
-            gone = {e["binding_id"] for e in done}
-            left = [
-                e for e in placement.get(UNBIND_PENDING_KEY) or [] if e["binding_id"] not in gone
-            ]
+            pending = list(placement.get(UNBIND_PENDING_KEY) or [])
+            # Only what is still pending under the lock: another run may have removed (and
+            # given back) some of `done` while this one waited on the manager.
+            gone = {e["binding_id"] for e in done} & {e["binding_id"] for e in pending}
+            if not gone:
+                continue
+            left = [e for e in pending if e["binding_id"] not in gone]
             if left:
                 placement[UNBIND_PENDING_KEY] = left
             else:
                 placement.pop(UNBIND_PENDING_KEY, None)
             Composition.objects.filter(pk=locked.pk).update(placement=placement)
             still = {e.get("allocation") for e in left}
-            _free_devices(locked, [e for e in done if e.get("allocation") not in still])
+            _free_devices(
+                locked,
+                [
+                    e
+                    for e in pending
+                    if e["binding_id"] in gone and e.get("allocation") not in still
+                ],
+            )
         undone += sorted(gone)
     return undone
 

@@ -38,11 +38,11 @@ from fabric.drivers.simulated import store
 from fabric.drivers.simulated.metrics import _metrics
 from fabric.drivers.simulated.propagation import CRITICAL, Effective, effective_health
 from fabric.models import SimulatedBinding, SimulatedElement, SimulatedFabric
+from fabric.partitioning import PARTITIONABLE_KINDS
 
 logger = logging.getLogger(__name__)
 
 Kind = SimulatedElement.Kind
-PARTITIONABLE_KINDS = frozenset({"cxl_memory"})
 _INFO_BY_KIND: dict[str, type[Any]] = {
     Kind.RACK: RackInfo,
     Kind.POWER_FEED: PowerFeedInfo,

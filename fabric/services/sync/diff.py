@@ -178,11 +178,16 @@ def sync_kind(
     desired: Callable[[Any, Any], dict[str, Any] | None],
     label: Callable[[Any], str],
     vanish_extra: Callable[[Any], dict[str, Any]] | None = None,
+    on_locked: Callable[[list[Any]], None] | None = None,
 ) -> None:
     """Diff one kind: add, update, mark absent, return; write the ChangeRecords.
 
     `desired(info, existing_or_None)` gives the model field values the row must have (or
     None to skip a report that cannot be stored, e.g. a port whose owner is unknown).
+    `on_locked(rows)`, when given, is called with the rows about to change (a chunk at a
+    time) once they are locked, before `desired` is asked about them again: a kind whose
+    values depend on other tables reads them there, where no writer that locks the rows
+    first can change them until this sync commits.
     """
     counts = ctx.result.kinds.setdefault(key, KindCounts())
     counts.reported = len(infos)
@@ -226,8 +231,12 @@ def sync_kind(
 
         # Lock the rows about to change and re-read them: the composer may have reserved a
         # device since the read above, and its compare-and-set must not be overwritten.
-        for fresh in locked_rows(model, [existing[c].pk for c in candidates]):
+        fresh_rows = list(locked_rows(model, [existing[c].pk for c in candidates]))
+        for fresh in fresh_rows:
             existing[fresh.external_id] = fresh
+        if on_locked is not None:
+            for start in range(0, len(fresh_rows), _CHUNK):
+                on_locked(fresh_rows[start : start + _CHUNK])
 
         updates: list[tuple[Any, dict[str, Any]]] = []  # (row, its changed field values)
         records: list[ChangeRecord] = []

@@ -2,8 +2,10 @@
 
 Devices carry the rules that matter most: their state follows the manager (FAILED when
 critical, BOUND when bound whole, FREE otherwise) but keeps an operator's MAINTENANCE
-always (short of vanishing) and the composer's RESERVED unless the device failed, and
-their pool is the most specific matching one.
+always (short of vanishing), is never FREE while a composition holds the device (its
+claims, read under the rows' locks, or the GiB its slices hold) and otherwise keeps the
+composer's RESERVED unless the device failed, and their pool is the most specific
+matching one.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from fabric.capacity import held_state
 from fabric.choices import ComponentState, DeviceState, Health, LinkState
 from fabric.drivers.base import Binding, Inventory
+from fabric.holders import held_states
 from fabric.models import Device, Enclosure, Host, Link, Port, PowerFeed, Rack, Switch
 from fabric.services.pools import PoolMatcher
 from fabric.services.sync.diff import (
@@ -39,11 +43,13 @@ def bindings_by_device(
     return whole, slices
 
 
-def device_state(health: str, current: str | None, bound: bool) -> str:
+def device_state(health: str, current: str | None, bound: bool, held: str | None = None) -> str:
     """The state a device must have, given what the manager says and what it was.
 
     `bound`: the manager reports the device bound to a host (a memory device: at least one
-    slice of it).
+    slice of it). `held`: what the compositions' holdings imply (`fabric.capacity.held_state`
+    of their claims and of the GiB its slices hold), so that a held device never becomes
+    FREE: one that recovers goes back to RESERVED or BOUND.
 
     An operator's MAINTENANCE is never cleared by discovery, not even by a failure: the
     health column says it failed, and when it recovers it must not become FREE (and
@@ -55,6 +61,8 @@ def device_state(health: str, current: str | None, bound: bool) -> str:
         return DeviceState.FAILED
     if bound:
         return DeviceState.BOUND
+    if held is not None:
+        return held  # a composition holds it (claimed, or a slice still holds GiB)
     if current == DeviceState.RESERVED:
         return DeviceState.RESERVED  # the composer holds it for a composition being built
     return DeviceState.FREE
@@ -190,6 +198,16 @@ def apply_inventory(
     whole, slices = bindings_by_device(bindings)
     matcher = PoolMatcher.load()
     ctx.labels["pools"] = dict(matcher.names)
+    claims: dict[int, str] = {}  # device -> what the compositions' claims imply
+
+    def claims_read(rows: list[Any]) -> None:
+        # Under the rows' locks: a claim, bind or release of them waits for this sync.
+        claims.update(held_states([row.pk for row in rows]))
+
+    def held(o: Any) -> str | None:
+        if o is None:
+            return None
+        return held_state(claimed=claims.get(o.pk), allocated_gib=o.allocated_gib)
 
     def device_values(i: Any, o: Any) -> dict[str, Any]:
         enclosure_id = ctx.ref("enclosures", i.enclosure_id, f"device {i.name}")
@@ -214,7 +232,10 @@ def apply_inventory(
             "health": i.health,
             "attributes": attributes,
             "state": device_state(
-                i.health, o.state if o else None, host_ext is not None or i.external_id in slices
+                i.health,
+                o.state if o else None,
+                host_ext is not None or i.external_id in slices,
+                held(o),
             ),
             "bound_host_id": bound_host_id,
             "pool_id": matcher.match(
@@ -231,6 +252,7 @@ def apply_inventory(
         desired=device_values,
         label=lambda o: o.name,
         vanish_extra=lambda _o: {"bound_host_id": None},
+        on_locked=claims_read,
     )
     step("devices")
 

@@ -7,6 +7,7 @@ Skipped on SQLite (the `postgres` fixture says why); CI runs it on PostgreSQL.
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections import Counter
 from typing import Any
 
@@ -16,10 +17,17 @@ from django.db.models import Sum
 
 from composer.choices import CompositionState
 from composer.models import Allocation, Composition
-from composer.services.allocations import Claim, allocations_claim
-from fabric.choices import DeviceState
+from composer.services.allocations import (
+    Claim,
+    allocation_mark_bound,
+    allocations_claim,
+    allocations_release,
+    release,
+)
+from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.registry import get_driver
-from fabric.models import Device, FabricManager
+from fabric.models import ChangeRecord, Device, FabricManager
+from tests.composer.services.test_memory_slices import two_slices
 from tests.factories.composer import TenantFactory
 from tests.support import race
 from tests.support.worker import database_url
@@ -137,3 +145,71 @@ def test_slices_claimed_and_released_at_once_keep_the_device_s_figure_exact(
     memory.refresh_from_db()
     assert memory.allocated_gib == total == 200 * granted <= memory.memory_gib, outcomes
     assert memory.state == (DeviceState.RESERVED if granted else DeviceState.FREE)
+
+
+def test_one_composition_released_by_eight_processes_at_once_gives_its_gib_back_once(
+    postgres: None, synced: FabricManager, acme: Any
+) -> None:
+    """A release read before another committed must not give the same GiB back again: the
+    other composition's slice stays counted, so the GiB are never handed out twice."""
+    memory, _, slice_x, _ = two_slices(acme)
+    jobs = [
+        {"composition": slice_x.composition_id, "allocation": slice_x.pk} for _ in range(PROCESSES)
+    ]
+
+    outcomes = run_race(race.release_twice_child, jobs)
+
+    assert sorted(released for _, released, _ in outcomes) == [0] * (PROCESSES - 1) + [1]
+    memory.refresh_from_db()
+    assert (memory.allocated_gib, memory.state) == (200, DeviceState.RESERVED)
+    changes = ChangeRecord.objects.filter(
+        target_type="device", target_id=memory.pk, action=ChangeAction.CHANGED
+    ).order_by("pk")
+    held = [c["allocated_gib"] for c in changes.values_list("changes", flat=True)]
+    assert held == [[0, 100], [100, 300], [300, 200]]  # given back once, audited once
+
+
+def test_a_slice_bound_while_another_is_given_back_leaves_the_device_bound(
+    postgres: None, synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The give-back of one slice reads which slices still hold the device, under its row
+    lock; the bind of another slice must wait for that lock, or the device ends RESERVED
+    while a slice of it is bound."""
+    memory, host, slice_x, slice_y = two_slices(acme)
+    allocation_mark_bound(allocation=slice_x, binding_id="b-x", host=host)
+    read, go = threading.Event(), threading.Event()
+    real = release.allocation_held_states
+
+    def read_then_wait(device_ids: Any) -> dict[int, str]:
+        found = real(device_ids)  # Y's slice: reserved, not bound yet
+        read.set()
+        go.wait(timeout=10)
+        return found
+
+    monkeypatch.setattr(release, "allocation_held_states", read_then_wait)
+
+    def in_thread(work: Any) -> threading.Thread:
+        def run() -> None:
+            try:
+                work()
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    releasing = in_thread(lambda: allocations_release(composition=slice_x.composition))
+    assert read.wait(timeout=10)
+    binding = in_thread(
+        lambda: allocation_mark_bound(
+            allocation=Allocation.objects.get(pk=slice_y.pk), binding_id="b-y", host=host
+        )
+    )
+    binding.join(timeout=1)  # it must wait for the release's lock on the device
+    go.set()
+    releasing.join(timeout=10)
+    binding.join(timeout=10)
+
+    memory.refresh_from_db()
+    assert (memory.allocated_gib, memory.state) == (200, DeviceState.BOUND)

@@ -7,16 +7,22 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from composer.choices import AllocationState
 from composer.errors import ClaimConflict
 from composer.models import Allocation, Composition
-from composer.services.allocations import Claim, allocations_claim
+from composer.services.allocations import Claim, allocations_claim, claims
 from composer.services.compositions import composition_decompose
 from composer.services.heal import UNBIND_PENDING_KEY, heal_request, heal_unbinds_retry
 from composer.services.health import compositions_react_to_health
+from composer.tasks import jobs_sweep_stale_task
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.simulated import store
-from fabric.models import ChangeRecord, Device, FabricManager, Pool
+from fabric.drivers.simulated.driver import SimulatedDriver
+from fabric.models import ChangeRecord, Device, FabricManager, Host, Pool
 from fabric.selectors import pool_capacity
 from fabric.services.sync import inventory_sync
 from tests.composer.services.test_health import compose, fault
@@ -37,6 +43,19 @@ def memory_pool() -> Pool:
 def figures(device: Device) -> tuple[str, int]:
     device.refresh_from_db()
     return device.state, device.allocated_gib
+
+
+def two_slices(acme: Any) -> tuple[Device, Host, Allocation, Allocation]:
+    """The memory device with a claimed slice of 100 GiB for composition x and one of
+    200 GiB for y, and a host to bind them to."""
+    memory = Device.objects.get(kind="cxl_memory")
+    host = Host.objects.order_by("pk").first()
+    assert host is not None
+    x = Composition.objects.create(tenant=acme, name="x", spec={})
+    y = Composition.objects.create(tenant=acme, name="y", spec={})
+    [slice_x] = allocations_claim(composition=x, claims=[Claim(memory.pk, 100)], host=None)
+    [slice_y] = allocations_claim(composition=y, claims=[Claim(memory.pk, 200)], host=None)
+    return memory, host, slice_x, slice_y
 
 
 def test_slices_are_counted_on_the_device_and_its_state_follows_them(
@@ -147,3 +166,110 @@ def test_a_slice_whose_unbind_failed_stays_allocated_until_it_is_undone(
         target_type="device", target_id=lost.device_id, action=ChangeAction.CHANGED
     ).latest("pk")
     assert record.changes["allocated_gib"] == [200, 0] and record.source == "reconciliation"
+
+
+def test_an_unbind_retried_by_two_runs_at_once_gives_its_slice_back_once(
+    synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second retry run that finishes while the first waits on the manager: the first must
+    not give back again what the second already gave back (the GiB would be handed out
+    twice while another composition still holds them)."""
+    memory, host, slice_x, _ = two_slices(acme)
+    x = slice_x.composition
+    # X's slice was released while its unbind failed: its GiB stay held until it succeeds.
+    Allocation.objects.filter(pk=slice_x.pk).update(
+        state=AllocationState.RELEASED, released_at=timezone.now()
+    )
+    entry = {"binding_id": "b-x", "allocation": slice_x.pk, "device_id": memory.pk}
+    x.placement = {UNBIND_PENDING_KEY: [{**entry, "device": memory.name, "host_id": host.pk}]}
+    x.save(update_fields=["placement"])
+    real = SimulatedDriver.unbind
+    calls: list[str] = []
+
+    def unbind_while_another_run_finishes(self: SimulatedDriver, *, binding_id: str) -> None:
+        calls.append(binding_id)
+        if len(calls) == 1:
+            assert heal_unbinds_retry() == ["b-x"]  # the other run, start to end
+        real(self, binding_id=binding_id)
+
+    monkeypatch.setattr(SimulatedDriver, "unbind", unbind_while_another_run_finishes)
+
+    undone = heal_unbinds_retry()
+
+    assert figures(memory) == (DeviceState.RESERVED, 200)  # Y's slice is still held
+    assert undone == []  # the other run undid it
+    x.refresh_from_db()
+    assert UNBIND_PENDING_KEY not in x.placement
+
+
+@pytest.mark.parametrize(
+    ("recorded", "claimed", "after"),
+    [
+        ((DeviceState.RESERVED, 100), 300, (DeviceState.RESERVED, 300)),  # too low: GiB twice
+        ((DeviceState.RESERVED, 50), 0, (DeviceState.FREE, 0)),  # too high: GiB stranded
+    ],
+)
+def test_beat_recounts_a_drifted_allocated_figure_from_the_slices_and_audits_it(
+    synced: FabricManager,
+    acme: Any,
+    caplog: pytest.LogCaptureFixture,
+    recorded: tuple[str, int],
+    claimed: int,
+    after: tuple[str, int],
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    if claimed:
+        composition = Composition.objects.create(tenant=acme, name="c", spec={})
+        allocations_claim(composition=composition, claims=[Claim(memory.pk, claimed)], host=None)
+    state, gib = recorded
+    Device.objects.filter(pk=memory.pk).update(state=state, allocated_gib=gib)  # the drift
+
+    jobs_sweep_stale_task.delay()
+
+    assert figures(memory) == after
+    record = ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk")
+    assert record.source == "reconciliation"
+    assert record.changes["allocated_gib"] == [gib, after[1]]
+    assert f"allocated_gib was {gib}, its slices hold {after[1]} GiB" in caplog.text
+
+    jobs_sweep_stale_task.delay()  # nothing left to correct
+    assert ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk") == (
+        record
+    )
+
+
+def test_claiming_more_slices_costs_no_more_queries(db: None, acme: Any) -> None:
+    manager = simulated_manager(spec=replace(TINY, memory_devices_per_box=4, memory_box_gib=1024))
+    inventory_sync(manager=manager)
+    host = Host.objects.order_by("pk").first()
+    memories = list(Device.objects.filter(kind="cxl_memory").order_by("pk"))
+    assert len(memories) == 4
+
+    def queries(devices: list[Device], name: str) -> int:
+        composition = Composition.objects.create(tenant=acme, name=name, spec={}, host=host)
+        with CaptureQueriesContext(connection) as captured:
+            allocations_claim(
+                composition=composition, claims=[Claim(d.pk, 64) for d in devices], host=host
+            )
+        return len(captured)
+
+    assert queries(memories[:1], "one") == queries(memories[1:], "three")
+    assert {(d.state, d.allocated_gib) for d in Device.objects.filter(kind="cxl_memory")} == {
+        (DeviceState.RESERVED, 64)
+    }
+
+
+def test_the_database_refuses_a_slice_that_does_not_fit_even_if_python_let_it_through(
+    synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = Device.objects.get(kind="cxl_memory")
+    first = Composition.objects.create(tenant=acme, name="first", spec={})
+    second = Composition.objects.create(tenant=acme, name="second", spec={})
+    allocations_claim(composition=first, claims=[Claim(memory.pk, 1000)], host=None)
+    monkeypatch.setattr(claims, "_check_slice", lambda device, gib: None)
+
+    with pytest.raises(ClaimConflict, match="mem-a-01-1 no longer has 100 GiB unclaimed"):
+        allocations_claim(composition=second, claims=[Claim(memory.pk, 100)], host=None)
+
+    assert figures(memory) == (DeviceState.RESERVED, 1000)
+    assert not second.allocations.exists()

@@ -169,8 +169,8 @@ def test_health_changes_update_the_columns_and_a_free_device_s_state_and_are_aud
 def test_a_held_device_that_fails_keeps_its_state_for_the_sync_and_the_composer(
     synced: FabricManager, clock: Clock
 ) -> None:
-    """Only FREE -> FAILED and FAILED -> FREE (held by nothing) follow health at a poll: a
-    reserved or bound device, or one in maintenance, is never rewritten by it."""
+    """Only FREE -> FAILED, and FAILED -> what holds it (or FREE), follow health at a poll:
+    a reserved or bound device that fails, or one in maintenance, is never rewritten by it."""
     poll(synced, clock)
     held, maintained = Device.objects.filter(enclosure__name="gpu-a-01").order_by("pk")[:2]
     Device.objects.filter(pk=held.pk).update(state=DeviceState.RESERVED)
@@ -190,9 +190,9 @@ def test_a_held_device_that_fails_keeps_its_state_for_the_sync_and_the_composer(
     fault(synced, "enclosure", "gpu-a-01", "recover")
     poll(synced, clock)
     states = dict(Device.objects.filter(enclosure__name="gpu-a-01").values_list("pk", "state"))
-    # Still bound to a host: the sync, which knows the bindings, says what it is now.
+    # Still bound to a host: bound again, at once (not at the next sync).
     assert (states[held.pk], states[maintained.pk]) == (
-        DeviceState.FAILED,
+        DeviceState.BOUND,
         DeviceState.MAINTENANCE,
     )
 

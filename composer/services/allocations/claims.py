@@ -1,35 +1,17 @@
-"""Allocations: claiming devices and memory slices for a composition, binding, releasing.
+"""Claiming devices and memory slices for a composition, and recording their binds.
 
-Rule 1 (never allocate a device or a GiB twice) is enforced in the database:
-
-- the Device rows are locked (`SELECT ... FOR UPDATE`, in id order so that two claims
-  never wait on each other in a cycle) before anything is checked;
-- a whole device moves FREE -> RESERVED by compare-and-set on its state, and a partial
-  unique index on Allocation(device) (whole, unreleased) refuses a second holder even if
-  the Python checks were wrong;
-- a CXL memory slice is granted by one conditional UPDATE of the device's
-  `allocated_gib` (`allocated_gib + gib <= memory_gib`, in the WHERE clause), under the
-  device's row lock, in the same transaction as the Allocation row: the figure every page
-  and the placement snapshot read (`fabric.capacity`) is the one the claim checked.
-
-A memory device's state follows its slices (`fabric.capacity`): FREE -> RESERVED at its
-first claim, -> BOUND when a slice is bound, and back to FREE when the last GiB is given
-back. A slice whose unbind failed stays in `allocated_gib` until the unbind succeeds
-(`slices_give_back`), as a whole device in that case stays BOUND.
-
-A claim that loses raises ClaimConflict and writes nothing (its savepoint is rolled back).
+See the package's docstring for how rule 1 is enforced.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Case, F, Value, When
+from django.db.models import Case, F, IntegerField, Value, When
 from django.utils import timezone
 
 from composer.choices import AllocationState
@@ -42,13 +24,7 @@ from fabric.services.history import change_record
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "Claim",
-    "allocation_mark_bound",
-    "allocations_claim",
-    "allocations_release",
-    "slices_give_back",
-]
+__all__ = ["Claim", "allocation_mark_bound", "allocations_claim"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +66,8 @@ def allocations_claim(
             allocations: list[Allocation] = []
             records: list[ChangeRecord] = []
             whole: list[Device] = []
+            slices: list[tuple[Device, int]] = []
+            sliced = _sliced_for_host(composition, host, [c.device_id for c in claims if c.gib])
             for claim in sorted(claims, key=lambda c: c.device_id):
                 device = devices.get(claim.device_id)
                 if device is None:
@@ -110,21 +88,17 @@ def allocations_claim(
                         )
                     )
                 else:
-                    if host is not None and (
-                        Allocation.objects.filter(
-                            device=device, released_at__isnull=True, composition__host=host
-                        )
-                        .exclude(composition=composition)
-                        .exists()
-                    ):
+                    if host is not None and device.pk in sliced:
                         raise ClaimConflict(
                             f"Host {host.name} already holds a slice of {device.name}."
                         )
-                    records.append(_claim_slice(device, claim.gib, composition, actor))
+                    _check_slice(device, claim.gib)
+                    slices.append((device, claim.gib))
                 allocations.append(
                     Allocation(composition=composition, device=device, gib=claim.gib)
                 )
             _claim_whole(whole)
+            records += _claim_slices(slices, composition, actor)
             for allocation in allocations:
                 # The composition and the devices are rows in hand (the devices locked
                 # above): validating those keys would only read each of them again.
@@ -176,10 +150,24 @@ def _claim_whole(devices: Sequence[Device]) -> None:
         raise ClaimConflict(f"Device {name} is {state}, no longer free.")
 
 
-def _claim_slice(device: Device, gib: int, composition: Composition, actor: Any) -> ChangeRecord:
-    """`gib` more GiB of `device` (locked by the caller) held, by one conditional UPDATE:
-    the database grants the slice only while it fits and the device takes slices. Returns
-    the ChangeRecord to write; raises ClaimConflict when the slice does not fit."""
+def _sliced_for_host(
+    composition: Composition, host: Host | None, device_ids: Sequence[int]
+) -> set[int]:
+    """Which of `device_ids` already hold a slice for another composition on `host` (the
+    manager keeps one slice of a device per host); one query, none without slices."""
+    if host is None or not device_ids:
+        return set()
+    return set(
+        Allocation.objects.filter(
+            device_id__in=list(device_ids), released_at__isnull=True, composition__host=host
+        )
+        .exclude(composition=composition)
+        .values_list("device_id", flat=True)
+    )
+
+
+def _check_slice(device: Device, gib: int) -> None:
+    """ClaimConflict unless a `gib` slice of `device` (as read under its row lock) fits."""
     if not device.is_partitionable:
         raise ClaimConflict(f"Device {device.name} is not partitionable.")
     if device.state not in SLICEABLE_STATES:
@@ -190,35 +178,65 @@ def _claim_slice(device: Device, gib: int, composition: Composition, actor: Any)
             f"Device {device.name} has {free} GiB unclaimed of {device.memory_gib} GiB; "
             f"{gib} GiB asked."
         )
+
+
+def _claim_slices(
+    slices: Sequence[tuple[Device, int]], composition: Composition, actor: Any
+) -> list[ChangeRecord]:
+    """Each (device, gib) of `slices` (devices locked by the caller) holds `gib` more GiB,
+    by one conditional UPDATE for all: the database grants them only while each fits and
+    its device takes slices. Returns the ChangeRecords to write; raises ClaimConflict when
+    one no longer fits (its savepoint rolls the others back)."""
+    if not slices:
+        return []
+    ids = [device.pk for device, _ in slices]
+    size = Case(
+        *[When(pk=device.pk, then=Value(gib)) for device, gib in slices],
+        output_field=IntegerField(),
+    )
+    now = timezone.now()
     granted = Device.objects.filter(
-        pk=device.pk,
-        state__in=SLICEABLE_STATES,
-        allocated_gib__lte=F("memory_gib") - gib,
+        pk__in=ids, state__in=SLICEABLE_STATES, allocated_gib__lte=F("memory_gib") - size
     ).update(
-        allocated_gib=F("allocated_gib") + gib,
+        allocated_gib=F("allocated_gib") + size,
         state=Case(
             When(state=DeviceState.FREE, then=Value(DeviceState.RESERVED)), default=F("state")
         ),
-        updated_at=timezone.now(),
+        updated_at=now,
     )
-    if not granted:
-        # The row changed since it was read (no row lock on SQLite): it no longer fits.
-        raise ClaimConflict(f"Device {device.name} no longer has {gib} GiB unclaimed.")
-    changes: dict[str, tuple[Any, Any] | list[Any]] = {
-        "allocated_gib": (device.allocated_gib, device.allocated_gib + gib)
-    }
-    if device.state == DeviceState.FREE:
-        changes["state"] = (DeviceState.FREE, DeviceState.RESERVED)
-        device.state = DeviceState.RESERVED
-    device.allocated_gib += gib
-    return change_record(
-        device,
-        ChangeAction.CHANGED,
-        changes,
-        message=f"{gib} GiB reserved for composition {composition.name}",
-        actor=actor,
-        source=_source(composition),
-    )
+    if granted != len(slices):
+        # A row changed since it was read (no row lock on SQLite): which one, by the rows
+        # this UPDATE did not write.
+        asked = {device.pk: (device.name, gib) for device, gib in slices}
+        short = (
+            Device.objects.filter(pk__in=ids)
+            .exclude(updated_at=now)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+            .first()
+        )
+        name, gib = asked.get(short or 0) or asked[ids[0]]
+        raise ClaimConflict(f"Device {name} no longer has {gib} GiB unclaimed.")
+    records = []
+    for device, gib in slices:
+        changes: dict[str, tuple[Any, Any] | list[Any]] = {
+            "allocated_gib": (device.allocated_gib, device.allocated_gib + gib)
+        }
+        if device.state == DeviceState.FREE:
+            changes["state"] = (DeviceState.FREE, DeviceState.RESERVED)
+            device.state = DeviceState.RESERVED
+        device.allocated_gib += gib
+        records.append(
+            change_record(
+                device,
+                ChangeAction.CHANGED,
+                changes,
+                message=f"{gib} GiB reserved for composition {composition.name}",
+                actor=actor,
+                source=_source(composition),
+            )
+        )
+    return records
 
 
 def allocation_mark_bound(
@@ -229,15 +247,18 @@ def allocation_mark_bound(
     A whole device moves RESERVED -> BOUND with `bound_host` (compare-and-set; a sync may
     already have set BOUND from the manager's report); a memory device with a slice bound
     moves to BOUND (its `bound_host` stays empty: slices go to several hosts). Idempotent.
+    The device is locked first, as a release locks it: a release of another slice of the
+    same memory device, which sets the state from the slices still held, then sees this
+    one bound, or this one sees the state it left.
     """
     now = timezone.now()
     with transaction.atomic():
+        device = Device.objects.select_for_update().get(pk=allocation.device_id)
+        before = device.state
         marked = Allocation.objects.filter(pk=allocation.pk, released_at__isnull=True).update(
             binding_id=binding_id, state=AllocationState.BOUND, bound_at=now
         )
         if allocation.gib is None:
-            device = allocation.device
-            before = device.state
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
             ).update(state=DeviceState.BOUND, bound_host=host, updated_at=now)
@@ -252,8 +273,6 @@ def allocation_mark_bound(
             device.state, device.bound_host = DeviceState.BOUND, host
         elif marked:
             # A slice: the memory device is bound (to this host among others) from now on.
-            device = allocation.device
-            before = device.state
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.FREE, DeviceState.RESERVED]
             ).update(state=DeviceState.BOUND, updated_at=now)
@@ -266,141 +285,10 @@ def allocation_mark_bound(
                     source=source,
                 ).save()
                 device.state = DeviceState.BOUND
+    allocation.device = device
     allocation.binding_id, allocation.state, allocation.bound_at = (
         binding_id,
         AllocationState.BOUND,
         now,
     )
     return allocation
-
-
-def allocations_release(
-    *,
-    composition: Composition,
-    actor: Any = None,
-    source: str = "",
-    only: Sequence[int] | None = None,
-    keep: Sequence[int] = (),
-) -> int:
-    """Release the unreleased allocations of `composition` (those in `only`, or all) except
-    those in `keep` (allocations whose binding could not be undone: they stay recorded).
-    Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device stays
-    FAILED); memory devices give their slices' GiB back (`slices_give_back`); each device
-    changed gets a ChangeRecord. Returns how many were released.
-    """
-    now = timezone.now()
-    with transaction.atomic():
-        rows_qs = Allocation.objects.filter(
-            composition=composition, released_at__isnull=True
-        ).exclude(pk__in=list(keep))
-        if only is not None:
-            rows_qs = rows_qs.filter(pk__in=list(only))
-        rows = list(rows_qs.order_by("device_id"))
-        if not rows:
-            return 0
-        sliced: dict[int, int] = defaultdict(int)  # device -> GiB given back
-        for row in rows:
-            if row.gib is not None:
-                sliced[row.device_id] += row.gib
-        # Lock the devices (id order, as claims do) before giving them back.
-        devices = list(
-            Device.objects.select_for_update()
-            .filter(pk__in=[a.device_id for a in rows])
-            .order_by("pk")
-        )
-        Allocation.objects.filter(pk__in=[a.pk for a in rows]).update(
-            state=AllocationState.RELEASED, released_at=now
-        )
-        records = []
-        message = f"Released by composition {composition.name}"
-        for device in devices:
-            if device.pk in sliced:
-                record = _give_back(
-                    device,
-                    sliced[device.pk],
-                    message=message,
-                    actor=actor,
-                    source=source or _source(composition),
-                )
-                if record is not None:
-                    records.append(record)
-                continue
-            updated = Device.objects.filter(
-                pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
-            ).update(state=DeviceState.FREE, bound_host=None, updated_at=now)
-            if updated:
-                records.append(
-                    change_record(
-                        device,
-                        ChangeAction.CHANGED,
-                        {"state": (device.state, DeviceState.FREE)},
-                        message=message,
-                        actor=actor,
-                        source=source or _source(composition),
-                    )
-                )
-        ChangeRecord.objects.bulk_create(records)
-    logger.info("composition %s released %s allocation(s)", composition.pk, len(rows))
-    return len(rows)
-
-
-def slices_give_back(
-    *, device_id: int, gib: int, message: str, actor: Any = None, source: str = ""
-) -> None:
-    """Give `gib` GiB of memory device `device_id` back to its pool, for slices already
-    released whose unbind was pending until now (see `composer.services.heal.undo`). Locks
-    the device; writes a ChangeRecord."""
-    with transaction.atomic():
-        device = Device.objects.select_for_update().filter(pk=device_id).first()
-        if device is None:
-            return
-        record = _give_back(device, gib, message=message, actor=actor, source=source)
-        if record is not None:
-            record.save()
-
-
-def _give_back(
-    device: Device, gib: int, *, message: str, actor: Any, source: str
-) -> ChangeRecord | None:
-    """`gib` fewer GiB held on `device` (locked by the caller, its slices' Allocation rows
-    already released); its state follows what still holds it. Returns the ChangeRecord."""
-    if gib > device.allocated_gib:
-        logger.warning(
-            "device %s gives back %s GiB but held only %s GiB", device.pk, gib, device.allocated_gib
-        )
-    left = max(0, device.allocated_gib - gib)
-    state = device.state
-    if state in SLICEABLE_STATES:
-        state = _sliced_state(device, left)
-    Device.objects.filter(pk=device.pk).update(
-        allocated_gib=left, state=state, updated_at=timezone.now()
-    )
-    changes: dict[str, tuple[Any, Any] | list[Any]] = {
-        "allocated_gib": (device.allocated_gib, left)
-    }
-    if state != device.state:
-        changes["state"] = (device.state, state)
-    device.allocated_gib, device.state = left, state
-    return change_record(
-        device,
-        ChangeAction.CHANGED,
-        changes,
-        message=f"{message}: {gib} GiB given back",
-        actor=actor,
-        source=source,
-    )
-
-
-def _sliced_state(device: Device, held_gib: int) -> str:
-    """The state of a memory device holding `held_gib` GiB: FREE with none; RESERVED while
-    only claimed slices hold it; else BOUND (a bound slice, or one whose unbind is pending)."""
-    if held_gib == 0:
-        return DeviceState.FREE
-    states = set(
-        Allocation.objects.filter(device=device, released_at__isnull=True).values_list(
-            "state", flat=True
-        )
-    )
-    if states and states <= {AllocationState.RESERVED}:
-        return DeviceState.RESERVED
-    return DeviceState.BOUND

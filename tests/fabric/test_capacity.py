@@ -1,0 +1,72 @@
+"""fabric.capacity: the one definition of what is partitionable, what is held, and how a
+device counts in its pool (allocated, free, unavailable)."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric import partitioning
+from fabric.capacity import Split, capacity_split, held_state
+from fabric.choices import DeviceKind, DeviceState, Health
+from fabric.models import Device
+
+
+@pytest.mark.parametrize(
+    ("state", "health", "bound", "split"),
+    [
+        (DeviceState.BOUND, Health.OK, 3, Split(allocated=3)),
+        (DeviceState.RESERVED, Health.CRITICAL, 0, Split(allocated=3)),
+        # Failed or in maintenance: what is still bound to a host is held, the rest is not.
+        (DeviceState.FAILED, Health.CRITICAL, 2, Split(allocated=2, unavailable=1)),
+        (DeviceState.MAINTENANCE, Health.OK, 1, Split(allocated=1, unavailable=2)),
+        (DeviceState.FREE, Health.CRITICAL, 0, Split(unavailable=3)),
+        (DeviceState.FREE, Health.OK, 0, Split(free=3)),
+        (DeviceState.ABSENT, Health.UNKNOWN, 3, Split()),
+    ],
+)
+def test_a_whole_device_held_counts_allocated_whatever_its_state(
+    state: str, health: str, bound: int, split: Split
+) -> None:
+    assert (
+        capacity_split(partitionable=False, state=state, health=health, devices=3, bound=bound)
+        == split
+    )
+
+
+@pytest.mark.parametrize("state", [DeviceState.FAILED, DeviceState.MAINTENANCE])
+def test_a_memory_device_out_of_service_counts_its_held_gib_allocated(state: str) -> None:
+    split = capacity_split(
+        partitionable=True, state=state, health=Health.CRITICAL, memory_gib=1024, allocated_gib=256
+    )
+    assert split == Split(allocated=256, unavailable=768)
+
+
+@pytest.mark.parametrize(
+    ("claimed", "bound", "allocated_gib", "state"),
+    [
+        (None, False, 0, None),  # nothing holds it
+        (DeviceState.RESERVED, False, 0, DeviceState.RESERVED),  # claimed, not bound yet
+        (DeviceState.BOUND, False, 0, DeviceState.BOUND),
+        (DeviceState.RESERVED, True, 0, DeviceState.BOUND),  # the manager has it bound
+        (None, True, 0, DeviceState.BOUND),  # bound on the fabric, whoever holds it
+        (DeviceState.RESERVED, False, 512, DeviceState.RESERVED),  # slices claimed only
+        (None, False, 256, DeviceState.BOUND),  # a released slice whose unbind is pending
+    ],
+)
+def test_a_device_s_state_follows_what_holds_it(
+    claimed: str | None, bound: bool, allocated_gib: int, state: str | None
+) -> None:
+    assert held_state(claimed=claimed, bound=bound, allocated_gib=allocated_gib) == state
+
+
+def test_the_partitionable_kind_is_a_device_kind() -> None:
+    assert {DeviceKind.CXL_MEMORY} == partitioning.PARTITIONABLE_KINDS
+
+
+def test_what_is_partitionable_is_read_from_the_one_definition(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(partitioning, "PARTITIONABLE_KINDS", frozenset({"cxl_memory", "nvme"}))
+
+    assert Device(kind="nvme").is_partitionable
+    assert not Device(kind="gpu").is_partitionable
