@@ -106,7 +106,7 @@ class FailureDomainKind(models.TextChoices):
 
 
 class AlertSeverity(models.TextChoices):
-    """How urgently a person must look; see fabric/health/rules.py for what raises each."""
+    """How urgently a person must look; see fabric/health/conditions.py for what raises each."""
 
     INFO = "info", "Info"  # worth knowing, nothing is at risk
     WARNING = "warning", "Warning"  # degraded or trending badly: works, but needs attention

@@ -257,7 +257,7 @@ class HealthReading:
 
     `state` is the element's operational state in the manager's words ("up", "down",
     "enabled"...), `detail` says why it is not ok (e.g. "power feed pdu-a-1 failed"),
-    `metrics` carries numbers for the health rules (fabric.health.rules), by these names
+    `metrics` carries numbers for the health rules (fabric.health.conditions), by these names
     when the manager has them: temperature_c; correctable_errors, uncorrectable_errors,
     poison_count, link_errors, link_retrains (counts in the manager's current period);
     link_width and link_width_max (lanes), link_speed_gts and link_speed_max_gts;

@@ -4,6 +4,7 @@
 - `readings.py`: readings -> health columns, ChangeRecords, samples, rule decisions;
 - `alerting.py`: decisions -> alerts and the rules' memory (`HealthCondition` rows);
 - `blast.py`: the blast radius stored on an alert when it opens;
-- `rules.py`: pure (no Django, no database): thresholds, damping, decisions;
+- `conditions.py`: pure (no Django, no database): rule keys, thresholds, conditions;
+- `rules.py`: pure: damping, decisions (and the conditions' names, re-exported);
 - `wording.py`: pure: an alert in a tenant's words (no element names).
 """

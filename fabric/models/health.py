@@ -1,7 +1,8 @@
 """Health samples (what each poll read), alerts (what a person must see), and rule state.
 
-See fabric/health/poll.py for how a poll writes them and fabric/health/rules.py for the
-thresholds and the damping that decide when an alert opens and closes.
+See fabric/health/poll.py for how a poll writes them, fabric/health/conditions.py for the
+thresholds and fabric/health/rules.py for the damping that decide when an alert opens and
+closes.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ def _metrics(
     rules' thresholds: healthy values sit well inside them, a degraded element crosses
     the warning ones (correctable ECC, link errors, downtrained links), a failed one reads
     powered off (with no temperature) and, for CXL memory, poisoned. Counters are per
-    period (fabric.health.rules) and grow with the time since the fault was set
+    period (fabric.health.conditions) and grow with the time since the fault was set
     (`element.updated_at`), as errors pile up.
     Names: the metric vocabulary of fabric.health.poll (`power_on` is 1 or 0).
     """

@@ -10,7 +10,7 @@ import pytest
 from fabric.drivers.base import HealthReading
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
-from fabric.health.rules import THRESHOLDS, Observation, conditions
+from fabric.health.conditions import THRESHOLDS, Observation, conditions
 
 pytestmark = pytest.mark.django_db
 
