@@ -76,7 +76,7 @@ from composer.services.composition_jobs import (  # noqa: E402
     composition_decompose_run,
 )
 from composer.services.compositions import composition_decompose  # noqa: E402
-from composer.services.demo import demo_seed  # noqa: E402
+from composer.simulator.demo import demo_seed  # noqa: E402
 from fabric.drivers.simulated import store  # noqa: E402
 from fabric.drivers.simulated.spec import WorldSpec  # noqa: E402
 

@@ -1,9 +1,12 @@
-"""Values every page template needs: whether the viewer is an operator, their tenants."""
+"""Values every page template needs: whether the viewer is an operator, their tenants, and
+whether the optional simulator app (`composer.simulator`: the fault page) is installed, so
+the navbar links to its page only then."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
@@ -21,4 +24,8 @@ def console(request: HttpRequest) -> dict[str, Any]:
 
         return list(Membership.objects.filter(user=user).select_related("tenant"))
 
-    return {"is_operator": is_operator(user), "user_memberships": SimpleLazyObject(memberships)}
+    return {
+        "is_operator": is_operator(user),
+        "user_memberships": SimpleLazyObject(memberships),
+        "simulator_installed": apps.is_installed("composer.simulator"),
+    }

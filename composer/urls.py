@@ -1,4 +1,8 @@
-"""The project's URL map: pages of both apps, the API, its schema and docs, the admin."""
+"""The project's URL map: pages of both apps, the API, its schema and docs, the admin.
+
+The optional simulator app's page and API route come in through `composer.views.urls` and
+`composer.api.urls`, only where it is installed.
+"""
 
 from __future__ import annotations
 

@@ -6,10 +6,11 @@ from the router below. URL names are `<entity>_<view>` (`api:device_detail`).
 
 from __future__ import annotations
 
+from django.apps import apps
 from django.urls import include, path, re_path
 from rest_framework.routers import APIRootView
 
-from composer.api import compositions, events, quotas, simulator, templates, views
+from composer.api import compositions, events, quotas, templates, views
 from fabric.api.routers import Router
 from fabric.api.urls import router as fabric_router
 
@@ -40,7 +41,13 @@ urlpatterns = [
         views.FabricManagerSyncView.as_view(),
         name="fabric_manager_sync",
     ),
-    path("simulator/faults/", simulator.SimulatorFaultView.as_view(), name="simulator_faults"),
+    # The simulator's fault injection, only where that optional app is installed (by name:
+    # the product never imports it); elsewhere its path is the JSON 404 below.
+    *(
+        [path("", include("composer.simulator.api_urls"))]
+        if apps.is_installed("composer.simulator")
+        else []
+    ),
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),

@@ -1,10 +1,15 @@
-"""The composer's pages, mounted at the site root."""
+"""The composer's pages, mounted at the site root.
+
+The simulator's fault page comes from its own app (`composer.simulator.urls`), included by
+name only where that optional app is installed: the product never imports it.
+"""
 
 from __future__ import annotations
 
-from django.urls import path
+from django.apps import apps
+from django.urls import include, path
 
-from composer.views import alerts, compositions, dashboard, jobs, managers, pools, simulator
+from composer.views import alerts, compositions, dashboard, jobs, managers, pools
 
 app_name = "composer"
 urlpatterns = [
@@ -41,5 +46,9 @@ urlpatterns = [
     path("jobs/<int:pk>/", jobs.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),
     path("managers/<int:pk>/sync/", managers.manager_sync, name="manager_sync"),
-    path("simulator/faults/", simulator.fault_injection, name="fault_injection"),
+    *(
+        [path("", include("composer.simulator.urls"))]
+        if apps.is_installed("composer.simulator")
+        else []
+    ),
 ]

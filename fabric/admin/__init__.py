@@ -1,4 +1,4 @@
-"""Django admin for the fabric: every model, read-mostly, with fault injection and sync actions.
+"""Django admin for the fabric: every model, read-mostly, with sync actions.
 
 Discovered rows belong to inventory sync: the admin shows them but cannot add or delete
 them, and only lets an operator move a component in or out of MAINTENANCE. Every change
@@ -9,13 +9,14 @@ One module per topic, so that no module holds every model: `base` (what the clas
 `managers` (fabric managers and the simulated manager's tables), `inventory` (racks, power
 feeds, switches, hosts, enclosures, devices, pools), `topology` (ports, links, failure
 domains), `health` (alerts, samples, conditions) and `history` (change records). Django's
-admin autodiscovery imports this package, and importing it registers every model.
+admin autodiscovery imports this package, and importing it registers every model. The
+fault-injection actions on devices, links, switches, enclosures and power feeds are added
+by the optional simulator app (`composer.simulator.admin`) when it is installed.
 """
 
 from __future__ import annotations
 
 from fabric.admin.base import (
-    FAULT_ACTIONS,
     AuditedAdmin,
     DerivedAdmin,
     DiscoveredAdmin,
@@ -42,7 +43,6 @@ from fabric.admin.managers import (
 from fabric.admin.topology import DeviceDomainAdmin, FailureDomainAdmin, LinkAdmin, PortAdmin
 
 __all__ = [
-    "FAULT_ACTIONS",
     "AlertAdmin",
     "AuditedAdmin",
     "ChangeRecordAdmin",

@@ -1,5 +1,5 @@
-"""What every fabric admin class shares: audited saves, discovered rows, read-only rows,
-the maintenance-only state form and the fault-injection actions.
+"""What every fabric admin class shares: audited saves, discovered rows, read-only rows and
+the maintenance-only state form.
 
 Kept apart from the admin classes (one module per topic) because they all build on it, and
 `composer.admin` shows its compositions and events through `ReadOnlyAdmin` too.
@@ -9,17 +9,14 @@ delete, with the operator and their address, like any service.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from fabric.choices import ChangeAction, FaultAction
-from fabric.services.faults import FAULT_MODELS, fault_inject
+from fabric.choices import ChangeAction
 from fabric.services.history import change_record
 
 
@@ -118,47 +115,6 @@ def _maintenance_form(
             return after
 
     return StateForm
-
-
-def _fault_action(action: str) -> Callable[[Any, HttpRequest, QuerySet[Any]], None]:
-    def inject(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        target_type = next(t for t, m in FAULT_MODELS.items() if m is queryset.model)
-        done = 0
-        for obj in queryset.select_related("manager"):
-            try:
-                outcome = fault_inject(
-                    manager=obj.manager,
-                    target_type=target_type,
-                    target_id=obj.pk,
-                    action=action,
-                    actor=request.user,
-                    remote_addr=_remote_addr(request),
-                    source="admin",
-                )
-            except ValidationError as exc:
-                modeladmin.message_user(
-                    request, f"{obj}: {'; '.join(exc.messages)}", messages.ERROR
-                )
-                continue
-            if outcome.changed:
-                done += 1
-            else:
-                modeladmin.message_user(request, outcome.sentence(), messages.INFO)
-        if done:
-            modeladmin.message_user(
-                request,
-                f"{action.capitalize()} injected on {done} {target_type.replace('_', ' ')}(s); "
-                "the console shows it after the next inventory sync.",
-                messages.SUCCESS,
-            )
-
-    inject.__name__ = f"inject_{action}"
-    # What @admin.action(description=...) sets, for an action built at run time.
-    inject.short_description = f"Inject fault: {action}"  # type: ignore[attr-defined]
-    return inject
-
-
-FAULT_ACTIONS = [_fault_action(a) for a in FaultAction.values]
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

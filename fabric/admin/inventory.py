@@ -1,6 +1,6 @@
 """The admin of the discovered inventory: racks, power feeds, switches, hosts, enclosures and
-devices (read-mostly: only a move in or out of maintenance, and fault injection), and pools,
-whose rules operators edit here.
+devices (read-mostly: only a move in or out of maintenance; the simulator app adds fault
+injection), and pools, whose rules operators edit here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
 from fabric.admin.base import (
-    FAULT_ACTIONS,
     AuditedAdmin,
     DiscoveredAdmin,
     _maintenance_form,
@@ -40,7 +39,6 @@ class PowerFeedAdmin(DiscoveredAdmin):
     list_filter = ("manager", "health", "is_present", "rack")
     search_fields = ("name", "external_id")
     list_select_related = ("rack", "manager")
-    actions = FAULT_ACTIONS
 
 
 class ComponentAdmin(DiscoveredAdmin):
@@ -76,7 +74,6 @@ class SwitchAdmin(ComponentAdmin):
     )
     list_filter = ("manager", "protocol", "tier", "health", "state", "rack")
     search_fields = ("name", "external_id", "serial")
-    actions = FAULT_ACTIONS
 
 
 @admin.register(Host)
@@ -111,7 +108,6 @@ class EnclosureAdmin(ComponentAdmin):
     )
     list_filter = ("manager", "kind", "health", "state", "rack")
     search_fields = ("name", "external_id", "serial")
-    actions = FAULT_ACTIONS
 
 
 class DeviceStateForm(forms.ModelForm):
@@ -174,7 +170,6 @@ class DeviceAdmin(DiscoveredAdmin):
     list_filter = ("manager", "kind", "state", "health", "pool", "model")
     search_fields = ("name", "external_id", "serial", "model")
     list_select_related = ("enclosure", "pool", "bound_host", "manager")
-    actions = FAULT_ACTIONS
 
     def save_model(self, request: HttpRequest, obj: Device, form: Any, change: bool) -> None:
         if "state" not in form.changed_data:

@@ -73,8 +73,8 @@ class SimulatedFabricAdmin(admin.ModelAdmin):
 
 @admin.register(SimulatedElement)
 class SimulatedElementAdmin(admin.ModelAdmin):
-    """Read-only: faults go through the console's admin actions or `manage.py sim_fault`,
-    which record who injected them."""
+    """Read-only: faults go through the simulator app's admin actions or `manage.py
+    sim_fault` (`composer.simulator`), which record who injected them."""
 
     list_display = ("external_id", "kind", "fabric", "fault", "is_present", "updated_at")
     list_filter = ("fabric", "kind", "fault", "is_present")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from fabric.admin.base import FAULT_ACTIONS, DerivedAdmin, DiscoveredAdmin
+from fabric.admin.base import DerivedAdmin, DiscoveredAdmin
 from fabric.models import DeviceDomain, FailureDomain, Link, Port
 
 
@@ -34,7 +34,6 @@ class LinkAdmin(DiscoveredAdmin):
     list_display = ("external_id", "latency_ns", "bandwidth_gbps", "state", "health", "is_present")
     list_filter = ("manager", "state", "health", "is_present")
     search_fields = ("external_id", "a_port__external_id", "b_port__external_id")
-    actions = FAULT_ACTIONS
 
 
 @admin.register(FailureDomain)

@@ -1,7 +1,7 @@
 """What a fault can be aimed at, by the names an operator knows: one resolver for every door.
 
 The fault page, `POST /api/v1/simulator/faults/` and `manage.py sim_fault` all resolve their
-target here (through `fabric.services.faults.fault_inject`), so an element that one accepts
+target here (through the simulated driver's `fault_inject`), so an element that one accepts
 the others accept too. A target is given as
 
 - the element's name, as the console shows it everywhere: `gpu-a-01-1`, `cxl-spine-1`,

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from composer.models import Composition
-from composer.services.faults import simulator_fault
 from composer.services.health_poll import health_poll_run
+from composer.simulator.faults import simulator_fault
 from fabric.models import Alert, Enclosure, FabricManager
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager

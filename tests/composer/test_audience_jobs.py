@@ -17,8 +17,8 @@ from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
 from composer.services.compositions import composition_request
 from composer.tasks import composition_compose_task
+from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import FabricManager
-from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed

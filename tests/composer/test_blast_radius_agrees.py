@@ -13,10 +13,10 @@ from django.test import Client
 from django.urls import reverse
 
 from composer.choices import CompositionState
-from composer.services.demo import demo_seed
 from composer.services.health_poll import health_poll_run
+from composer.simulator.demo import demo_seed
+from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, FabricManager, FailureDomain
-from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from fabric.topology.domains import derive_domains
 from fabric.topology.load import load_graph

@@ -228,7 +228,7 @@ def test_the_demo_has_the_issues_templates_and_each_fits_the_empty_demo_fabric()
 
 
 def test_a_second_seed_changes_no_template_or_quota(db: None, settings: Any) -> None:
-    from composer.services.demo import demo_seed
+    from composer.simulator.demo import demo_seed
 
     settings.COMPOSER_DEMO_PASSWORD = "s3cret-demo"
     first = demo_seed(sync=False)

@@ -14,8 +14,8 @@ from composer.selectors.health import composition_unhealthy_devices
 from composer.services.heal.job import _enqueue_heal
 from composer.services.health import compositions_health_reconcile, compositions_react_to_health
 from composer.tasks import jobs_sweep_stale_task
+from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Device, FabricManager
-from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from tests.support.compose import composed
 

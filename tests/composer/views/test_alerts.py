@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from composer.models import Composition
 from composer.services.health_poll import health_poll_run
+from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, ChangeRecord, FabricManager
-from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from tests.factories.composer import TenantFactory
 from tests.support.compose import composed

@@ -22,6 +22,7 @@ from fabric.choices import (
     LinkState,
 )
 from fabric.drivers.simulated import store
+from fabric.drivers.simulated.faults import fault_inject
 from fabric.drivers.simulated.spec import WorldSpec
 from fabric.health.poll import PollOutcome, health_poll, managers_due
 from fabric.models import (
@@ -37,7 +38,6 @@ from fabric.models import (
     PowerFeed,
     Switch,
 )
-from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 from fabric.topology.impact import register_contributor, unregister_contributor
 from fabric.topology.radius import Impact

@@ -1,4 +1,8 @@
-"""The simulator page: inject and clear faults in a simulated fabric (operators only)."""
+"""The simulator page: inject and clear faults in a simulated fabric (operators only).
+
+In the optional simulator app because it reads the simulated manager's own state (which
+elements carry a fault) and writes it; its route is `composer.simulator.urls`.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
-from composer.forms.simulator import REMEMBERED, FaultForm
-from composer.services.faults import simulator_fault
+from composer.simulator.faults import simulator_fault
+from composer.simulator.forms import REMEMBERED, FaultForm
 from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord, FabricManager, SimulatedElement
 from fabric.services.fault_targets import FaultTargetOption, fault_targets
@@ -92,7 +96,7 @@ def fault_injection(request: HttpRequest) -> HttpResponse:
     ]
     return render(
         request,
-        "composer/fault_injection.html",
+        "simulator/fault_injection.html",
         {
             "form": form,
             "managers": managers,

@@ -4,6 +4,10 @@ The fabric is written into the *simulated manager's* tables only; the console le
 through inventory sync, as it would a real one. It also creates the demo templates and the
 demo tenants' quotas. Everything here is idempotent: running
 it again with the same sizes changes nothing and duplicates nothing.
+
+Part of the simulator's console (`composer.simulator`): it writes the simulated manager's
+tables directly (`fabric.drivers.simulated.builder`), which only a simulator allows.
+`manage.py seed_demo` and the benchmarks call `demo_seed`.
 """
 
 from __future__ import annotations

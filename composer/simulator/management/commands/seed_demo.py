@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from composer.demo_users import demo_logins
-from composer.services.demo import demo_seed
+from composer.simulator.demo import demo_seed
 from fabric.drivers.base import DriverError
 from fabric.drivers.simulated.builder import WorldSpec
 

@@ -9,8 +9,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fabric.choices import FaultAction, FaultTarget
 from fabric.drivers.base import DriverError
+from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import FabricManager
-from fabric.services.faults import fault_inject
 from fabric.services.sync import inventory_sync
 
 

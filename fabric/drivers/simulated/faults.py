@@ -1,5 +1,10 @@
 """Fault injection into a simulated fabric: fail, degrade or recover one element.
 
+Here, beside the simulated driver, because it writes the simulated manager's own state
+(`store`), which only the simulator has: a real fabric manager's faults are its hardware's.
+The console side (the fault page, the API, the admin's actions, `manage.py sim_fault`)
+is the optional `composer.simulator` app, the one caller outside this package.
+
 The target is resolved by `fabric.services.fault_targets` (names, link ends, external or
 console ids), the one resolver of the page, the API and the command.
 
@@ -27,7 +32,7 @@ from fabric.services.history import change_record
 
 logger = logging.getLogger(__name__)
 
-# The resolver's names are re-exported: callers (the admin) import them from here.
+# The resolver's names are re-exported: callers (the admin actions) import them from here.
 __all__ = ["FAULT_MODELS", "FaultOutcome", "fault_inject", "fault_target_resolve"]
 
 _FAULT_LABELS = {"": "none", "failed": "failed", "degraded": "degraded"}

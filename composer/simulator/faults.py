@@ -1,10 +1,13 @@
 """Fault injection as operators use it: inject into the simulated fabric, then look at once.
 
-`fabric.services.faults.fault_inject` changes the simulated manager's own state, where
-every process sees it — the console learns of it the way it learns of real hardware, from
-a health poll. Waiting for the next scheduled poll would make a demo (and a test) wait
-for the poll interval, so after the injection commits a poll of that manager is queued
-straight away; the beat schedule would find the fault anyway if the queueing fails.
+What the fault page and `POST /api/v1/simulator/faults/` call (the admin's actions and
+`manage.py sim_fault` call `fault_inject` alone and leave the console to the next poll or
+`--sync`). `fabric.drivers.simulated.faults.fault_inject` changes the simulated manager's
+own state, where every process sees it — the console learns of it the way it learns of
+real hardware, from a health poll. Waiting for the next scheduled poll would make a demo
+(and a test) wait for the poll interval, so after the injection commits a poll of that
+manager is queued straight away; the beat schedule would find the fault anyway if the
+queueing fails.
 """
 
 from __future__ import annotations
@@ -15,8 +18,8 @@ from typing import Any
 
 from django.db import transaction
 
+from fabric.drivers.simulated.faults import FaultOutcome, fault_inject
 from fabric.models import FabricManager
-from fabric.services.faults import FaultOutcome, fault_inject
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,9 @@ Only fabric managers that use the simulated driver accept faults. The answer is 
 fault is in the simulated fabric at once, and a health poll is queued, which opens (or
 closes) the alert and pushes it to the browsers a moment later; 200 when the action
 changed nothing. The target is resolved as on the fault page
-(`fabric.services.fault_targets`).
+(`fabric.services.fault_targets`). In the optional simulator app, routed by
+`composer.simulator.api_urls`: a console without the app answers this path with the API's
+JSON 404.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from composer.api.errors import ErrorSerializer
-from composer.services.faults import simulator_fault
+from composer.simulator.faults import simulator_fault
 from fabric.api.permissions import IsOperatorOr404
 from fabric.choices import FaultAction, FaultTarget
 from fabric.models import FabricManager
