@@ -8,7 +8,9 @@ process group; Ctrl-C or SIGTERM stops them all and waits for them, so nothing i
 running. A child that dies stops the rest.
 
 The settings are `composer.settings.dev` unless DJANGO_SETTINGS_MODULE names others: DEBUG
-off (COMPOSER_DEBUG=1 turns it on), static files served from their source folders.
+off (COMPOSER_DEBUG=1 turns it on), static files served from their source folders. The
+demo data centre is loaded by `seed_demo`, a command of the simulator's console: with
+COMPOSER_SIMULATOR off there is no demo to run, and the launcher says so and stops.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from composer.demo_users import demo_logins
+from composer.settings.env import env_bool
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"  # the ASGI server listens on loopback only
@@ -198,6 +201,12 @@ def banner(port: str, password: str) -> str:
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     env = console_environment(os.environ)
+    if not env_bool("COMPOSER_SIMULATOR", True):
+        log.error(
+            "make run loads the demo data centre, which comes with the simulator's console: "
+            "unset COMPOSER_SIMULATOR (or set it to 1) to run the demo"
+        )
+        return 1
     var_dir = Path(env.get("COMPOSER_VAR_DIR", ROOT / "var"))
     var_dir.mkdir(parents=True, exist_ok=True)
     port = env.get("PORT", "8000")

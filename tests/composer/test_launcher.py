@@ -21,7 +21,7 @@ from django.http.request import validate_host
 
 from composer.demo_users import DEMO_USERS
 from composer.embedded import free_port
-from composer.launcher import banner, console_environment, console_url
+from composer.launcher import banner, console_environment, console_url, main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -102,6 +102,19 @@ def test_the_banner_names_every_demo_login() -> None:
     for user in DEMO_USERS:
         assert user.description in text
     assert "bob (Acme, read-only)" in text
+
+
+def test_without_the_simulator_there_is_no_demo_and_the_launcher_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The demo data centre is the simulator's (`seed_demo`): with COMPOSER_SIMULATOR off
+    the launcher stops before it starts anything, naming the variable."""
+    monkeypatch.setenv("COMPOSER_SIMULATOR", "0")
+    monkeypatch.setenv("COMPOSER_VAR_DIR", str(tmp_path / "var"))
+
+    assert main() == 1
+    assert "COMPOSER_SIMULATOR" in caplog.text
+    assert not (tmp_path / "var").exists()  # nothing started, nothing written
 
 
 def group_alive(pgid: int) -> bool:
