@@ -25,7 +25,8 @@ from composer.models import Composition, Job, StateChange
 
 JOB_ALLOWED: dict[JobStatus, frozenset[JobStatus]] = {
     # A worker claims a queued job, or it is cancelled before it ran.
-    # QUEUED -> FAILED: the task could not be sent to the broker at all.
+    # QUEUED -> FAILED: a job that can never run (a broker outage is not that: the job
+    # waits for the task queue, composer.services.dispatch).
     JobStatus.QUEUED: frozenset({JobStatus.RUNNING, JobStatus.CANCELLED, JobStatus.FAILED}),
     # RUNNING -> QUEUED: a transient failure hands the job back for a retry with back-off.
     JobStatus.RUNNING: frozenset(

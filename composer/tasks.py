@@ -18,6 +18,7 @@ from composer.models import Job
 from composer.runner import JobRetry
 from composer.services.allocations.reconcile import devices_allocated_reconcile
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
+from composer.services.dispatch import jobs_dispatch
 from composer.services.heal import composition_heal_run
 from composer.services.health import compositions_health_reconcile
 from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
@@ -168,6 +169,13 @@ def jobs_sweep_stale_task() -> int:
     compositions_health_reconcile()
     devices_allocated_reconcile()
     return swept
+
+
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90, expires=30)
+def jobs_dispatch_task() -> int:
+    """Beat, every few seconds: send the QUEUED jobs the broker does not hold (refused while
+    Redis was away, or lost with a Redis restart): the job outbox. Returns how many."""
+    return jobs_dispatch()
 
 
 @shared_task(**COMPOSITION_JOB_TASK)

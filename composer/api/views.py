@@ -117,10 +117,26 @@ class FabricManagerSyncView(GenericAPIView):
 
 
 class AuthTokenThrottle(SimpleRateThrottle):
-    """Token requests per client address: slows password guessing without bothering scripts."""
+    """Token requests per client address: slows password guessing without bothering scripts.
+
+    The counters live in the shared cache (Redis). When it cannot be reached the request is
+    let through with a warning (fails open): a token must still be obtainable during a Redis
+    outage, and a minute without the limit costs less than an API nobody can sign in to.
+    """
 
     scope = "auth_token"
     rate = "30/min"
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        try:
+            return bool(super().allow_request(request, view))
+        except Exception as exc:  # redis-py raises ConnectionError, TimeoutError, ...
+            logger.warning(
+                "token throttle skipped: the cache is unreachable (%s: %s)",
+                type(exc).__name__,
+                exc,
+            )
+            return True
 
     def get_cache_key(self, request: Request, view: APIView) -> str:
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

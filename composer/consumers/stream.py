@@ -48,8 +48,31 @@ TARGETS: dict[str, tuple[type[Composition] | type[Job], Callable[[int], str]]] =
 }
 
 
+# An alias no settings name: Channels then gives the consumer no channel layer at all.
+NO_LAYER = "composer.replay-only"
+
+
 class EventsConsumer(AsyncJsonWebsocketConsumer):
     """One connection: joins `operators` or its tenants' groups, and what it subscribes to."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """Channels opens a channel of the connection's own on the layer (a Redis
+        subscription) before anything else; with Redis away that raised, and the handshake
+        failed. The connection is then served without one: accepted, it hears what it missed
+        from the database at each heartbeat (and joins its groups once Redis is back)."""
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception as exc:
+            if self.channel_layer is None or getattr(self, "channel_name", None):
+                raise
+            logger.warning(
+                "events: channel layer unreachable (%s: %s); serving the connection from "
+                "the database",
+                type(exc).__name__,
+                exc,
+            )
+            self.channel_layer_alias = NO_LAYER
+            await super().__call__(scope, receive, send)
 
     async def connect(self) -> None:
         self.heard: Scope = NOBODY

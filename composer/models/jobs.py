@@ -13,10 +13,14 @@ from fabric.models.base import TimeStampedModel
 class Job(TimeStampedModel):
     """One run of a background task (inventory sync; compose and decompose later).
 
-    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; QUEUED -> FAILED when it could
-    not be enqueued; QUEUED or RUNNING -> CANCELLED when the stale-job sweep finds it lost.
-    Changes go through `composer.states.job_transition` (compare-and-set), so a redelivered
-    task cannot run a job twice.
+    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; RUNNING -> CANCELLED when the
+    stale-job sweep finds it lost. Changes go through `composer.states.job_transition`
+    (compare-and-set), so a redelivered task cannot run a job twice.
+
+    The row is also the outbox of the task queue (`composer.services.dispatch`):
+    `dispatched_at` stays empty until the broker took the job's message, and a QUEUED job
+    the broker does not hold (never sent while Redis was away, or lost with a Redis restart)
+    is sent again by beat's dispatch pass.
     """
 
     kind = models.CharField(max_length=30, choices=JobKind.choices)
@@ -40,6 +44,11 @@ class Job(TimeStampedModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the task queue last accepted the job's message; empty until it did.",
+    )
 
     # Jobs without a tenant (fabric work such as inventory sync) are for operators only.
     objects = TenantScopedQuerySet.as_manager()

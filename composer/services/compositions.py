@@ -38,7 +38,7 @@ from composer.services.composition_placement import (
     _place,
     placement_as_dict,
 )
-from composer.services.jobs import _enqueue
+from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
 from composer.specs import spec_normalise
 from composer.states import composition_transition
 from fabric.models import Host
@@ -225,7 +225,7 @@ def _place_and_claim(
         composition.host = placed_host
         composition.placement, composition.score = placement_as_dict(outcome), outcome.score
         job = _job_create(composition, JobKind.COMPOSE, actor)
-        transaction.on_commit(partial(_enqueue_compose, job, composition))
+        transaction.on_commit(partial(job_enqueue, job))
         logger.info(
             "composition %s placed on %s, %s claim(s), job %s",
             composition.pk,
@@ -246,29 +246,11 @@ def _job_create(composition: Composition, kind: JobKind, requested_by: Any) -> J
         target_id=composition.pk,
         target_label=composition.name[:200],
         params={"composition_id": composition.pk},
-        message="Waiting for a worker",
+        message=WAITING_FOR_WORKER,
     )
     job.full_clean(exclude=["tenant", "requested_by"])  # rows in hand, as in _create
     job.save()
     return job
-
-
-def _enqueue_compose(job: Job, composition: Composition) -> None:
-    """Enqueue the compose job; if the broker refuses it, give the reservation back."""
-    from composer.services.composition_jobs import composition_rollback
-    from composer.tasks import composition_compose_task
-
-    _enqueue(job, composition_compose_task)
-    # No re-read: when the broker refused, `_enqueue` failed the job through this instance
-    # (or, had a worker taken it after all, refreshed it); otherwise it is still QUEUED here.
-    if job.status == JobStatus.FAILED and job.started_at is None:
-        composition.refresh_from_db()
-        composition_rollback(
-            composition=composition,
-            driver=None,
-            reason=f"The compose job could not be queued: {job.error}",
-            source=f"compose job {job.pk}",
-        )
 
 
 # --- decompose -----------------------------------------------------------------------------
@@ -284,8 +266,6 @@ def composition_decompose(
     Raises InvalidTransition (field "state") while the composition is still being placed
     or bound, or when there is nothing to decompose.
     """
-    from composer.tasks import composition_decompose_task
-
     with transaction.atomic():
         locked = Composition.objects.select_for_update().get(pk=composition.pk)
         state = CompositionState(locked.state)
@@ -327,7 +307,7 @@ def composition_decompose(
                 field="state",
             )
         job = _job_create(locked, JobKind.DECOMPOSE, actor)
-        transaction.on_commit(lambda: _enqueue(job, composition_decompose_task))
+        transaction.on_commit(partial(job_enqueue, job))
     composition.state = locked.state
     logger.info("composition %s decompose queued as job %s", composition.pk, job.pk)
     return job

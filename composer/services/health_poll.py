@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from composer.choices import EventType
 from composer.events import event_record
@@ -47,17 +48,27 @@ __all__ = [
 
 
 def health_poll_request(*, manager: FabricManager) -> None:
-    """Queue a poll of `manager` now (after a fault injection, say).
+    """Poll `manager` soon (after a fault injection, say): record the request
+    (`FabricManager.poll_requested_at`, which beat's health tick treats as due and the poll
+    clears), then queue the poll at once.
 
-    A broker that refuses is logged, not raised: the beat schedule polls every manager
-    within its interval anyway, so the fault is found a little later.
+    A broker that refuses is logged, not raised: the request stays recorded, and the first
+    health tick once Redis is back polls the manager (the outbox of polls), so a fault
+    injected during an outage is seen as soon as the task queue returns.
     """
     from composer.tasks import health_poll_task
 
+    FabricManager.objects.filter(pk=manager.pk).update(poll_requested_at=timezone.now())
     try:
         health_poll_task.delay(manager.pk)
-    except Exception:  # kombu raises several types; none must undo the caller's work
-        logger.warning("could not queue a health poll of manager %s", manager.pk, exc_info=True)
+    except Exception as exc:  # kombu raises several types; none must undo the caller's work
+        logger.warning(
+            "could not queue a health poll of manager %s (%s: %s); the next health tick "
+            "after the task queue is back polls it",
+            manager.pk,
+            type(exc).__name__,
+            exc,
+        )
 
 
 def health_poll_run(*, manager: FabricManager) -> PollOutcome:

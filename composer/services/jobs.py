@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -17,6 +17,7 @@ from composer.choices import JobKind, JobStatus
 from composer.errors import ComposerError, InvalidTransition, StaleState
 from composer.models import Job
 from composer.runner import run_job
+from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
 from composer.states import job_transition
 from fabric.models import FabricManager
 from fabric.services.sync import inventory_sync
@@ -40,7 +41,7 @@ def inventory_sync_job_create(*, manager: FabricManager, requested_by: Any = Non
         target_id=manager.pk,
         target_label=manager.name,
         params={"manager_id": manager.pk},
-        message="Waiting for a worker",
+        message=WAITING_FOR_WORKER,
     )
     job.full_clean()
     job.save()
@@ -56,8 +57,6 @@ def inventory_sync_request(*, manager: FabricManager, requested_by: Any = None) 
     row that is not there yet. Raises ComposerError (field "manager") for a disabled
     manager.
     """
-    from composer.tasks import inventory_sync_task
-
     if not manager.is_enabled:
         raise ComposerError(
             f"Fabric manager {manager.name} is disabled; enable it to synchronise.",
@@ -80,29 +79,9 @@ def inventory_sync_request(*, manager: FabricManager, requested_by: Any = None) 
             logger.info("sync of manager %s already pending as job %s", manager.pk, existing.pk)
             return existing
         job = inventory_sync_job_create(manager=manager, requested_by=requested_by)
-        transaction.on_commit(lambda: _enqueue(job, inventory_sync_task))
+        transaction.on_commit(partial(job_enqueue, job))
     logger.info("sync of manager %s queued as job %s", manager.pk, job.pk)
     return job
-
-
-def _enqueue(job: Job, task: Any) -> None:
-    """Send the job to the broker; if that fails, fail the job instead of leaving it QUEUED.
-
-    A QUEUED job no worker will ever receive would block every later request for the same
-    target (they return the pending job), so it must end now, with the reason.
-    """
-    try:
-        task.delay(job.pk)
-    except Exception as exc:  # any broker or connection error: the job cannot run
-        logger.exception("could not enqueue job %s", job.pk)
-        with contextlib.suppress(StaleState, InvalidTransition):  # a worker got it after all
-            job_transition(
-                job,
-                JobStatus.FAILED,
-                finished_at=timezone.now(),
-                error=f"Could not be queued: {type(exc).__name__}: {exc}",
-                message="The task queue could not be reached",
-            )
 
 
 def inventory_sync_run(job: Job, *, retryable: bool = True) -> Job:
@@ -134,19 +113,19 @@ def inventory_sync_run(job: Job, *, retryable: bool = True) -> Job:
 
 
 def job_sweep_stale(*, now: Any = None) -> int:
-    """Cancel jobs that will never finish: RUNNING ones whose worker stopped reporting
-    (killed, lost, past its hard limit), and QUEUED ones no worker picked up (the message
-    was lost with a broker restart).
+    """Cancel RUNNING jobs that will never finish: their worker stopped reporting (killed,
+    lost, past its hard limit).
 
-    A job is stale when neither a heartbeat nor its start (nor, for a queued job, its last
-    update) is newer than COMPOSER_JOB_STALE_AFTER_S. Each is cancelled by compare-and-set,
-    so a job that finishes at that very moment keeps its real status. Returns how many
-    were cancelled.
+    A job is stale when neither a heartbeat nor its start is newer than
+    COMPOSER_JOB_STALE_AFTER_S. Each is cancelled by compare-and-set, so a job that finishes
+    at that very moment keeps its real status. Returns how many were cancelled. QUEUED jobs
+    no worker picked up (the message lost with a broker restart, or never sent while it was
+    away) are not lost: `composer.services.dispatch.jobs_dispatch` sends them again.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.COMPOSER_JOB_STALE_AFTER_S)
     stale = (
-        Job.objects.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED])
+        Job.objects.filter(status=JobStatus.RUNNING)
         .annotate(last_sign=Coalesce("heartbeat_at", "started_at", "updated_at"))
         .filter(Q(last_sign__lt=cutoff))
     )

@@ -147,7 +147,13 @@ REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 # process-local cache otherwise, so that commands run without Redis still work.
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # Short timeouts: a request that uses the cache (the token throttle) fails open
+            # when Redis is away, and should learn it at once rather than hang.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+        }
         if env_str("REDIS_URL")
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
@@ -214,9 +220,39 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.health_samples_prune_task",
         "schedule": crontab(minute=17),
     },
+    # The job outbox (composer.services.dispatch): QUEUED jobs the broker does not hold
+    # (refused while Redis was away, or lost with a Redis restart) are sent again.
+    "jobs-dispatch": {
+        "task": "composer.tasks.jobs_dispatch_task",
+        "schedule": env_int("COMPOSER_JOB_DISPATCH_S", 5),
+    },
+}
+# Housekeeping (beat's periodic tasks and the health polls) runs on a queue of its own,
+# consumed by a worker of its own: behind a backlog of slow compose jobs on the default
+# queue, the outbox sweeps would expire unrun and live events go out late. Job tasks
+# (compose, decompose, heal, inventory sync) stay on the default queue ("celery").
+COMPOSER_HOUSEKEEPING_QUEUE = "housekeeping"
+COMPOSER_HOUSEKEEPING_TASKS = [
+    "composer.tasks.events_publish_pending_task",
+    "composer.tasks.health_poll_due_task",
+    "composer.tasks.health_poll_task",
+    "composer.tasks.jobs_sweep_stale_task",
+    "composer.tasks.jobs_dispatch_task",
+    "composer.tasks.failure_domains_recount_task",
+    "composer.tasks.health_samples_prune_task",
+    "composer.tasks.inventory_sync_all_task",
+    # Named ahead of the tasks being added (a route for an unknown task is ignored).
+    "composer.tasks.jobs_lease_sweep_task",
+    "composer.tasks.reconcile_task",
+]
+CELERY_TASK_ROUTES = {
+    name: {"queue": COMPOSER_HOUSEKEEPING_QUEUE} for name in COMPOSER_HOUSEKEEPING_TASKS
 }
 # A job still RUNNING this long after its last heartbeat is taken as lost.
 COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
+# A QUEUED job whose message went out this long ago and that no worker started is sent
+# again (a Redis restarted without persistence loses its messages; a duplicate is a no-op).
+COMPOSER_JOB_REDISPATCH_S = env_int("COMPOSER_JOB_REDISPATCH_S", 60)
 # How many devices a compose job binds at once:
 # a fabric manager binds devices independently, so slow binds need not wait for each other...
 COMPOSER_BIND_PARALLELISM = env_int("COMPOSER_BIND_PARALLELISM", 4)

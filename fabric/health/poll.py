@@ -47,6 +47,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from fabric.choices import AlertSource, Health
@@ -99,14 +100,20 @@ class PollOutcome:
 
 
 def managers_due(now: datetime | None = None) -> list[FabricManager]:
-    """The enabled managers whose health poll is due (never polled, or polled at least
-    `health_poll_interval_s` ago, less half a second so a beat tick a hair early does
-    not skip a whole interval). One query; the periodic task polls each of them."""
+    """The enabled managers whose health poll is due: never polled, polled at least
+    `health_poll_interval_s` ago (less half a second so a beat tick a hair early does not
+    skip a whole interval), or with a poll requested that has not run yet
+    (`poll_requested_at`: a request made while the task queue was away waits there). One
+    query; the periodic task polls each of them."""
     now = now or timezone.now()
     due = []
     for manager in FabricManager.objects.filter(is_enabled=True).order_by("pk"):
         last = manager.last_health_poll_at
-        if last is None or (now - last).total_seconds() >= manager.health_poll_interval_s - 0.5:
+        if (
+            last is None
+            or manager.poll_requested_at is not None
+            or (now - last).total_seconds() >= manager.health_poll_interval_s - 0.5
+        ):
             due.append(manager)
     return due
 
@@ -191,9 +198,16 @@ def _apply(
         updates: dict[str, Any] = {"last_health_poll_at": now, "last_health_poll_error": error}
         if readings is not None and full:
             updates["last_health_sample_at"] = now
-        FabricManager.objects.filter(pk=manager.pk).update(**updates)
+        # This poll answers the requests made before its readings; a later one stays.
+        answered = Case(
+            When(poll_requested_at__lte=now, then=Value(None)),
+            default=F("poll_requested_at"),
+        )
+        FabricManager.objects.filter(pk=manager.pk).update(**updates, poll_requested_at=answered)
         for name, value in updates.items():
             setattr(manager, name, value)
+        if manager.poll_requested_at is not None and manager.poll_requested_at <= now:
+            manager.poll_requested_at = None
     outcome = _outcome(manager, now, seen, acted, ok=readings is not None, error=error)
     outcome = replace(outcome, duration_s=time.monotonic() - started)
     logger.info(

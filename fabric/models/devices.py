@@ -43,6 +43,12 @@ class FabricManager(TimeStampedModel):
     last_health_sample_at = models.DateTimeField(
         null=True, blank=True, help_text="When a poll last stored a sample of every element."
     )
+    # A poll asked for now (after a fault injection, say): the next health tick polls the
+    # manager whatever its interval, and the poll clears it. Recorded rather than only sent
+    # to the task queue, so that a request made while Redis is away is not lost.
+    poll_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a poll was asked for that has not run yet."
+    )
 
     class Meta:
         ordering = ["name"]

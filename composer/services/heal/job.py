@@ -22,6 +22,7 @@ from composer.services.allocations import allocation_mark_bound
 from composer.services.bindings import _bind, _matches, allocation_label, allocation_words
 from composer.services.composition_jobs import _composition, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
+from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
 from composer.services.heal.common import (
     HEAL_ROUNDS,
     UNBIND_PENDING_KEY,
@@ -31,7 +32,6 @@ from composer.services.heal.common import (
 )
 from composer.services.heal.spares import _replace_one
 from composer.services.heal.undo import _rollback, _swap
-from composer.services.jobs import _enqueue
 from composer.services.recovery import composition_recover
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
@@ -115,12 +115,12 @@ def heal_request(
             target_id=locked.pk,
             target_label=locked.name[:200],
             params={"composition_id": locked.pk},
-            message="Waiting for a worker",
+            message=WAITING_FOR_WORKER,
         )
         job.full_clean(exclude=["tenant", "requested_by"])  # rows in hand
         job.save()
         if not recovered:
-            transaction.on_commit(partial(_enqueue_heal, job, locked))
+            transaction.on_commit(partial(job_enqueue, job))
     composition.state = locked.state
     if recovered:
         # Outside the transaction, as a worker would run it: the job's log is written.
@@ -133,21 +133,6 @@ def heal_request(
         "requested" if user else "self-heal",
     )
     return job
-
-
-def _enqueue_heal(job: Job, composition: Composition) -> None:
-    """Enqueue the heal job; if the broker refuses it, back to DEGRADED with the reason
-    (after undoing what an earlier attempt had claimed or bound)."""
-    from composer.tasks import composition_heal_task
-
-    _enqueue(job, composition_heal_task)
-    if job.status == JobStatus.FAILED and job.started_at is None:
-        _rollback(
-            composition,
-            None,
-            f"The heal job could not be queued: {job.error}",
-            f"heal job {job.pk}",
-        )
 
 
 # --- the job --------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def test_a_heal_and_three_requests_racing_for_the_last_spare_get_it_once(
         unhealthy_device_ids=[lost.pk], healthy_device_ids=[], reason="failed"
     )
     # Queue the heal without running it here: a racing child runs it.
-    monkeypatch.setattr("composer.services.heal.job._enqueue_heal", lambda job, c: None)
+    monkeypatch.setattr("composer.services.heal.job.job_enqueue", lambda job: True)
     heal = heal_request(composition=composition, actor=alice)
     [spare] = Device.objects.filter(model="L40S 48GB", state="free")
     tenants = [TenantFactory.create() for _ in range(3)]

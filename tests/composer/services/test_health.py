@@ -11,7 +11,7 @@ import pytest
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job, StateChange
 from composer.selectors.health import composition_unhealthy_devices
-from composer.services.heal.job import _enqueue_heal
+from composer.services.dispatch import job_enqueue
 from composer.services.health import compositions_health_reconcile, compositions_react_to_health
 from composer.tasks import jobs_sweep_stale_task
 from fabric.drivers.simulated.faults import fault_inject
@@ -149,7 +149,7 @@ def test_a_self_heal_composition_gets_one_heal_job(
     job = Job.objects.get(kind=JobKind.HEAL)
     assert first.heal_jobs == (job.pk,) and second.heal_jobs == ()
     assert job.status == JobStatus.QUEUED and job.requested_by is None
-    enqueued = [c for c in callbacks if getattr(c, "func", None) is _enqueue_heal]
+    enqueued = [c for c in callbacks if getattr(c, "func", None) is job_enqueue]
     assert len(enqueued) == 1  # enqueued once, after commit
 
 

@@ -1,0 +1,173 @@
+"""Job dispatch: the Job row is the outbox of the task queue.
+
+A service writes a QUEUED `Job` and, once its transaction commits, `job_enqueue` sends the
+job's task to the broker once and records when the broker took it (`Job.dispatched_at`).
+When the broker cannot be reached (Redis restarting, a network cut) the job is not failed:
+it stays QUEUED, "Waiting for the task queue", and `jobs_dispatch` (beat, every few
+seconds, on the housekeeping queue) sends it once Redis is back. Work accepted during an
+outage is thus late, never lost, and never failed for that reason alone (rule 6).
+
+The same pass re-sends QUEUED jobs whose message went out long ago and that no worker ever
+started: a Redis restarted without persistence loses the messages it held. Re-sending is
+safe because a duplicate delivery is a no-op (the runner claims a job QUEUED -> RUNNING by
+compare-and-set). A job handed back to QUEUED for a retry (a transient driver error) has a
+message of Celery's own waiting for its countdown; it is re-sent only once that countdown
+(at most the task's `retry_backoff_max`) and COMPOSER_JOB_REDISPATCH_S more have passed.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from composer.choices import JobKind, JobStatus
+from composer.models import Job
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "JOB_TASKS",
+    "WAITING_FOR_QUEUE",
+    "WAITING_FOR_WORKER",
+    "job_enqueue",
+    "job_task",
+    "jobs_dispatch",
+]
+
+# The one mapping from a job's kind to the Celery task (in composer.tasks) that runs it.
+JOB_TASKS: dict[str, str] = {
+    JobKind.INVENTORY_SYNC: "inventory_sync_task",
+    JobKind.COMPOSE: "composition_compose_task",
+    JobKind.DECOMPOSE: "composition_decompose_task",
+    JobKind.HEAL: "composition_heal_task",
+}
+
+WAITING_FOR_WORKER = "Waiting for a worker"
+WAITING_FOR_QUEUE = "Waiting for the task queue"
+
+# A job committed this recently is left to the `job_enqueue` of its own transaction.
+DISPATCH_GRACE_S = 2
+# How many jobs one pass sends at most (the next pass, seconds later, sends the rest).
+DISPATCH_BATCH = 500
+
+
+def job_task(kind: str) -> Any:
+    """The Celery task that runs jobs of `kind` (looked up when called, so that tests and
+    the tasks module's own imports see the same object). Raises KeyError for a kind with
+    no task."""
+    import composer.tasks
+
+    return getattr(composer.tasks, JOB_TASKS[kind])
+
+
+def _send(job_id: int, kind: str) -> None:
+    job_task(kind).delay(job_id)
+
+
+def job_enqueue(job: Job) -> bool:
+    """Send `job`'s task to the broker once; call it after the job's transaction committed.
+
+    On success the job's `dispatched_at` is set. When the broker cannot be reached the job
+    stays QUEUED with the message "Waiting for the task queue" and `jobs_dispatch` sends it
+    later; nothing is raised, so the request that queued it answers as usual. Returns
+    whether the broker took it.
+    """
+    try:
+        _send(job.pk, job.kind)
+    except Exception as exc:  # kombu and redis-py raise several types; none is the caller's
+        logger.warning(
+            "job %s (%s) could not be queued (%s: %s); it waits for the task queue",
+            job.pk,
+            job.kind,
+            type(exc).__name__,
+            exc,
+        )
+        Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, dispatched_at__isnull=True).update(
+            message=WAITING_FOR_QUEUE
+        )
+        if job.status == JobStatus.QUEUED:
+            job.message = WAITING_FOR_QUEUE
+        return False
+    now = timezone.now()
+    Job.objects.filter(pk=job.pk).update(dispatched_at=now)
+    job.dispatched_at = now
+    return True
+
+
+def _retry_wait_s(kind: str) -> float:
+    """The longest countdown Celery may give a retry of `kind` (jitter only shortens it)."""
+    task = job_task(kind)
+    return float(getattr(task, "retry_backoff_max", 0) or 0) if task.autoretry_for else 0.0
+
+
+def _due(now: datetime) -> Q:
+    """QUEUED jobs to send now: never dispatched (past the grace), or dispatched (or handed
+    back for a retry) long enough ago that their message must have been lost."""
+    redispatch = timedelta(seconds=settings.COMPOSER_JOB_REDISPATCH_S)
+    never_sent = Q(
+        dispatched_at__isnull=True, created_at__lt=now - timedelta(seconds=DISPATCH_GRACE_S)
+    )
+    lost = Q()
+    for kind in JOB_TASKS:
+        cutoff = now - redispatch
+        retry_cutoff = cutoff - timedelta(seconds=_retry_wait_s(kind))
+        lost |= Q(kind=kind, dispatched_at__lt=cutoff, started_at__isnull=True) | Q(
+            # Handed back for a retry (`heartbeat_at` is when): Celery's own message waits
+            # for its countdown first.
+            kind=kind,
+            dispatched_at__lt=cutoff,
+            started_at__isnull=False,
+            heartbeat_at__lt=retry_cutoff,
+        )
+    return never_sent | lost
+
+
+def jobs_dispatch(*, now: datetime | None = None) -> int:
+    """Send the QUEUED jobs the broker does not hold (see the module docstring).
+
+    Oldest first. Stops at the first refusal (the broker is still away; the next pass tries
+    again) and returns how many were sent. Each sent job's `dispatched_at` is set (and its
+    message back to "Waiting for a worker"), so a job is re-sent at most once per
+    COMPOSER_JOB_REDISPATCH_S while it waits.
+    """
+    now = now or timezone.now()
+    due = list(
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .filter(_due(now))
+        .order_by("created_at", "id")
+        .values_list("pk", "kind", "dispatched_at")[:DISPATCH_BATCH]
+    )
+    sent: list[int] = []
+    resent: list[int] = []
+    for pk, kind, dispatched_at in due:
+        try:
+            _send(pk, kind)
+        except Exception as exc:
+            logger.warning(
+                "dispatch stopped after %s job(s): the task queue refused job %s (%s: %s)",
+                len(sent),
+                pk,
+                type(exc).__name__,
+                exc,
+            )
+            break
+        sent.append(pk)
+        if dispatched_at is not None:
+            resent.append(pk)
+    if sent:
+        when = timezone.now()
+        Job.objects.filter(pk__in=sent).update(dispatched_at=when)
+        Job.objects.filter(pk__in=sent, status=JobStatus.QUEUED, message=WAITING_FOR_QUEUE).update(
+            message=WAITING_FOR_WORKER
+        )
+        logger.info(
+            "dispatched %s queued job(s) (%s sent again after their message was lost)",
+            len(sent),
+            len(resent),
+        )
+    return len(sent)
