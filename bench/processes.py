@@ -109,6 +109,7 @@ def services(
                 [
                     sys.executable, "-m", "celery", "-A", "composer", "worker",
                     "--loglevel", "INFO", "--pool", "prefork", "--concurrency", "1",
+                    "--queues", "celery,housekeeping",
                     "--hostname", f"{label}-{index}-{os.getpid()}@%h",
                     "--without-mingle", "--without-gossip",
                 ],

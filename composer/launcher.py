@@ -1,9 +1,11 @@
 """`make run`: the whole console on one machine with one command.
 
 Starts (in order) an embedded Redis when REDIS_URL is unset, migrates, loads the demo data
-centre (idempotent), then runs a Celery worker, Celery beat and the ASGI server (Daphne)
+centre (idempotent), then runs two Celery workers (one for jobs on the default queue, a
+small one for beat's housekeeping on the "housekeeping" queue, so that outbox sweeps and
+health polls never wait behind slow compose jobs), Celery beat and the ASGI server (Daphne)
 as child processes, and prints where the console is and who may log in once it answers:
-the web server serves a page and the worker answers a ping. Each child runs in its own
+the web server serves a page and both workers answer a ping. Each child runs in its own
 process group; Ctrl-C or SIGTERM stops them all and waits for them, so nothing is left
 running. A child that dies stops the rest.
 
@@ -87,8 +89,8 @@ class Launcher:
                 return code or 1
         return None
 
-    def wait_until_ready(self, *, port: str, broker_url: str, worker: str) -> int | None:
-        """Block until the web server answers HTTP and the worker a ping.
+    def wait_until_ready(self, *, port: str, broker_url: str, workers: list[str]) -> int | None:
+        """Block until the web server answers HTTP and every worker a ping.
 
         Returns None when both do, else the exit code to stop with: a child's that exited,
         0 when a stop was requested, 1 when they did not answer within READY_TIMEOUT_S.
@@ -100,11 +102,11 @@ class Launcher:
             if code is not None:
                 return code
             web_up = web_up or _web_answers(port)
-            worker_up = worker_up or (web_up and _worker_answers(broker_url, worker))
+            worker_up = worker_up or (web_up and _workers_answer(broker_url, workers))
             if web_up and worker_up:
                 return None
             if time.monotonic() > deadline:
-                waiting = "the web server" if not web_up else "the Celery worker"
+                waiting = "the web server" if not web_up else "the Celery workers"
                 log.error("%s did not answer within %.0f s", waiting, READY_TIMEOUT_S)
                 return 1
             time.sleep(0.25)
@@ -146,8 +148,8 @@ def _web_answers(port: str) -> bool:
     return True
 
 
-def _worker_answers(broker_url: str, worker: str) -> bool:
-    """Whether the Celery worker named `worker` answers a ping through the broker.
+def _workers_answer(broker_url: str, workers: list[str]) -> bool:
+    """Whether every Celery worker named in `workers` answers a ping through the broker.
 
     A bare Celery app on the broker's URL: the launcher's own process never loads Django.
     """
@@ -155,7 +157,8 @@ def _worker_answers(broker_url: str, worker: str) -> bool:
 
     app = Celery("composer-launcher", broker=broker_url)
     try:
-        return bool(app.control.ping(destination=[worker], timeout=1.0))
+        pongs = app.control.ping(destination=workers, timeout=1.0)
+        return set(workers) <= {name for pong in pongs for name in pong}
     except Exception:  # the broker not reachable yet, or gone: not ready
         return False
     finally:
@@ -232,12 +235,41 @@ def main() -> int:
         if launcher.stopping:
             raise Interrupted("start-up")
         celery = [sys.executable, "-m", "celery", "-A", "composer"]
-        # Named after this process, so that the readiness ping reaches this worker and no
-        # other one on the same Redis.
+        # Named after this process, so that the readiness ping reaches these workers and no
+        # others on the same Redis. Jobs (compose, decompose, heal, sync) on the default
+        # queue; beat's housekeeping on its own queue and worker (docs/architecture.md).
         worker = f"composer-{os.getpid()}@{socket.gethostname()}"
+        housekeeping = f"composer-housekeeping-{os.getpid()}@{socket.gethostname()}"
         launcher.spawn(
             "worker",
-            [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2", "--hostname", worker],
+            [
+                *celery,
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "2",
+                "--queues",
+                "celery",
+                "--hostname",
+                worker,
+            ],
+            env,
+        )
+        launcher.spawn(
+            "housekeeping",
+            [
+                *celery,
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+                "--queues",
+                "housekeeping",
+                "--hostname",
+                housekeeping,
+            ],
             env,
         )
         launcher.spawn(
@@ -266,8 +298,10 @@ def main() -> int:
             ],
             env,
         )
-        log.info("waiting for the web server and the worker to answer")
-        code = launcher.wait_until_ready(port=port, broker_url=env["REDIS_URL"], worker=worker)
+        log.info("waiting for the web server and the workers to answer")
+        code = launcher.wait_until_ready(
+            port=port, broker_url=env["REDIS_URL"], workers=[worker, housekeeping]
+        )
         if code is not None:
             return code
         sys.stderr.write(banner(port, env.get("COMPOSER_DEMO_PASSWORD", "demo")))

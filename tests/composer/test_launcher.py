@@ -183,7 +183,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         url = running.group(1)
         pids = {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output)}
         redis = re.search(r"embedded Redis at (\S+) \(pid (\d+)\)", output)
-        assert set(pids) == {"worker", "beat", "web"}, output
+        assert set(pids) == {"worker", "housekeeping", "beat", "web"}, output
         assert redis, output
         redis_pid = int(redis.group(2))
 
@@ -194,7 +194,9 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         from celery import Celery
 
         pongs = Celery("launcher-test", broker=redis.group(1)).control.ping(timeout=1.0)
-        assert any(name.startswith("composer-") for pong in pongs for name in pong), pongs
+        names = {name for pong in pongs for name in pong}
+        assert any(name.startswith("composer-housekeeping-") for name in names), pongs
+        assert any(not name.startswith("composer-housekeeping-") for name in names), pongs
         assert "launcher-test" in output
         assert all(user.description in output for user in DEMO_USERS), output
 

@@ -50,10 +50,20 @@ class WorkerProcess:
     @classmethod
     @contextmanager
     def start(
-        cls, *, redis_url: str, database: dict[str, Any], timeout_s: float = 60.0
+        cls,
+        *,
+        redis_url: str,
+        database: dict[str, Any],
+        timeout_s: float = 60.0,
+        queues: str = "celery,housekeeping",
+        concurrency: int = 2,
+        env: dict[str, str] | None = None,
     ) -> Iterator[WorkerProcess]:
         """Start a worker, wait until it is ready, point this process's Celery app at the same
-        broker with eager mode off; stop the worker and restore the app afterwards."""
+        broker with eager mode off; stop the worker and restore the app afterwards.
+
+        It consumes both queues by default (job tasks on "celery", beat's housekeeping on
+        "housekeeping"), so one worker runs everything a test sends; `env` adds variables."""
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "composer.settings.test",
@@ -61,8 +71,10 @@ class WorkerProcess:
             "DATABASE_URL": database_url(database),
             "REDIS_URL": redis_url,
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
-        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"composer-worker-{os.getpid()}.log"
+        name = f"test-{queues.replace(',', '-')}-{os.getpid()}"
+        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"composer-worker-{name}.log"
         log_file = log_path.open("wb")
         process = subprocess.Popen(
             [
@@ -75,11 +87,13 @@ class WorkerProcess:
                 "--loglevel",
                 "INFO",
                 "--concurrency",
-                "2",
+                str(concurrency),
                 "--pool",
                 "prefork",
+                "--queues",
+                queues,
                 "--hostname",
-                f"test-{os.getpid()}@%h",
+                f"{name}@%h",
                 "--without-mingle",
                 "--without-gossip",
             ],
