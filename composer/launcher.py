@@ -157,7 +157,7 @@ def _workers_answer(broker_url: str, workers: list[str]) -> bool:
 
     app = Celery("composer-launcher", broker=broker_url)
     try:
-        pongs = app.control.ping(destination=workers, timeout=1.0)
+        pongs = app.control.ping(destination=workers, timeout=1.0) or []
         return set(workers) <= {name for pong in pongs for name in pong}
     except Exception:  # the broker not reachable yet, or gone: not ready
         return False
