@@ -14,9 +14,17 @@ class Job(TimeStampedModel):
     """One run of a background task (inventory sync; compose and decompose later).
 
     Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; QUEUED -> FAILED when it could
-    not be enqueued; QUEUED or RUNNING -> CANCELLED when the stale-job sweep finds it lost.
+    not be enqueued; RUNNING -> QUEUED for a retry, or when its worker died (its lease
+    expired: the lease sweep or the next delivery takes it over, and it resumes from its
+    last recorded step); QUEUED -> CANCELLED when no worker ever picked it up.
     Changes go through `composer.states.job_transition` (compare-and-set), so a redelivered
     task cannot run a job twice.
+
+    The lease: a RUNNING job is held by one worker process (`lease_owner`) until
+    `lease_expires_at`, which its heartbeat keeps pushing forward (`composer.lease`). The
+    attempt number is the fencing token: every write of a run (progress, the end, the
+    renewal) requires `attempts` to be the one it claimed, so a worker that lost its lease
+    cannot overwrite the worker that took over.
     """
 
     kind = models.CharField(max_length=30, choices=JobKind.choices)
@@ -40,6 +48,15 @@ class Job(TimeStampedModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    lease_owner = models.CharField(
+        max_length=200, blank=True, help_text="The worker process that runs it (operators only)."
+    )
+    lease_expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Past this, its worker is taken as dead: it resumes."
+    )
+    resumes = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times it was taken over after its worker died."
+    )
 
     # Jobs without a tenant (fabric work such as inventory sync) are for operators only.
     objects = TenantScopedQuerySet.as_manager()

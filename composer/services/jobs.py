@@ -1,4 +1,4 @@
-"""Job services: create jobs and enqueue them after commit; sweep jobs whose worker died."""
+"""Job services: create jobs and enqueue them after commit; cancel queued jobs no worker took."""
 
 from __future__ import annotations
 
@@ -85,6 +85,26 @@ def inventory_sync_request(*, manager: FabricManager, requested_by: Any = None) 
     return job
 
 
+# The task that runs each kind of job (module attribute names in composer.tasks).
+JOB_TASKS: dict[str, str] = {
+    JobKind.INVENTORY_SYNC: "inventory_sync_task",
+    JobKind.COMPOSE: "composition_compose_task",
+    JobKind.DECOMPOSE: "composition_decompose_task",
+    JobKind.HEAL: "composition_heal_task",
+}
+
+
+def job_enqueue(job: Job) -> None:
+    """Send QUEUED `job` to its task again (a job taken over from a dead worker).
+
+    The one place that sends a job whose kind is known only from its row; failing that,
+    the job fails with the reason (`_enqueue`).
+    """
+    from composer import tasks
+
+    _enqueue(job, getattr(tasks, JOB_TASKS[job.kind]))
+
+
 def _enqueue(job: Job, task: Any) -> None:
     """Send the job to the broker; if that fails, fail the job instead of leaving it QUEUED.
 
@@ -134,19 +154,18 @@ def inventory_sync_run(job: Job, *, retryable: bool = True) -> Job:
 
 
 def job_sweep_stale(*, now: Any = None) -> int:
-    """Cancel jobs that will never finish: RUNNING ones whose worker stopped reporting
-    (killed, lost, past its hard limit), and QUEUED ones no worker picked up (the message
-    was lost with a broker restart).
+    """Cancel QUEUED jobs no worker picked up (the message was lost with a broker restart).
 
-    A job is stale when neither a heartbeat nor its start (nor, for a queued job, its last
-    update) is newer than COMPOSER_JOB_STALE_AFTER_S. Each is cancelled by compare-and-set,
-    so a job that finishes at that very moment keeps its real status. Returns how many
-    were cancelled.
+    A RUNNING job is never cancelled here: its lease says whether its worker is alive, and
+    one whose worker died is resumed by the lease sweep (`composer.services.job_leases`).
+    A queued job is stale when neither a heartbeat nor its start nor its last update is
+    newer than COMPOSER_JOB_STALE_AFTER_S. Each is cancelled by compare-and-set, so a job
+    that starts at that very moment keeps running. Returns how many were cancelled.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.COMPOSER_JOB_STALE_AFTER_S)
     stale = (
-        Job.objects.filter(status__in=[JobStatus.RUNNING, JobStatus.QUEUED])
+        Job.objects.filter(status=JobStatus.QUEUED)
         .annotate(last_sign=Coalesce("heartbeat_at", "started_at", "updated_at"))
         .filter(Q(last_sign__lt=cutoff))
     )
