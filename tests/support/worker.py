@@ -50,10 +50,19 @@ class WorkerProcess:
     @classmethod
     @contextmanager
     def start(
-        cls, *, redis_url: str, database: dict[str, Any], timeout_s: float = 60.0
+        cls,
+        *,
+        redis_url: str,
+        database: dict[str, Any],
+        timeout_s: float = 60.0,
+        name: str = "test",
+        env: dict[str, str] | None = None,
+        beat: bool = False,
     ) -> Iterator[WorkerProcess]:
-        """Start a worker, wait until it is ready, point this process's Celery app at the same
-        broker with eager mode off; stop the worker and restore the app afterwards."""
+        """Start a worker (`name`: its node name and log file, for several at once; `env`:
+        more environment; `beat`: a `celery beat` process instead, ready once it started),
+        wait until it is ready, point this process's Celery app at the same broker with
+        eager mode off; stop the process and restore the app afterwards."""
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "composer.settings.test",
@@ -61,16 +70,16 @@ class WorkerProcess:
             "DATABASE_URL": database_url(database),
             "REDIS_URL": redis_url,
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
-        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"composer-worker-{os.getpid()}.log"
+        folder = Path(os.environ.get("TMPDIR", "/tmp"))
+        log_path = folder / f"composer-{name}-{os.getpid()}.log"
         log_file = log_path.open("wb")
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "composer",
+        if beat:
+            command = ["beat", "--loglevel", "INFO", "--schedule", str(log_path) + ".schedule"]
+            ready = "beat: Starting..."
+        else:
+            command = [
                 "worker",
                 "--loglevel",
                 "INFO",
@@ -79,10 +88,13 @@ class WorkerProcess:
                 "--pool",
                 "prefork",
                 "--hostname",
-                f"test-{os.getpid()}@%h",
+                f"{name}-{os.getpid()}@%h",
                 "--without-mingle",
                 "--without-gossip",
-            ],
+            ]
+            ready = "ready."
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "composer", *command],
             cwd=ROOT,
             env=env,
             stdout=log_file,
@@ -97,7 +109,7 @@ class WorkerProcess:
         worker = cls(process=process, log_path=log_path)
         try:
             deadline = time.monotonic() + timeout_s
-            while "ready." not in worker.log():
+            while ready not in worker.log():
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"celery worker did not start:\n{worker.log()}")
                 time.sleep(0.2)
