@@ -13,14 +13,19 @@ import pytest
 from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
-from composer.models import Composition, Job
+from composer.models import Allocation, Composition, Job
+from composer.runner import JobRetry
 from composer.services.composition_jobs import composition_compose_run
 from composer.services.compositions import composition_request
+from composer.services.heal import composition_heal_run, heal_request
 from composer.services.job_leases import RESUMING, jobs_lease_sweep
 from composer.tasks import composition_compose_task
 from fabric.drivers.base import FabricDriver
 from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
+from tests.composer.services.test_composition_jobs import compose_job, fail_after_first_bind
+from tests.composer.services.test_heal import ONE_OF_EACH, degrade
+from tests.composer.services.test_health import compose
 from tests.support.rollback import assert_rolled_back
 
 pytestmark = pytest.mark.django_db
@@ -34,12 +39,14 @@ def composing(synced: FabricManager, acme: Any, alice: Any) -> Composition:
     return composition_request(tenant=acme, requested_by=alice, spec=SPEC, name="c1")
 
 
-def compose_job(composition: Composition) -> Job:
-    return Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
-
-
-def died(job: Job, *, expired_s: float = 1, resumes: int = 0) -> Job:
-    """As if attempt 1's worker died mid-bind: RUNNING, composition BINDING, lease run out."""
+def died(
+    job: Job,
+    *,
+    expired_s: float = 1,
+    resumes: int = 0,
+    state: CompositionState = CompositionState.BINDING,
+) -> Job:
+    """As if attempt 1's worker died mid-bind: RUNNING, composition `state`, lease run out."""
     now = timezone.now()
     Job.objects.filter(pk=job.pk).update(
         status=JobStatus.RUNNING,
@@ -49,7 +56,7 @@ def died(job: Job, *, expired_s: float = 1, resumes: int = 0) -> Job:
         lease_owner="worker-1 pid 4242",
         lease_expires_at=now - timedelta(seconds=expired_s),
     )
-    Composition.objects.filter(pk=job.target_id).update(state=CompositionState.BINDING)
+    Composition.objects.filter(pk=job.target_id).update(state=state)
     return Job.objects.get(pk=job.pk)
 
 
@@ -205,3 +212,43 @@ def test_a_compose_that_lost_its_lease_stops_without_rolling_back(
     assert bound.count() == 1  # the binding it made is recorded
     assert len(driver.bindings()) == 1
     assert not composing.allocations.filter(released_at__isnull=False).exists()
+
+
+def test_a_resumed_heal_records_a_spare_bound_before_the_death_instead_of_binding_it_again(
+    synced: FabricManager,
+    driver: FabricDriver,
+    acme: Any,
+    alice: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    composition = compose(acme, alice, ONE_OF_EACH)
+    degrade(synced, composition, "gpu-a-01-1", "gpu-a-02-1")
+    job = heal_request(composition=composition, actor=alice)
+    real = SimulatedDriver.bind
+    fail_after_first_bind(monkeypatch, "transient")
+    with pytest.raises(JobRetry):  # both spares claimed, one bound and recorded
+        composition_heal_run(job)
+    spare = Allocation.objects.get(
+        composition=composition, released_at__isnull=True, binding_id="", device__kind="gpu"
+    )
+    assert composition.host is not None
+    # The worker of the next attempt bound it and died before recording it.
+    made = real(driver, device_id=spare.device.external_id, host_id=composition.host.external_id)
+    died(Job.objects.get(pk=job.pk), state=CompositionState.HEALING)
+    binds: list[str] = []
+
+    def counting(self: SimulatedDriver, **kwargs: Any) -> Any:
+        binds.append(kwargs["device_id"])
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(SimulatedDriver, "bind", counting)
+
+    assert jobs_lease_sweep() == 1
+
+    job.refresh_from_db()
+    spare.refresh_from_db()
+    composition.refresh_from_db()
+    assert (job.status, composition.state) == (JobStatus.SUCCEEDED, CompositionState.READY)
+    assert spare.binding_id == made.binding_id and binds == []
+    devices = [b.device_id for b in driver.bindings()]
+    assert len(devices) == len(set(devices))
