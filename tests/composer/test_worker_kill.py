@@ -6,6 +6,7 @@ device is bound twice."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
@@ -26,6 +27,8 @@ from fabric.models import FabricManager, SimulatedBinding, SimulatedFabric
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.worker import WorkerProcess
+
+logger = logging.getLogger(__name__)
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -131,7 +134,7 @@ def test_a_worker_killed_mid_bind_is_resumed_elsewhere_within_a_minute(
     composition, seconds = _compose_and_kill(cluster, manager, acme, alice, main=True)
 
     job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
-    print(f"kill -9 of the main process: {composition.state} {seconds:.1f}s after the kill")
+    logger.warning("kill -9 of the main process: %s %.1fs after it", composition.state, seconds)
     assert composition.state == CompositionState.READY, f"{composition.failure_reason}"
     assert (job.status, job.resumes) == (JobStatus.SUCCEEDED, 1)
     assert seconds < RECOVERY_LIMIT_S
@@ -144,7 +147,7 @@ def test_a_pool_process_killed_mid_bind_is_resumed_within_a_minute(
     composition, seconds = _compose_and_kill(cluster, manager, acme, alice, main=False)
 
     job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
-    print(f"kill -9 of the pool process: {composition.state} {seconds:.1f}s after the kill")
+    logger.warning("kill -9 of the pool process: %s %.1fs after it", composition.state, seconds)
     assert composition.state == CompositionState.READY, f"{composition.failure_reason}"
     assert (job.status, job.resumes) == (JobStatus.SUCCEEDED, 1)
     assert seconds < RECOVERY_LIMIT_S

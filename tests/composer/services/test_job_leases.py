@@ -12,7 +12,7 @@ from unittest import mock
 import pytest
 from django.utils import timezone
 
-from composer.choices import CompositionState, JobKind, JobStatus
+from composer.choices import CompositionState, JobStatus
 from composer.models import Allocation, Composition, Job
 from composer.runner import JobRetry
 from composer.services.composition_jobs import composition_compose_run
