@@ -15,11 +15,10 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-import psutil
 import pytest
 from django.db import connection
 
-from composer.choices import CompositionState, JobKind, JobStatus
+from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, JobKind, JobStatus
 from composer.models import Allocation, Composition, Job, JobLogLine
 from composer.services.compositions import composition_request
 from fabric.drivers.registry import get_driver
@@ -115,15 +114,31 @@ def _assert_bound_once(composition: Composition, manager: FabricManager) -> None
     assert all(count == 1 for count in made.values()), made
 
 
+def _ended(composition: Composition) -> Job:
+    """The compose job, once ended (it ends just after the composition is ready)."""
+    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
+    deadline = time.monotonic() + 10
+    while job.status not in TERMINAL_JOB_STATUSES and time.monotonic() < deadline:
+        time.sleep(0.1)
+        job.refresh_from_db()
+    return job
+
+
+def _parent_pid(pid: int) -> int:
+    """The parent of process `pid` (Linux: /proc/<pid>/stat, after the command's name)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
 def _compose_and_kill(
     cluster: list[WorkerProcess], manager: FabricManager, acme: Any, alice: Any, *, main: bool
 ) -> tuple[Composition, float]:
     composition = composition_request(tenant=acme, requested_by=alice, spec=SPEC, name="kill-1")
     job = _binding_begun(composition, cluster)
-    child = psutil.Process(_holder_pid(job))
-    victim = child.parent() if main else child
-    assert victim is not None
-    os.kill(victim.pid, signal.SIGKILL)
+    child = _holder_pid(job)  # the pool process that runs it
+    victim = _parent_pid(child) if main else child
+    assert victim in {w.process.pid for w in cluster} if main else victim != os.getpid()
+    os.kill(victim, signal.SIGKILL)
     killed = time.monotonic()
     return composition, _settled(composition, killed, cluster)
 
@@ -133,7 +148,7 @@ def test_a_worker_killed_mid_bind_is_resumed_elsewhere_within_a_minute(
 ) -> None:
     composition, seconds = _compose_and_kill(cluster, manager, acme, alice, main=True)
 
-    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
+    job = _ended(composition)
     logger.warning("kill -9 of the main process: %s %.1fs after it", composition.state, seconds)
     assert composition.state == CompositionState.READY, f"{composition.failure_reason}"
     assert (job.status, job.resumes) == (JobStatus.SUCCEEDED, 1)
@@ -146,7 +161,7 @@ def test_a_pool_process_killed_mid_bind_is_resumed_within_a_minute(
 ) -> None:
     composition, seconds = _compose_and_kill(cluster, manager, acme, alice, main=False)
 
-    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk)
+    job = _ended(composition)
     logger.warning("kill -9 of the pool process: %s %.1fs after it", composition.state, seconds)
     assert composition.state == CompositionState.READY, f"{composition.failure_reason}"
     assert (job.status, job.resumes) == (JobStatus.SUCCEEDED, 1)

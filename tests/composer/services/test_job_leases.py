@@ -216,7 +216,7 @@ def test_a_compose_that_lost_its_lease_stops_without_rolling_back(
 
 def test_a_resumed_heal_records_a_spare_bound_before_the_death_instead_of_binding_it_again(
     synced: FabricManager,
-    driver: FabricDriver,
+    driver: SimulatedDriver,
     acme: Any,
     alice: Any,
     monkeypatch: pytest.MonkeyPatch,
