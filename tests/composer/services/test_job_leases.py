@@ -252,3 +252,32 @@ def test_a_resumed_heal_records_a_spare_bound_before_the_death_instead_of_bindin
     assert spare.binding_id == made.binding_id and binds == []
     devices = [b.device_id for b in driver.bindings()]
     assert len(devices) == len(set(devices))
+
+
+def test_a_heal_whose_worker_keeps_dying_fails_and_goes_back_to_degraded(
+    synced: FabricManager,
+    driver: SimulatedDriver,
+    acme: Any,
+    alice: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    settings.COMPOSER_JOB_MAX_RESUMES = 3
+    composition = compose(acme, alice, ONE_OF_EACH)
+    before = {b.binding_id for b in driver.bindings()}
+    degrade(synced, composition, "gpu-a-01-1", "gpu-a-02-1")
+    job = heal_request(composition=composition, actor=alice)
+    fail_after_first_bind(monkeypatch, "transient")
+    with pytest.raises(JobRetry):  # a spare claimed and bound
+        composition_heal_run(job)
+    assert {b.binding_id for b in driver.bindings()} != before
+    died(Job.objects.get(pk=job.pk), resumes=3, state=CompositionState.HEALING)
+
+    assert jobs_lease_sweep() == 0
+
+    job.refresh_from_db()
+    composition.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert composition.state == CompositionState.DEGRADED
+    assert "worker kept dying" in composition.failure_reason
+    assert {b.binding_id for b in driver.bindings()} == before  # the spare's bind undone
