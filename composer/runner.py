@@ -3,8 +3,13 @@
 Tasks stay thin because of this: they load a job and hand `run_job` a function. The
 runner guarantees that
 
-- a job runs once: QUEUED -> RUNNING is a compare-and-set, so a redelivered message
-  finds the job already claimed and exits;
+- a job runs once at a time: QUEUED -> RUNNING is a compare-and-set that also takes the
+  job's lease (`composer.lease`), so a redelivered message finds the job claimed and exits
+  (naming the holder); a heartbeat thread renews the lease while the work runs, and a job
+  whose worker died is taken over once its lease expires and resumes from its last step;
+- the attempt number is the fencing token: progress, the end and the renewal all require
+  the attempt this run claimed, so a run that lost its lease cannot overwrite its
+  successor; its next step raises `LeaseLost`, and it stops without ending the job;
 - what the work logs (loggers under "fabric" and "composer", INFO and up, from the
   job's own thread) is stored as JobLogLine rows, each for operators only or also for the
   job's tenant (`for_tenants`, below);
@@ -41,6 +46,7 @@ from django.utils import timezone
 from composer.choices import JobStatus
 from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
 from composer.events import job_progress_record
+from composer.lease import LeaseKeeper, LeaseLost, lease_expiry, lease_holder, task_time_limit_s
 from composer.models import Job, JobLogLine
 from composer.states import job_transition
 from fabric.drivers.base import DriverError
@@ -195,13 +201,16 @@ def _capture_logs(job: Job) -> Iterator[_JobLogHandler]:
 class _Progress:
     """The progress callback handed to the work; writes at most once per interval."""
 
-    def __init__(self, job: Job, handler: _JobLogHandler) -> None:
+    def __init__(self, job: Job, handler: _JobLogHandler, keeper: LeaseKeeper) -> None:
         self.job = job
         self.handler = handler
+        self.keeper = keeper
+        self.attempt = job.attempts  # the fencing token this run claimed
         self.pending: tuple[int, int, str] | None = None
         self.last_write = time.monotonic()  # the RUNNING event has just told where it stands
 
     def __call__(self, done: int, total: int, message: str = "") -> None:
+        self.keeper.check()  # a step of a run that lost its lease goes no further
         self.pending = (max(0, int(done)), max(0, int(total)), str(message)[:300])
         if time.monotonic() - self.last_write >= PROGRESS_INTERVAL_S:
             self.write()
@@ -212,14 +221,19 @@ class _Progress:
         done, total, message = self.pending
         self.pending = None
         self.last_write = time.monotonic()
-        updated = Job.objects.filter(pk=self.job.pk, status=JobStatus.RUNNING).update(
+        # Fenced: only while this run's attempt still holds the job.
+        updated = Job.objects.filter(
+            pk=self.job.pk, status=JobStatus.RUNNING, attempts=self.attempt
+        ).update(
             progress_done=done, progress_total=total, message=message, heartbeat_at=timezone.now()
         )
         self.job.progress_done, self.job.progress_total, self.job.message = done, total, message
         if not connection.in_atomic_block:
             self.handler.write()
-        if updated:  # heard live (throttled with the write); not once the job was ended
-            job_progress_record(self.job, last_log_line_id=self.handler.last_id)
+        if not updated:  # taken over (or ended by someone else): this run stops here
+            self.keeper.lost.set()
+            raise LeaseLost(self.job.pk, self.attempt)
+        job_progress_record(self.job, last_log_line_id=self.handler.last_id)
 
     def final_fields(self) -> dict[str, Any]:
         """The last report, if it was not written yet, for the terminal update."""
@@ -257,12 +271,29 @@ def _error_text(job: Job, exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _finish(job: Job, to: JobStatus, **fields: Any) -> None:
+_LEASE_CLEARED: dict[str, Any] = {"lease_owner": "", "lease_expires_at": None}
+
+
+def _finish(job: Job, to: JobStatus, attempt: int, **fields: Any) -> None:
     try:
-        job_transition(job, to, finished_at=timezone.now(), heartbeat_at=timezone.now(), **fields)
+        job_transition(
+            job,
+            to,
+            expect={"attempts": attempt},  # fenced: not if another worker took it over
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            **_LEASE_CLEARED,
+            **fields,
+        )
     except (StaleState, InvalidTransition):
-        # The stale-job sweep (or an operator) ended it meanwhile; theirs is the last word.
-        logger.warning("job %s was already %s; not marking it %s", job.pk, job.status, to)
+        # Taken over (its successor ends it) or ended by someone else: theirs is the last word.
+        logger.warning(
+            "job %s was already %s (attempt %s); not marking it %s",
+            job.pk,
+            job.status,
+            job.attempts,
+            to,
+        )
 
 
 def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
@@ -272,6 +303,7 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
     the job like a permanent one. Raises JobRetry (job back in QUEUED) only for a
     transient DriverError while `retryable`; re-raises BaseExceptions such as SystemExit
     after recording FAILED. Any other exception ends the job FAILED and is not raised.
+    `LeaseLost` (another worker took the job over) returns with the job left to that worker.
     """
     now = timezone.now()
     try:
@@ -287,13 +319,36 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
             finished_at=None,
             attempts=job.attempts + 1,
             error="",
+            lease_owner=lease_holder(),
+            lease_expires_at=lease_expiry(now),
         )
     except (StaleState, InvalidTransition):
-        logger.info("job %s is %s, not queued: duplicate delivery ignored", job.pk, job.status)
+        if job.status == JobStatus.RUNNING:
+            # A live holder keeps it; if that worker is dead, the lease sweep resumes it.
+            logger.info(
+                "job %s is running (attempt %s) under a lease held by %s until %s: "
+                "duplicate delivery ignored",
+                job.pk,
+                job.attempts,
+                job.lease_owner or "an unknown worker",
+                f"{job.lease_expires_at:%H:%M:%S}" if job.lease_expires_at else "its end",
+            )
+        else:
+            logger.info("job %s is %s, not queued: duplicate delivery ignored", job.pk, job.status)
         return job
 
+    keeper = LeaseKeeper(job, job.attempts, time_limit_s=task_time_limit_s()).start()
+    try:
+        return _run_claimed(job, fn, retryable, keeper)
+    finally:
+        keeper.stop()
+
+
+def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> Job:
+    """The work of a job this run has claimed, under its lease (see `run_job`)."""
+    attempt = job.attempts
     with _capture_logs(job) as handler:
-        progress = _Progress(job, handler)
+        progress = _Progress(job, handler, keeper)
         logger.info(
             "job %s (%s) started, attempt %s",
             job.pk,
@@ -303,6 +358,16 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
         )
         try:
             result = fn(progress)
+            keeper.check()  # the work ended, but another worker holds the job now
+        except LeaseLost:
+            logger.warning(
+                "job %s: attempt %s lost its lease to another worker; stopping here, "
+                "without rolling back or ending the job (the new holder resumes it)",
+                job.pk,
+                attempt,
+            )
+            handler.write()
+            return job
         except DriverError as exc:
             if not exc.permanent and retryable:
                 logger.warning(
@@ -312,7 +377,7 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
                     extra=for_tenants(f"{_driver_words(job, exc)} Trying again shortly."),
                 )
                 handler.write()
-                _requeue(job, exc, progress)
+                _requeue(job, exc, progress, attempt)
                 raise JobRetry(job.pk, exc) from exc
             error = _error_text(job, exc)
             logger.error(
@@ -323,15 +388,21 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
                 extra=for_tenants(f"Failed: {error}"),
             )
             handler.write()
-            _finish(job, JobStatus.FAILED, error=error, **progress.final_fields())
+            _finish(job, JobStatus.FAILED, attempt, error=error, **progress.final_fields())
         except Exception as exc:
             error = _error_text(job, exc)
             logger.exception("job %s failed", job.pk, extra=for_tenants(f"Failed: {error}"))
             handler.write()
-            _finish(job, JobStatus.FAILED, error=error, **progress.final_fields())
+            _finish(job, JobStatus.FAILED, attempt, error=error, **progress.final_fields())
         except BaseException as exc:
             handler.write()
-            _finish(job, JobStatus.FAILED, error=_error_text(job, exc), **progress.final_fields())
+            _finish(
+                job,
+                JobStatus.FAILED,
+                attempt,
+                error=_error_text(job, exc),
+                **progress.final_fields(),
+            )
             raise
         else:
             logger.info("job %s succeeded", job.pk, extra=for_tenants())
@@ -340,15 +411,17 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
             if job.progress_total or final.get("progress_total"):
                 total = final.get("progress_total", job.progress_total)
                 final.update(progress_done=total, progress_total=total)
-            _finish(job, JobStatus.SUCCEEDED, result=dict(result or {}), **final)
+            _finish(job, JobStatus.SUCCEEDED, attempt, result=dict(result or {}), **final)
     return job
 
 
-def _requeue(job: Job, exc: DriverError, progress: _Progress) -> None:
+def _requeue(job: Job, exc: DriverError, progress: _Progress, attempt: int) -> None:
     try:
         job_transition(
             job,
             JobStatus.QUEUED,
+            expect={"attempts": attempt},
+            **_LEASE_CLEARED,
             error=_error_text(job, exc),
             message=f"Waiting to retry: {_driver_words(job, exc)}"[:300],
             heartbeat_at=timezone.now(),

@@ -2,7 +2,8 @@
 
 Task arguments are ids only (JSON-serialisable, and the row is re-read in the worker), and
 every task is safe to receive twice: the runner's compare-and-set turns a duplicate into
-a no-op.
+a no-op, unless the job's lease expired (its worker died): then the delivery takes it over
+and it resumes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from composer.services.composition_jobs import composition_compose_run, composit
 from composer.services.dispatch import jobs_dispatch
 from composer.services.heal import composition_heal_run
 from composer.services.health import compositions_health_reconcile
-from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
+from composer.services.job_leases import job_lease_expired, job_take_over, jobs_lease_sweep
+from composer.services.jobs import inventory_sync_request, inventory_sync_run
 from composer.services.reconcile import compositions_reconcile
 from fabric.models import FabricManager
 from fabric.services.domains import domains_refresh_outdated
@@ -53,7 +55,8 @@ class CompositionJobTaskOptions(JobTaskOptions):
 
 
 # Every job task: redelivered if its worker dies (acks_late + reject_on_worker_lost; the
-# runner's compare-and-set makes a duplicate harmless), retried with jittered back-off on
+# runner's compare-and-set makes a duplicate harmless, and the job's lease says when the
+# worker that holds it is dead), retried with jittered back-off on
 # JobRetry (a transient driver error), stopped at its hard limit.
 JOB_TASK: JobTaskOptions = {
     "bind": True,
@@ -83,6 +86,8 @@ def _run_job(task: Any, job_id: int, run: Callable[..., Job], what: str) -> None
     if job is None:
         logger.warning("%s job %s does not exist; nothing to do", what, job_id)
         return
+    if job_lease_expired(job) and not job_take_over(job=job, by="a redelivery"):
+        return  # failed past its resume limit, or another worker took it first
     run(job, retryable=task.request.retries < task.max_retries)
 
 
@@ -158,17 +163,13 @@ def health_samples_prune_task() -> int:
     return health_samples_prune()
 
 
-@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
-def jobs_sweep_stale_task() -> int:
-    """Beat: cancel jobs whose worker stopped sending heartbeats (or that no worker took),
-    then finish the compositions they left unfinished (rule 2), bring compositions in line
-    with the fabric's health (degrade, recover, self-heal) in case a poll was lost, and
-    recount the memory devices' allocated GiB from the slices that hold them (rule 1)."""
-    swept = job_sweep_stale()
-    compositions_reconcile()
-    compositions_health_reconcile()
-    devices_allocated_reconcile()
-    return swept
+@shared_task(acks_late=True, soft_time_limit=30, time_limit=45, expires=10)
+def jobs_lease_sweep_task() -> int:
+    """Beat, every few seconds: take over the jobs whose worker died (their lease expired)
+    and send them again, so they resume within a minute of the death; fail those that
+    killed their worker too often. `expires`: sweeps queued while no worker ran are
+    dropped (the next one does the same). Returns how many were taken over."""
+    return jobs_lease_sweep()
 
 
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90, expires=30)

@@ -13,14 +13,22 @@ from fabric.models.base import TimeStampedModel
 class Job(TimeStampedModel):
     """One run of a background task (inventory sync; compose and decompose later).
 
-    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; RUNNING -> CANCELLED when the
-    stale-job sweep finds it lost. Changes go through `composer.states.job_transition`
-    (compare-and-set), so a redelivered task cannot run a job twice.
+    Lifecycle: QUEUED -> RUNNING -> SUCCEEDED | FAILED; RUNNING -> QUEUED for a retry, or
+    when its worker died (its lease expired: the lease sweep or the next delivery takes it
+    over, and it resumes from its last recorded step); QUEUED -> CANCELLED by an operator.
+    Changes go through `composer.states.job_transition` (compare-and-set), so a redelivered
+    task cannot run a job twice.
+
+    The lease: a RUNNING job is held by one worker process (`lease_owner`) until
+    `lease_expires_at`, which its heartbeat keeps pushing forward (`composer.lease`). The
+    attempt number is the fencing token: every write of a run (progress, the end, the
+    renewal) requires `attempts` to be the one it claimed, so a worker that lost its lease
+    cannot overwrite the worker that took over.
 
     The row is also the outbox of the task queue (`composer.services.dispatch`):
     `dispatched_at` stays empty until the broker took the job's message, and a QUEUED job
     the broker does not hold (never sent while Redis was away, or lost with a Redis restart)
-    is sent again by beat's dispatch pass.
+    is sent again by beat's dispatch pass. Between them, no job is ever given up as lost.
     """
 
     kind = models.CharField(max_length=30, choices=JobKind.choices)
@@ -48,6 +56,15 @@ class Job(TimeStampedModel):
         null=True,
         blank=True,
         help_text="When the task queue last accepted the job's message; empty until it did.",
+    )
+    lease_owner = models.CharField(
+        max_length=200, blank=True, help_text="The worker process that runs it (operators only)."
+    )
+    lease_expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Past this, its worker is taken as dead: it resumes."
+    )
+    resumes = models.PositiveSmallIntegerField(
+        default=0, help_text="How many times it was taken over after its worker died."
     )
 
     # Jobs without a tenant (fabric work such as inventory sync) are for operators only.

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from composer.errors import BindingFailed
+from composer.lease import LeaseLost
 from composer.models import Allocation
 from composer.runner import for_tenants
 from fabric.choices import DeviceKind
@@ -175,10 +176,59 @@ def _bind_each(
                 continue
             try:
                 record(allocation, future.result())
+            except LeaseLost:  # recorded; the step after it found the job taken over
+                pass
             except Exception:  # the rollback still finds it: it asks the manager
                 logger.exception("could not record the binding of %s", allocation.device.name)
     if failure is not None:
         raise failure
+
+
+def bindings_adopt(
+    driver: FabricDriver,
+    allocations: Sequence[Allocation],
+    host: Host,
+    record: Callable[[Allocation, Binding], None],
+    reported: list[Binding] | None = None,
+) -> list[Allocation]:
+    """Record the bindings the manager already has for unbound `allocations`; return the
+    allocations still to bind.
+
+    For a job that resumes after its worker died: a bind may have happened just before
+    the death, its reply never recorded. Binding again would bind the device twice on a
+    manager whose bind is not idempotent; the manager is asked instead (`reported`, or
+    `bindings()`), and a binding that matches (device, host, slice) and that no other
+    active allocation records is taken as this allocation's.
+    """
+    if not allocations:
+        return []
+    reported = driver.bindings() if reported is None else reported
+    taken = set(
+        Allocation.objects.filter(
+            binding_id__in=[b.binding_id for b in reported], released_at__isnull=True
+        ).values_list("binding_id", flat=True)
+    )
+    rest: list[Allocation] = []
+    for allocation in allocations:
+        found = next(
+            (b for b in reported if b.binding_id not in taken and _matches(b, allocation, host)),
+            None,
+        )
+        if found is None:
+            rest.append(allocation)
+            continue
+        taken.add(found.binding_id)
+        name = allocation_label(allocation)
+        logger.info(
+            "the fabric manager already reports %s bound to %s (%s), a bind whose reply was "
+            "never recorded: recorded, not bound again",
+            name,
+            host.name,
+            found.binding_id,
+            extra=for_tenants(f"{allocation_words(allocation)} was already bound; recorded."),
+        )
+        record(allocation, found)
+    return rest
 
 
 def manager_bindings(driver: FabricDriver) -> list[Binding] | None:

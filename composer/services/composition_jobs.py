@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
+from composer.lease import LeaseLost
 from composer.models import Allocation, Composition, Job
 from composer.runner import ProgressFn, for_tenants, job_log_adopter, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
@@ -31,6 +32,7 @@ from composer.services.bindings import (
     _undo,
     allocation_label,
     allocation_words,
+    bindings_adopt,
     manager_bindings,
 )
 from composer.states import composition_transition
@@ -93,6 +95,8 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
                     source=source,
                 )
             return _compose_steps(job, composition, progress, source, _set)
+        except LeaseLost:
+            raise  # another worker took the job over: it finishes or rolls back, not this one
         except DriverError as exc:
             if exc.permanent or not retryable:
                 composition_rollback(
@@ -185,6 +189,9 @@ def _compose_steps(
             done[0] += 1
             progress(done[0], total, f"Bound {label(allocation)}")
     unbound = [a for a in allocations if not a.binding_id]
+    if unbound and (job.attempts > 1 or job.resumes):
+        # Resuming (a worker died, or a retry): a bind made just before may not be recorded.
+        unbound = bindings_adopt(driver, unbound, host, record)
     _bind_each(driver, unbound, host, record, job_log_adopter())
     reported = {b.binding_id: b for b in driver.bindings()}
     missing = [

@@ -1,4 +1,4 @@
-"""Job services: create jobs and enqueue them after commit; sweep jobs whose worker died."""
+"""Job services: create jobs and enqueue them after commit; cancel queued jobs no worker took."""
 
 from __future__ import annotations
 
@@ -110,43 +110,6 @@ def inventory_sync_run(job: Job, *, retryable: bool = True) -> Job:
         return result.as_dict()
 
     return run_job(job, work, retryable=retryable)
-
-
-def job_sweep_stale(*, now: Any = None) -> int:
-    """Cancel RUNNING jobs that will never finish: their worker stopped reporting (killed,
-    lost, past its hard limit).
-
-    A job is stale when neither a heartbeat nor its start is newer than
-    COMPOSER_JOB_STALE_AFTER_S. Each is cancelled by compare-and-set, so a job that finishes
-    at that very moment keeps its real status. Returns how many were cancelled. QUEUED jobs
-    no worker picked up (the message lost with a broker restart, or never sent while it was
-    away) are not lost: `composer.services.dispatch.jobs_dispatch` sends them again.
-    """
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.COMPOSER_JOB_STALE_AFTER_S)
-    stale = (
-        Job.objects.filter(status=JobStatus.RUNNING)
-        .annotate(last_sign=Coalesce("heartbeat_at", "started_at", "updated_at"))
-        .filter(Q(last_sign__lt=cutoff))
-    )
-    swept = 0
-    for job in stale:
-        try:
-            job_transition(
-                job,
-                JobStatus.CANCELLED,
-                finished_at=now,
-                error=(
-                    "Lost: no sign of life from its worker since "
-                    f"{job.last_sign:%Y-%m-%d %H:%M:%S} UTC."
-                ),
-                message="Cancelled by the stale-job sweep",
-            )
-        except (StaleState, InvalidTransition):
-            continue
-        swept += 1
-        logger.warning("job %s (%s) swept as lost", job.pk, job.kind)
-    return swept
 
 
 def job_cancel(*, job: Job, actor: Any = None) -> Job:

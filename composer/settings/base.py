@@ -202,9 +202,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.failure_domains_recount_task",
         "schedule": 60,
     },
-    "jobs-sweep-stale": {
-        "task": "composer.tasks.jobs_sweep_stale_task",
-        "schedule": crontab(minute="*/5"),
+    # Jobs whose worker died (their lease expired) are taken over and resumed: within
+    # COMPOSER_JOB_LEASE_S plus this tick of the death.
+    "jobs-lease-sweep": {
+        "task": "composer.tasks.jobs_lease_sweep_task",
+        "schedule": env_int("COMPOSER_JOB_LEASE_SWEEP_S", 5),
     },
     # The outbox: events whose publish after commit failed (Redis away) go out now.
     "events-publish-pending": {
@@ -236,23 +238,27 @@ COMPOSER_HOUSEKEEPING_TASKS = [
     "composer.tasks.events_publish_pending_task",
     "composer.tasks.health_poll_due_task",
     "composer.tasks.health_poll_task",
-    "composer.tasks.jobs_sweep_stale_task",
     "composer.tasks.jobs_dispatch_task",
     "composer.tasks.failure_domains_recount_task",
     "composer.tasks.health_samples_prune_task",
     "composer.tasks.inventory_sync_all_task",
-    # Named ahead of the tasks being added (a route for an unknown task is ignored).
     "composer.tasks.jobs_lease_sweep_task",
     "composer.tasks.reconcile_task",
 ]
 CELERY_TASK_ROUTES = {
     name: {"queue": COMPOSER_HOUSEKEEPING_QUEUE} for name in COMPOSER_HOUSEKEEPING_TASKS
 }
-# A job still RUNNING this long after its last heartbeat is taken as lost.
+# A QUEUED job no worker picked up for this long is cancelled as lost (composer.services.jobs).
 COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
 # A QUEUED job whose message went out this long ago and that no worker started is sent
 # again (a Redis restarted without persistence loses its messages; a duplicate is a no-op).
 COMPOSER_JOB_REDISPATCH_S = env_int("COMPOSER_JOB_REDISPATCH_S", 60)
+# A RUNNING job's lease (composer.lease): its worker renews it every third of this; once
+# it expires (the worker died), the job is taken over and resumes from its last step.
+COMPOSER_JOB_LEASE_S = env_int("COMPOSER_JOB_LEASE_S", 15)
+# A job whose worker died this many times is failed (and its composition rolled back)
+# instead of being taken over again: the job itself may be what kills its worker.
+COMPOSER_JOB_MAX_RESUMES = env_int("COMPOSER_JOB_MAX_RESUMES", 3)
 # How many devices a compose job binds at once:
 # a fabric manager binds devices independently, so slow binds need not wait for each other...
 COMPOSER_BIND_PARALLELISM = env_int("COMPOSER_BIND_PARALLELISM", 4)

@@ -21,7 +21,8 @@ ALLOWED_HOSTS = ["*"]
 # A worker process started by a test sets COMPOSER_TEST_EAGER=0 and runs tasks for real.
 CELERY_TASK_ALWAYS_EAGER = env_bool("COMPOSER_TEST_EAGER", True)
 CELERY_TASK_EAGER_PROPAGATES = True
-# No waiting for the simulated fabric, unless a test's worker asks for slow operations.
+# No waiting on the simulated manager, except in a worker process a test starts with
+# COMPOSER_TEST_LATENCY_SCALE (slow binds, to kill a worker in the middle of one).
 COMPOSER_SIMULATOR_LATENCY_SCALE = float(os.environ.get("COMPOSER_TEST_LATENCY_SCALE", "0"))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh clone has no var/ yet

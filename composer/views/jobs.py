@@ -101,6 +101,7 @@ def _job_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "log_lines": log.lines,
         "log_lines_hidden": log.hidden,
         "target_url": target_url(job, operator=operator),
+        "operator": operator,  # the lease's holder names a worker: operators only
     }
 
 

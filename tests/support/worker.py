@@ -57,13 +57,18 @@ class WorkerProcess:
         timeout_s: float = 60.0,
         queues: str = "celery,housekeeping",
         concurrency: int = 2,
+        name: str = "",
         env: dict[str, str] | None = None,
+        beat: bool = False,
     ) -> Iterator[WorkerProcess]:
-        """Start a worker, wait until it is ready, point this process's Celery app at the same
-        broker with eager mode off; stop the worker and restore the app afterwards.
+        """Start a worker (`name`: its node name and log file, for several at once; by
+        default named after its queues; `env`: more environment; `beat`: a `celery beat`
+        process instead, ready once it started), wait until it is ready, point this process's
+        Celery app at the same broker with eager mode off; stop the process and restore the
+        app afterwards.
 
-        It consumes both queues by default (job tasks on "celery", beat's housekeeping on
-        "housekeeping"), so one worker runs everything a test sends; `env` adds variables."""
+        A worker consumes both queues by default (job tasks on "celery", beat's housekeeping
+        on "housekeeping"), so one worker runs everything a test sends."""
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "composer.settings.test",
@@ -73,16 +78,15 @@ class WorkerProcess:
             "PYTHONUNBUFFERED": "1",
             **(env or {}),
         }
-        name = f"test-{queues.replace(',', '-')}-{os.getpid()}"
-        log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"composer-worker-{name}.log"
+        name = name or f"test-{queues.replace(',', '-')}"
+        folder = Path(os.environ.get("TMPDIR", "/tmp"))
+        log_path = folder / f"composer-{name}-{os.getpid()}.log"
         log_file = log_path.open("wb")
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "composer",
+        if beat:
+            command = ["beat", "--loglevel", "INFO", "--schedule", str(log_path) + ".schedule"]
+            ready = "beat: Starting..."
+        else:
+            command = [
                 "worker",
                 "--loglevel",
                 "INFO",
@@ -93,10 +97,13 @@ class WorkerProcess:
                 "--queues",
                 queues,
                 "--hostname",
-                f"{name}@%h",
+                f"{name}-{os.getpid()}@%h",
                 "--without-mingle",
                 "--without-gossip",
-            ],
+            ]
+            ready = "ready."
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "composer", *command],
             cwd=ROOT,
             env=env,
             stdout=log_file,
@@ -111,7 +118,7 @@ class WorkerProcess:
         worker = cls(process=process, log_path=log_path)
         try:
             deadline = time.monotonic() + timeout_s
-            while "ready." not in worker.log():
+            while ready not in worker.log():
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"celery worker did not start:\n{worker.log()}")
                 time.sleep(0.2)

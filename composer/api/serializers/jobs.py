@@ -72,6 +72,11 @@ class JobSerializer(serializers.HyperlinkedModelSerializer):
     duration_s = serializers.FloatField(
         read_only=True, allow_null=True, help_text="Seconds since it started (or until it ended)."
     )
+    lease = serializers.SerializerMethodField(
+        help_text="Operators only (null for others, and when no worker holds it): the worker "
+        "process that runs it and when its lease expires; past that it is taken as dead and "
+        "the job resumes elsewhere."
+    )
     result = serializers.SerializerMethodField(
         help_text="What the job did. Members of the job's tenant read the composition, its "
         "state and host, and what a heal replaced; operators also the manager's binding ids."
@@ -97,12 +102,31 @@ class JobSerializer(serializers.HyperlinkedModelSerializer):
             "message",
             "error",
             "attempts",
+            "resumes",
+            "lease",
             "created_at",
             "started_at",
             "finished_at",
             "duration_s",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "properties": {
+                "owner": {"type": "string"},
+                "expires_at": {"type": "string", "format": "date-time", "nullable": True},
+            },
+        }
+    )
+    def get_lease(self, job: Job) -> dict[str, object] | None:
+        request = self.context.get("request")
+        if not job.lease_owner or request is None or not is_operator(request.user):
+            return None
+        expires = job.lease_expires_at.isoformat() if job.lease_expires_at else None
+        return {"owner": job.lease_owner, "expires_at": expires}
 
     @extend_schema_field({"type": "object", "additionalProperties": True})
     def get_result(self, job: Job) -> dict[str, object]:

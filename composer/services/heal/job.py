@@ -15,11 +15,18 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.errors import BindingFailed, ComposerError, InvalidTransition
+from composer.lease import LeaseLost
 from composer.models import Allocation, Composition, Job
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
-from composer.services.bindings import _bind, _matches, allocation_label, allocation_words
+from composer.services.bindings import (
+    _bind,
+    _matches,
+    allocation_label,
+    allocation_words,
+    bindings_adopt,
+)
 from composer.services.composition_jobs import _composition, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
@@ -173,6 +180,8 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             )
         try:
             return _heal(job, composition, progress, source, driver_ref)
+        except LeaseLost:
+            raise  # another worker took the job over: it finishes or rolls back, not this one
         except DriverError as exc:
             if exc.permanent or not retryable:
                 reason = job_failure_reason(exc, kind="heal")
@@ -229,7 +238,12 @@ def _heal(
             records.append(_replace_one(job, composition, problem, host, source))
             step += 1
             progress(step, total, f"Claimed a spare for {problem.device_name}")
+        mark = partial(_mark_bound, host=host, source=source)
         for record in records:
+            spares = [a for a in _active(record["replacements"]) if not a.binding_id]
+            if spares and (job.attempts > 1 or job.resumes):
+                # Resuming: a bind made just before the worker died may not be recorded.
+                bindings_adopt(driver, spares, host, mark)
             for allocation in _active(record["replacements"]):
                 _bind_replacement(driver, allocation, host, source)
             step += 1
@@ -306,6 +320,12 @@ def _bind_replacement(
         host.name,
         binding.binding_id,
         extra=for_tenants(f"Bound {words} to {host.name}."),
+    )
+
+
+def _mark_bound(allocation: Allocation, binding: Binding, *, host: Host, source: str) -> None:
+    allocation_mark_bound(
+        allocation=allocation, binding_id=binding.binding_id, host=host, source=source
     )
 
 

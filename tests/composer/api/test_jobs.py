@@ -148,3 +148,22 @@ def test_the_job_detail_query_count_does_not_grow_with_log_lines(
     for i in range(20):
         JobLogLine.objects.create(job=jobs["sync"], at=timezone.now(), level="INFO", message=str(i))
     assert count_queries(lambda: client.get(path)) == few
+
+
+@pytest.mark.parametrize(("who", "sees"), [("admin_user", True), ("alice", False)])
+def test_only_operators_read_the_lease_of_a_running_job(
+    who: str, sees: bool, acme: Any, api_as: Any, request: pytest.FixtureRequest
+) -> None:
+    job = JobFactory.create(
+        tenant=acme,
+        status=JobStatus.RUNNING,
+        lease_owner="celery@worker-7 pid 4242",
+        lease_expires_at=timezone.now(),
+        resumes=2,
+    )
+    row = api_as(request.getfixturevalue(who)).get(f"/api/v1/jobs/{job.pk}/").json()
+    assert row["resumes"] == 2
+    if sees:
+        assert row["lease"]["owner"] == "celery@worker-7 pid 4242"
+    else:
+        assert row["lease"] is None

@@ -13,7 +13,7 @@ from composer.models import Allocation, Composition, Job
 from composer.services.allocations import allocation_mark_bound
 from composer.services.compositions import composition_request
 from composer.services.reconcile import compositions_reconcile
-from composer.tasks import jobs_sweep_stale_task
+from composer.tasks import jobs_lease_sweep_task, jobs_sweep_stale_task
 from fabric.drivers.base import FabricDriver
 from fabric.models import FabricManager
 from tests.support.rollback import assert_rolled_back
@@ -46,17 +46,31 @@ def half_bound(synced: FabricManager, driver: FabricDriver, acme: Any, alice: An
     return composition
 
 
-def test_beat_rolls_back_a_compose_whose_worker_died(
+def test_beat_resumes_a_compose_whose_worker_died_without_binding_again(
     half_bound: Composition, driver: FabricDriver
 ) -> None:
     assert len(driver.bindings()) == 1
+
+    jobs_lease_sweep_task.delay()  # its lease expired: taken over, sent again, resumed
+
+    half_bound.refresh_from_db()
+    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=half_bound.pk)
+    assert (job.status, job.resumes, job.attempts) == (JobStatus.SUCCEEDED, 1, 1)
+    assert half_bound.state == CompositionState.READY
+    bound = set(half_bound.allocations.values_list("binding_id", flat=True))
+    assert {b.binding_id for b in driver.bindings()} == bound and len(bound) == 2
+
+
+def test_beat_rolls_back_a_compose_whose_job_ended_without_finishing_it(
+    half_bound: Composition, driver: FabricDriver
+) -> None:
+    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=half_bound.pk)
+    Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
 
     jobs_sweep_stale_task.delay()
 
     assert_rolled_back(half_bound, driver)
     assert "lost" in half_bound.failure_reason
-    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=half_bound.pk)
-    assert job.status == JobStatus.CANCELLED
 
 
 def test_a_compose_still_being_worked_on_is_left_alone(

@@ -221,3 +221,20 @@ def test_an_empty_list_says_so(client_as: Callable[[Any], Client], alice: Any) -
     assert response.status_code == 200 and b"No jobs." in response.content
     compositions = client_as(alice).get(reverse("composer:composition_list"))
     assert b"No compositions." in compositions.content
+
+
+@pytest.mark.parametrize(("who", "sees"), [("admin_user", True), ("alice", False)])
+def test_only_operators_see_which_worker_holds_a_running_job(
+    who: str, sees: bool, acme: Any, persona: Any, client_as: Callable[[Any], Client]
+) -> None:
+    job = JobFactory.create(
+        tenant=acme,
+        status=JobStatus.RUNNING,
+        started_at=timezone.now(),
+        lease_owner="celery@worker-7 pid 4242",
+        lease_expires_at=timezone.now(),
+        resumes=1,
+    )
+    body = client_as(persona(who)).get(reverse("composer:job_detail", args=[job.pk])).text
+    assert ("worker-7 pid 4242" in body) is sees
+    assert "resumed 1 time after its worker stopped" in body
