@@ -24,6 +24,10 @@ class ComposerConfig(AppConfig):
         from fabric.holders import register_held_state_lookup
 
         register_held_state_lookup(allocation_held_states)
+        # A binding still to undo (`UnbindPending`) holds its device too: BOUND.
+        from composer.services.unbinds import unbind_held_states
+
+        register_held_state_lookup(unbind_held_states)
 
         # A blast radius (what-if pages, alerts) names the compositions and tenants it hurts.
         from composer.selectors.impact import composition_impact

@@ -16,12 +16,10 @@ from celery import shared_task
 from composer.events import events_publish_pending
 from composer.models import Job
 from composer.runner import JobRetry
-from composer.services.allocations.reconcile import devices_allocated_reconcile
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
 from composer.services.heal import composition_heal_run
-from composer.services.health import compositions_health_reconcile
 from composer.services.jobs import inventory_sync_request, inventory_sync_run, job_sweep_stale
-from composer.services.reconcile import compositions_reconcile
+from composer.services.reconcile import reconcile_run
 from fabric.models import FabricManager
 from fabric.services.domains import domains_refresh_outdated
 
@@ -159,15 +157,18 @@ def health_samples_prune_task() -> int:
 
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
 def jobs_sweep_stale_task() -> int:
-    """Beat: cancel jobs whose worker stopped sending heartbeats (or that no worker took),
-    then finish the compositions they left unfinished (rule 2), bring compositions in line
-    with the fabric's health (degrade, recover, self-heal) in case a poll was lost, and
-    recount the memory devices' allocated GiB from the slices that hold them (rule 1)."""
-    swept = job_sweep_stale()
-    compositions_reconcile()
-    compositions_health_reconcile()
-    devices_allocated_reconcile()
-    return swept
+    """Beat: cancel jobs whose worker stopped sending heartbeats (or that no worker took).
+    The compositions they left unfinished are the reconciler's (`reconcile_task`)."""
+    return job_sweep_stale()
+
+
+@shared_task(acks_late=True, soft_time_limit=120, time_limit=150)
+def reconcile_task(run_id: int | None = None) -> int | None:
+    """Beat, every COMPOSER_RECONCILE_INTERVAL_S (no `run_id`), or an operator's queued run
+    `run_id`: compare each fabric manager's bindings with the database and repair the drift
+    (`composer.services.reconcile`). Returns the id of the run's row."""
+    run = reconcile_run(run_id=run_id)
+    return run.pk if run is not None else None
 
 
 @shared_task(**COMPOSITION_JOB_TASK)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from composer.choices import CompositionState
@@ -33,6 +34,7 @@ from composer.services.bindings import (
     allocation_words,
     manager_bindings,
 )
+from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -231,9 +233,13 @@ def composition_rollback(
 ) -> Composition:
     """Compensate a compose that cannot finish: unbind, release, composition FAILED.
 
-    Bindings that cannot be undone (the manager is unreachable) keep their allocation
-    recorded (rule 2: recorded or undone) and the reason says so; decomposing the FAILED
-    composition later cleans them up. Safe to call twice.
+    Each unbind is tried a few times with back-off (`unbind_with_retries`). A binding that
+    still cannot be undone (the manager is unreachable, or keeps failing) does not stay on
+    the composition: its allocation is released with the rest, so a FAILED composition
+    never holds a device, and an `UnbindPending` row holds the device instead (still BOUND,
+    its GiB still counted) until the reconciler unbinds it (rule 2: recorded or undone).
+    Bindings the manager made but never reported (it could not be read) are orphans the
+    reconciler finds on the fabric. Safe to call twice.
     """
     if composition.state not in (
         CompositionState.REQUESTED,
@@ -249,7 +255,7 @@ def composition_rollback(
         extra=for_tenants("Rolling back: unbinding what was bound, releasing every device."),
     )
     allocations = _active(composition)
-    failed: list[int] = []
+    failed: dict[int, dict[str, str]] = {}
     host = composition.host
     if host is not None and allocations:
         try:
@@ -262,13 +268,23 @@ def composition_rollback(
                 exc.message,
                 extra=for_tenants("The fabric manager cannot be reached: nothing was unbound."),
             )
-            failed = [a.pk for a in allocations if a.binding_id]
-    allocations_release(composition=composition, source=source, keep=failed)
+            failed = {a.pk: {a.binding_id: exc.message} for a in allocations if a.binding_id}
+    if failed and host is not None:
+        with transaction.atomic():
+            for allocation in allocations:
+                if allocation.pk in failed:
+                    allocation_release_unbind_pending(
+                        composition=composition,
+                        allocation=allocation,
+                        host=host,
+                        not_undone=failed[allocation.pk],
+                        source=source,
+                    )
+    allocations_release(composition=composition, source=source)
     text = reason
     if failed:
         text += (
-            f" {len(failed)} binding(s) could not be undone and stay recorded; "
-            "decompose the composition to clean them up."
+            f" {len(failed)} device(s) could not be unbound yet; they are cleaned up automatically."
         )
     try:
         composition_transition(

@@ -196,6 +196,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.failure_domains_recount_task",
         "schedule": 60,
     },
+    # The reconciler: fabric bindings against the database, bindings still to undo,
+    # unfinished compositions, health, allocated GiB (composer.services.reconcile).
+    # `expires`: a run queued while no worker ran is dropped, the next one comes soon.
+    "reconcile": {
+        "task": "composer.tasks.reconcile_task",
+        "schedule": env_int("COMPOSER_RECONCILE_INTERVAL_S", 30),
+        "options": {"expires": env_int("COMPOSER_RECONCILE_INTERVAL_S", 30)},
+    },
     "jobs-sweep-stale": {
         "task": "composer.tasks.jobs_sweep_stale_task",
         "schedule": crontab(minute="*/5"),
@@ -217,6 +225,16 @@ CELERY_BEAT_SCHEDULE = {
 }
 # A job still RUNNING this long after its last heartbeat is taken as lost.
 COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
+# The reconciler (composer.services.reconcile): a composition left unfinished with no queued
+# or running job is finished (rolled back, decompose queued again) once untouched this long;
+# its runs are kept this long.
+COMPOSER_RECONCILE_GRACE_S = env_int("COMPOSER_RECONCILE_GRACE_S", 30)
+COMPOSER_RECONCILE_RETENTION_HOURS = env_int("COMPOSER_RECONCILE_RETENTION_HOURS", 168)
+# An unbind that fails transiently (rollback, heal, orphan) is tried this many times in all,
+# waiting COMPOSER_UNBIND_BACKOFF_MS, then twice that, ... in between (3 tries: 0.75 s); what
+# still fails is held by an UnbindPending row the reconciler retries.
+COMPOSER_UNBIND_ATTEMPTS = env_int("COMPOSER_UNBIND_ATTEMPTS", 3)
+COMPOSER_UNBIND_BACKOFF_MS = env_int("COMPOSER_UNBIND_BACKOFF_MS", 250)
 # How many devices a compose job binds at once:
 # a fabric manager binds devices independently, so slow binds need not wait for each other...
 COMPOSER_BIND_PARALLELISM = env_int("COMPOSER_BIND_PARALLELISM", 4)

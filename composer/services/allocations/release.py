@@ -126,9 +126,9 @@ def slices_give_back(
     *, device_id: int, gib: int, message: str, actor: Any = None, source: str = ""
 ) -> None:
     """Give `gib` GiB of memory device `device_id` back to its pool, for slices already
-    released whose unbind was pending until now (see `composer.services.heal.undo`). Locks
-    the device; writes a ChangeRecord. The caller makes sure it gives each slice back once
-    (`heal_unbinds_retry` does it under the composition's row lock)."""
+    released whose unbind was pending until now (`composer.services.unbinds`). Locks the
+    device; writes a ChangeRecord. The caller makes sure it gives each slice back once
+    (`unbinds_pending_retry` does it as it closes the `UnbindPending` row, under its lock)."""
     with transaction.atomic():
         device = Device.objects.select_for_update().filter(pk=device_id).first()
         if device is None:

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.errors import BindingFailed, ComposerError, InvalidTransition
-from composer.models import Allocation, Composition, Job
+from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
@@ -24,7 +24,6 @@ from composer.services.composition_jobs import _composition, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.heal.common import (
     HEAL_ROUNDS,
-    UNBIND_PENDING_KEY,
     HealRejected,
     _active,
     _records,
@@ -289,7 +288,11 @@ def _heal(
         composition.pk,
         extra=for_tenants(f"{composition.name} is ready again."),
     )
-    pending = [e["binding_id"] for e in (composition.placement or {}).get(UNBIND_PENDING_KEY) or []]
+    pending = list(
+        UnbindPending.objects.filter(composition=composition, undone_at__isnull=True)
+        .order_by("pk")
+        .values_list("binding_id", flat=True)
+    )
     return {
         "composition": composition.pk,
         "state": CompositionState.READY.value,

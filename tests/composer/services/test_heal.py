@@ -12,20 +12,19 @@ import pytest
 
 from composer.choices import AllocationState, CompositionState, JobKind, JobStatus
 from composer.errors import InvalidTransition
-from composer.models import Allocation, Composition, Job
+from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.placement.load import build_snapshot
 from composer.runner import JobRetry
 from composer.services.heal import (
     HEALING_KEY,
-    UNBIND_PENDING_KEY,
     composition_heal_run,
     heal_reconcile,
     heal_request,
-    heal_unbinds_retry,
     spare_exclusions,
 )
 from composer.services.heal import spares as heal_spares
 from composer.services.health import compositions_react_to_health
+from composer.services.unbinds import unbinds_pending_retry
 from composer.tasks import composition_heal_task
 from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
@@ -297,19 +296,18 @@ def test_an_unbind_of_the_lost_device_that_fails_is_kept_and_retried(
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert composition.state == CompositionState.READY
     assert "gpu-a-01-1" not in held(composition)
-    [pending] = composition.placement[UNBIND_PENDING_KEY]
-    assert pending["binding_id"] == lost.binding_id and pending["device"] == "gpu-a-01-1"
+    [pending] = UnbindPending.objects.filter(composition=composition, undone_at__isnull=True)
+    assert pending.binding_id == lost.binding_id and pending.device.name == "gpu-a-01-1"
     assert lost.binding_id in {b.binding_id for b in driver.bindings()}  # recorded, not lost
     lost.refresh_from_db()
     assert lost.state == AllocationState.RELEASED
     assert Device.objects.get(name="gpu-a-01-1").state == DeviceState.FAILED  # out of the pool
 
-    assert heal_unbinds_retry() == [lost.binding_id]
+    assert [a.pending.binding_id for a in unbinds_pending_retry() if a.undone] == [lost.binding_id]
 
-    composition.refresh_from_db()
-    assert UNBIND_PENDING_KEY not in composition.placement
+    assert not UnbindPending.objects.filter(undone_at__isnull=True).exists()
     assert lost.binding_id not in {b.binding_id for b in driver.bindings()}
-    assert heal_unbinds_retry() == []
+    assert unbinds_pending_retry() == []
 
 
 def test_a_spare_taken_by_a_concurrent_request_is_placed_again_once(

@@ -13,7 +13,7 @@ from composer.models import Composition, Job, StateChange
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.heal.job import _enqueue_heal
 from composer.services.health import compositions_health_reconcile, compositions_react_to_health
-from composer.tasks import jobs_sweep_stale_task
+from composer.tasks import reconcile_task
 from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
@@ -166,7 +166,7 @@ def test_the_periodic_reconcile_degrades_and_recovers_from_the_tables_alone(
     assert compositions_health_reconcile().reaction.degraded == ()
 
     fault(synced, "device", gpu.name, "recover")
-    jobs_sweep_stale_task.delay()  # beat's sweep runs the health reconcile too
+    reconcile_task.delay()  # the reconciler runs the health reconcile too
 
     ready.refresh_from_db()
     assert ready.state == CompositionState.READY

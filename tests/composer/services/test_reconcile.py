@@ -13,7 +13,7 @@ from composer.models import Allocation, Composition, Job
 from composer.services.allocations import allocation_mark_bound
 from composer.services.compositions import composition_request
 from composer.services.reconcile import compositions_reconcile
-from composer.tasks import jobs_sweep_stale_task
+from composer.tasks import jobs_sweep_stale_task, reconcile_task
 from fabric.drivers.base import FabricDriver
 from fabric.models import FabricManager
 from tests.support.rollback import assert_rolled_back
@@ -51,7 +51,8 @@ def test_beat_rolls_back_a_compose_whose_worker_died(
 ) -> None:
     assert len(driver.bindings()) == 1
 
-    jobs_sweep_stale_task.delay()
+    jobs_sweep_stale_task.delay()  # the job is cancelled...
+    reconcile_task.delay()  # ...and the reconciler rolls its composition back
 
     assert_rolled_back(half_bound, driver)
     assert "lost" in half_bound.failure_reason
