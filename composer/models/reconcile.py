@@ -66,7 +66,7 @@ class UnbindPending(models.Model):
     @property
     def state_label(self) -> str:
         done = self.undone_at is not None
-        return (UnbindOutcome.UNDONE if done else UnbindOutcome.PENDING).label
+        return str((UnbindOutcome.UNDONE if done else UnbindOutcome.PENDING).label)
 
 
 class ReconcileTrigger(models.TextChoices):

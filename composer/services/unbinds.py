@@ -209,7 +209,7 @@ def _close(row: UnbindPending, now: object) -> bool:
             # A slice that left two bindings behind gives its GiB back with the last one
             # (`slices_held_gib` counts them once).
             siblings = UnbindPending.objects.filter(
-                allocation_id=row.allocation_id, undone_at__isnull=True
+                allocation=row.allocation, undone_at__isnull=True
             ).exclude(pk=row.pk)
             if row.allocation_id is None or not siblings.exists():
                 slices_give_back(

@@ -60,7 +60,7 @@ def slices_held_gib(device_ids: Collection[int] | None = None) -> dict[int, int]
         if allocation_id is not None and key in counted:
             continue
         counted.add(key)
-        held[device_id] += gib
+        held[device_id] += gib or 0
     return dict(held)
 
 

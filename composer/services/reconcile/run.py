@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -124,7 +125,7 @@ def _steps() -> tuple[list[ReconcileFinding], list[str], int]:
     step("bindings still to undo", _pending)
     step("unfinished compositions", _unfinished)
     for manager in managers:
-        step(f"fabric manager {manager.name}", lambda m=manager: manager_reconcile(m))
+        step(f"fabric manager {manager.name}", partial(manager_reconcile, manager))
     step("health", _health)
     step("allocated memory", _allocated)
     return findings, errors, len(managers)
