@@ -12,7 +12,9 @@ every binding reported was made before the claims were read:
   `UnbindPending` row holds the device (BOUND to that host) until a later run unbinds it;
 - missing: an active allocation of a READY or DEGRADED composition records a binding the
   manager no longer reports. It is bound again (the database says the tenant holds it), and
-  reported; a failed bind is reported and tried again at the next run.
+  reported; a failed bind is reported and tried again at the next run. A device out of
+  service (failed, in maintenance, critical) is left to the health path, which degrades
+  the composition and heals it from a spare.
 
 Only the driver's protocol is used (`bindings`, `bind`, `unbind`), so the same code faces
 the simulated manager and real ones.
@@ -35,6 +37,7 @@ from composer.models import (
 )
 from composer.services.allocations import allocation_mark_bound
 from composer.services.unbinds import unbind_with_retries
+from fabric.capacity import is_out_of_service
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -93,10 +96,13 @@ def manager_reconcile(manager: FabricManager) -> list[ReconcileFinding]:
         findings += _orphans(manager, driver, orphans)
     reported_ids = {b.binding_id for b in reported}
     for allocation in active:
+        device = allocation.device
         if (
             allocation.binding_id
             and allocation.binding_id not in reported_ids
             and allocation.composition.state in SETTLED
+            # A failed device's binding is the health path's: degraded, healed from a spare.
+            and not is_out_of_service(device.state, device.health)
         ):
             findings.append(_missing(manager, driver, allocation))
     return findings

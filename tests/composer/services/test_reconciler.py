@@ -5,11 +5,13 @@ bindings come back, and the fabric and the database end in agreement."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
-from composer.choices import CompositionState, JobKind
+from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import (
     Allocation,
     Composition,
@@ -19,7 +21,7 @@ from composer.models import (
     ReconcileRun,
     UnbindPending,
 )
-from composer.services.compositions import composition_request
+from composer.services.compositions import composition_decompose, composition_request
 from composer.services.reconcile import reconcile_run
 from composer.tasks import composition_compose_task
 from fabric.capacity import is_allocatable
@@ -222,6 +224,37 @@ def test_a_missing_binding_is_reported_and_bound_again(
     allocation.refresh_from_db()
     assert [b.binding_id for b in driver.bindings()] == [allocation.binding_id]
     assert_agreement(driver)
+
+
+def test_a_decompose_stopped_by_a_permanent_unbind_error_is_queued_again_and_finishes(
+    synced: FabricManager,
+    driver: FabricDriver,
+    acme: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    composition = compose(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, "d")
+    fault("unbind", "permanent", 1)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = composition_decompose(composition=composition, actor=alice)
+    job.refresh_from_db()
+    composition.refresh_from_db()
+    assert (job.status, composition.state) == (JobStatus.FAILED, CompositionState.DECOMPOSING)
+    assert reconcile_run() is not None  # within the grace: left alone
+    assert Job.objects.filter(kind=JobKind.DECOMPOSE, target_id=composition.pk).count() == 1
+
+    Composition.objects.filter(pk=composition.pk).update(
+        updated_at=timezone.now() - timedelta(minutes=5)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run = reconcile_run()
+
+    [finding] = findings(run, FindingKind.UNFINISHED_DECOMPOSE)
+    assert finding.composition_id == composition.pk
+    composition.refresh_from_db()
+    assert composition.state == CompositionState.RELEASED
+    assert_agreement(driver)
+    assert driver.bindings() == []
 
 
 def test_quiet_scheduled_runs_share_one_row(synced: FabricManager) -> None:

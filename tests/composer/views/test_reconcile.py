@@ -22,12 +22,18 @@ pytestmark = pytest.mark.django_db
 URL = "/reconcile/"
 
 
-def test_the_page_renders_findings_and_what_is_being_cleaned_up(
-    synced: FabricManager, client_as: Any, admin_user: Any
-) -> None:
+@pytest.fixture
+def gpu_and_host(synced: FabricManager) -> tuple[Device, Host]:
     gpu = Device.objects.filter(kind="gpu").first()
     host = Host.objects.filter(manager=synced).first()
     assert gpu is not None and host is not None
+    return gpu, host
+
+
+def test_the_page_renders_findings_and_what_is_being_cleaned_up(
+    synced: FabricManager, gpu_and_host: tuple[Device, Host], client_as: Any, admin_user: Any
+) -> None:
+    gpu, host = gpu_and_host
     run = ReconcileRun.objects.create(trigger=ReconcileTrigger.SCHEDULE, status="done")
     ReconcileFinding.objects.create(
         run=run,
@@ -79,3 +85,14 @@ def test_the_fabric_menu_links_the_page_for_operators_only(
 ) -> None:
     assert URL in client_as(admin_user).get("/").content.decode()
     assert URL not in client_as(alice).get("/").content.decode()
+
+
+def test_the_device_page_says_a_device_is_being_cleaned_up(
+    gpu_and_host: tuple[Device, Host], client_as: Any, admin_user: Any
+) -> None:
+    gpu, host = gpu_and_host
+    UnbindPending.objects.create(device=gpu, host=host, binding_id="b-stuck")
+
+    html = client_as(admin_user).get(f"/fabric/devices/{gpu.pk}/").content.decode()
+
+    assert f"Being cleaned up: still bound to {host.name}" in html
