@@ -215,8 +215,10 @@ class UnbindPendingAdmin(ReadOnlyAdmin):
 
 class ReconcileFindingInline(_ReadOnlyInline):
     model = ReconcileFinding
-    fields = ("kind", "outcome", "manager", "device", "host", "composition", "binding_id")
-    fields += ("action", "detail")
+    fields = (
+        *("kind", "outcome", "manager", "device", "host", "composition", "binding_id"),
+        *("action", "detail"),
+    )
     readonly_fields = fields
 
 
