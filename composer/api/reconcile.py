@@ -82,10 +82,6 @@ class ReconcileRunSerializer(serializers.HyperlinkedModelSerializer):
         read_only_fields = fields
 
 
-class ReconcileRequestSerializer(serializers.Serializer):
-    """Nothing to send: a run compares every fabric manager."""
-
-
 @extend_schema_view(
     list=extend_schema(
         summary="List reconcile runs (operators)",
@@ -100,7 +96,7 @@ class ReconcileRequestSerializer(serializers.Serializer):
     create=extend_schema(
         summary="Reconcile now (operators)",
         description="Queues a run at once; answers 202 with it. Poll its URL for the outcome.",
-        request=ReconcileRequestSerializer,
+        request=None,  # nothing to send: a run compares every fabric manager
         responses={202: ReconcileRunSerializer},
     ),
 )
