@@ -158,7 +158,8 @@ class PendingAttempt:
 
 
 def unbinds_pending_retry(*, manager_ids: Sequence[int] | None = None) -> list[PendingAttempt]:
-    """Try each binding still to undo once more (of hosts of `manager_ids`, or all).
+    """Try each binding still to undo once more, with its retries (of hosts of
+    `manager_ids`, or all); `attempts` counts these runs.
 
     Unbound (or no longer known to the manager: unbind is idempotent) -> the row is closed
     under its row lock and the device given back: a whole device BOUND to that host and
@@ -176,9 +177,9 @@ def unbinds_pending_retry(*, manager_ids: Sequence[int] | None = None) -> list[P
         try:
             driver = drivers.get(row.host.manager_id) or get_driver(row.host.manager)
             drivers[row.host.manager_id] = driver
-            driver.unbind(binding_id=row.binding_id)
-            error = None
-        except DriverError as exc:
+            failure = unbind_with_retries(driver, row.binding_id)
+            error = failure.message if failure is not None else None
+        except DriverError as exc:  # no driver for its manager
             error = exc.message
         now = timezone.now()
         if error is not None:
