@@ -28,7 +28,7 @@ from composer.services.allocations import slices_give_back
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.base import DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
-from fabric.models import ChangeRecord, Device, Host
+from fabric.models import Device, Host
 from fabric.services.history import change_record
 
 logger = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "PendingAttempt",
     "allocation_release_unbind_pending",
+    "device_unbound",
     "unbind_held_states",
     "unbind_with_retries",
     "unbinds_pending_retry",
@@ -217,18 +218,28 @@ def _close(row: UnbindPending, now: object) -> bool:
                     device_id=row.device_id, gib=row.gib, message=message, source=SOURCE
                 )
             return True
+        device_unbound(device_id=row.device_id, host=row.host, message=message)
+    return True
+
+
+def device_unbound(*, device_id: int, host: Host, message: str) -> None:
+    """`device_id`'s binding to `host` is gone from the fabric: when nothing holds the device
+    any more (no active allocation, no other binding of it to `host` still to undo), it is
+    no longer bound to `host`, and a BOUND one is FREE again. Audited; inside or outside
+    the caller's transaction."""
+    with transaction.atomic():
+        device = Device.objects.select_for_update().filter(pk=device_id).first()
+        if device is None or device.bound_host_id != host.pk:
+            return
         still = UnbindPending.objects.filter(
-            device_id=row.device_id, host_id=row.host_id, undone_at__isnull=True
-        ).exclude(pk=row.pk)
-        if still.exists():
-            return True  # another binding of it to that host is still on the fabric
+            device_id=device_id, host=host, undone_at__isnull=True
+        ).exists()
+        if still:
+            return  # another binding of it to that host is still on the fabric
         held = Allocation.objects.filter(device_id=OuterRef("pk"), released_at__isnull=True)
-        device = Device.objects.select_for_update().get(pk=row.device_id)
-        if device.bound_host_id != row.host_id:
-            return True
         free = device.state == DeviceState.BOUND
         changed = (
-            Device.objects.filter(pk=device.pk, bound_host_id=row.host_id)
+            Device.objects.filter(pk=device.pk, bound_host=host)
             .exclude(Exists(held))
             .update(
                 state=DeviceState.FREE if free else device.state,
@@ -237,14 +248,9 @@ def _close(row: UnbindPending, now: object) -> bool:
             )
         )
         if changed:
-            changes: dict[str, tuple[object, object]] = {"bound_host": (row.host.name, None)}
+            changes: dict[str, tuple[object, object]] = {"bound_host": (host.name, None)}
             if free:
                 changes["state"] = (DeviceState.BOUND, DeviceState.FREE)
-            ChangeRecord.objects.bulk_create(
-                [
-                    change_record(
-                        device, ChangeAction.CHANGED, changes, message=message, source=SOURCE
-                    )
-                ]
-            )
-    return True
+            change_record(
+                device, ChangeAction.CHANGED, changes, message=message, source=SOURCE
+            ).save()

@@ -36,7 +36,7 @@ from composer.models import (
     UnbindPending,
 )
 from composer.services.allocations import allocation_mark_bound
-from composer.services.unbinds import unbind_with_retries
+from composer.services.unbinds import device_unbound, unbind_with_retries
 from fabric.capacity import is_out_of_service
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.base import Binding, DriverError, FabricDriver
@@ -135,6 +135,9 @@ def _orphans(
         )
         if error is None:
             logger.warning("reconcile: unbound orphan binding %s (%s)", binding.binding_id, name)
+            if device is not None and host is not None and binding.size_gib is None:
+                # Inventory sync may have marked it bound to that host: it is free again.
+                device_unbound(device_id=device.pk, host=host, message=finding.action)
         else:
             finding.outcome = FindingOutcome.PENDING
             finding.action = f"Could not unbind {name} from {where} yet; retried at the next run"
@@ -147,11 +150,12 @@ def _orphans(
 
 def _hold(device: Device, host: Host, binding: Binding, error: str) -> None:
     """An orphan that could not be unbound holds its device (an `UnbindPending` row, BOUND
-    to `host`) unless a composition holds the device meanwhile: no claim may take a device
-    still bound on the fabric. A slice's GiB are counted by the next recount."""
+    to `host`) unless a composition holds the whole device meanwhile: no claim may take a
+    device still bound on the fabric. A slice's GiB are counted by the recount (step 5)."""
     with transaction.atomic():
         locked = Device.objects.select_for_update().get(pk=device.pk)
-        if Allocation.objects.filter(device=locked, released_at__isnull=True).exists():
+        claimed = Allocation.objects.filter(device=locked, released_at__isnull=True).exists()
+        if claimed and binding.size_gib is None:
             return
         UnbindPending.objects.get_or_create(
             host=host,

@@ -29,6 +29,7 @@ from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
 from fabric.drivers.simulated import store
 from fabric.models import Device, FabricManager, Host
+from fabric.services.sync import inventory_sync
 
 pytestmark = pytest.mark.django_db
 
@@ -184,6 +185,26 @@ def test_an_orphan_binding_is_unbound_and_an_in_flight_one_is_left_alone(
     assert {b.binding_id for b in driver.bindings()} == {in_flight.binding_id}
     free.refresh_from_db()
     assert free.state == DeviceState.FREE
+
+
+def test_an_orphan_inventory_sync_saw_bound_is_free_once_unbound(
+    synced: FabricManager, driver: FabricDriver
+) -> None:
+    gpu = Device.objects.filter(kind="gpu").first()
+    host = Host.objects.filter(manager=synced).first()
+    assert gpu is not None and host is not None
+    driver.bind(device_id=gpu.external_id, host_id=host.external_id)
+    inventory_sync(manager=synced)  # the manager reports it bound: not free here either
+    gpu.refresh_from_db()
+    assert (gpu.state, gpu.bound_host) == (DeviceState.BOUND, host)
+
+    run = reconcile_run()
+
+    [finding] = findings(run, FindingKind.ORPHAN)
+    assert finding.outcome == FindingOutcome.REPAIRED
+    gpu.refresh_from_db()
+    assert (gpu.state, gpu.bound_host) == (DeviceState.FREE, None)
+    assert driver.bindings() == []
 
 
 def test_an_orphan_that_cannot_be_unbound_holds_its_device_until_it_is(
