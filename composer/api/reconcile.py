@@ -74,7 +74,7 @@ class ReconcileRunSerializer(serializers.HyperlinkedModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
-            "clean_runs",
+            "repeats",
             "managers",
             "error",
             "findings",
@@ -89,7 +89,8 @@ class ReconcileRunSerializer(serializers.HyperlinkedModelSerializer):
             "The reconciler's runs, newest first, each with its findings: bindings on the "
             "fabric nothing claims (unbound), bindings missing (bound again), bindings still "
             "to undo, unfinished compositions, health and allocated-memory corrections. "
-            "Consecutive scheduled runs that found nothing share one row (`clean_runs`)."
+            "Consecutive scheduled runs that repaired nothing and found the same share one "
+            "row (`repeats`)."
         ),
     ),
     retrieve=extend_schema(summary="One reconcile run (operators)"),

@@ -59,7 +59,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('started_at', models.DateTimeField(blank=True, null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('clean_runs', models.PositiveIntegerField(default=0, help_text='Scheduled passes that found nothing, folded into this row.')),
+                ('repeats', models.PositiveIntegerField(default=1, help_text='Consecutive scheduled passes this row stands for (same findings).')),
                 ('managers', models.PositiveIntegerField(default=0, help_text='Fabric managers compared.')),
                 ('error', models.TextField(blank=True)),
                 ('requested_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),

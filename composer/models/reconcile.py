@@ -86,10 +86,11 @@ class ReconcileRun(models.Model):
     """One pass of the reconciler over every fabric manager (or consecutive clean ones).
 
     Lifecycle: QUEUED (asked for by an operator) -> RUNNING -> DONE | FAILED | SKIPPED.
-    A scheduled pass that finds nothing does not add a row when the latest row is a clean
-    scheduled pass too: that row's `finished_at` and `clean_runs` move on instead, so a
-    quiet fabric costs one row, not 2,880 a day, and the page still says when it was last
-    checked.
+    A scheduled pass that repairs nothing and finds what the latest row found (nothing, or
+    the same bindings still pending, the same manager unreachable) does not add a row when
+    that row is a scheduled pass too: its `finished_at` and `repeats` move on instead, so a
+    quiet fabric (or one stuck binding) costs one row, not 2,880 a day, and the page still
+    says when it was last checked.
     """
 
     trigger = models.CharField(max_length=10, choices=ReconcileTrigger.choices)
@@ -103,8 +104,8 @@ class ReconcileRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    clean_runs = models.PositiveIntegerField(
-        default=0, help_text="Scheduled passes that found nothing, folded into this row."
+    repeats = models.PositiveIntegerField(
+        default=1, help_text="Consecutive scheduled passes this row stands for (same findings)."
     )
     managers = models.PositiveIntegerField(default=0, help_text="Fabric managers compared.")
     error = models.TextField(blank=True)

@@ -10,8 +10,9 @@ Steps, in this order (each one's failure is recorded and the others still run):
 5. memory devices' allocated GiB recounted (`devices_allocated_reconcile`).
 
 One run at a time (a PostgreSQL advisory lock; a second run is SKIPPED). Rows stay cheap:
-a scheduled run that finds nothing extends the latest row when that one is a clean
-scheduled run too, and runs older than COMPOSER_RECONCILE_RETENTION_HOURS are deleted.
+a scheduled run that repairs nothing and finds what the latest scheduled row found (often
+nothing) extends that row (`repeats`), and runs older than
+COMPOSER_RECONCILE_RETENTION_HOURS are deleted.
 """
 
 from __future__ import annotations
@@ -148,8 +149,7 @@ def _pending() -> list[ReconcileFinding]:
                 action=(
                     f"Unbound {where} at last; the device is free again"
                     if attempt.undone
-                    else f"Could not unbind {where} yet (attempt {row.attempts + 1}); "
-                    "it stays held until it is"
+                    else f"Could not unbind {where} yet; it stays held until it is"
                 ),
                 detail=attempt.error,
             )
@@ -217,6 +217,10 @@ def _allocated() -> list[ReconcileFinding]:
     ]
 
 
+def _signature(findings: Any) -> list[tuple[str, str, str, int | None]]:
+    return sorted((f.kind, f.outcome, f.binding_id, f.device_id) for f in findings)
+
+
 def _record(
     run: ReconcileRun | None,
     findings: list[ReconcileFinding],
@@ -226,17 +230,19 @@ def _record(
 ) -> ReconcileRun:
     now = timezone.now()
     status = ReconcileStatus.FAILED if errors else ReconcileStatus.DONE
+    repaired = any(f.outcome == FindingOutcome.REPAIRED for f in findings)
     with transaction.atomic():
-        if run is None and not findings and not errors:
+        if run is None and not repaired and not errors:
             latest = ReconcileRun.objects.select_for_update().order_by("-created_at", "-id").first()
             if (
                 latest is not None
                 and latest.trigger == ReconcileTrigger.SCHEDULE
                 and latest.status == ReconcileStatus.DONE
-                and latest.clean_runs > 0
+                and _signature(latest.findings.all()) == _signature(findings)
             ):
+                # Nothing new: the latest row stands for this run too.
                 ReconcileRun.objects.filter(pk=latest.pk).update(
-                    finished_at=now, clean_runs=latest.clean_runs + 1, managers=managers
+                    finished_at=now, repeats=latest.repeats + 1, managers=managers
                 )
                 latest.refresh_from_db()
                 return latest
@@ -246,7 +252,6 @@ def _record(
         run.finished_at = now
         run.managers = managers
         run.error = "\n".join(errors)
-        run.clean_runs = 0 if (findings or errors or run.trigger != "schedule") else 1
         run.save()
         for finding in findings:
             finding.run = run

@@ -120,6 +120,9 @@ def test_unbinds_failing_past_the_retries_are_held_until_a_run_undoes_them(
         FindingOutcome.PENDING
     ] * 3
     assert pending.count() == 3 and UnbindPending.objects.filter(attempts=2).count() == 3
+    again = reconcile_run()  # still stuck: the same row stands for this run too
+    assert again is not None and run is not None and again.pk == run.pk and again.repeats == 2
+    assert ReconcileRun.objects.count() == 1
 
     fault("unbind", "transient", 0)
     run = reconcile_run()
@@ -287,4 +290,4 @@ def test_quiet_scheduled_runs_share_one_row(synced: FabricManager) -> None:
     assert first.pk == second.pk == third.pk
     assert ReconcileRun.objects.count() == 1
     third.refresh_from_db()
-    assert third.clean_runs == 3 and third.managers == 1
+    assert third.repeats == 3 and third.managers == 1
