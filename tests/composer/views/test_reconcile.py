@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from composer.models import (
+    Composition,
     FindingKind,
     FindingOutcome,
     ReconcileFinding,
@@ -96,3 +97,20 @@ def test_the_device_page_says_a_device_is_being_cleaned_up(
     html = client_as(admin_user).get(f"/fabric/devices/{gpu.pk}/").content.decode()
 
     assert f"Being cleaned up: still bound to {host.name}" in html
+
+
+def test_the_tenant_reads_that_a_device_is_being_cleaned_up_without_fabric_internals(
+    gpu_and_host: tuple[Device, Host], acme: Any, client_as: Any, alice: Any
+) -> None:
+    gpu, host = gpu_and_host
+    composition = Composition.objects.create(
+        tenant=acme, name="gone-wrong", spec={}, state="failed", host=host
+    )
+    UnbindPending.objects.create(
+        device=gpu, host=host, binding_id="b-secret", composition=composition
+    )
+
+    html = client_as(alice).get(f"/compositions/{composition.pk}/").content.decode()
+
+    assert f"Device {gpu.name} could not be unbound yet" in html
+    assert "b-secret" not in html
