@@ -8,8 +8,10 @@ the driver's bind is idempotent besides). A bind that times out may have happene
 asks the manager (`bindings()`) and records what it finds. Transient driver errors go back
 to the runner, which retries the task with back-off; a permanent error, the last retry,
 the time limit or any other failure rolls back: what was bound (recorded, or found on the
-manager) is unbound, the allocations are released and the composition ends FAILED with the
-reason (rule 2). Decompose unbinds (idempotent), releases and ends RELEASED. Binding and
+manager) is unbound (a transient error tried again with back-off), the allocations are
+released and the composition ends FAILED with the reason (rule 2); a binding that still
+cannot be undone is held by an `UnbindPending` row for the reconciler, never by the FAILED
+composition. Decompose unbinds (idempotent), releases and ends RELEASED. Binding and
 unbinding through the driver is `composer.services.bindings`.
 """
 

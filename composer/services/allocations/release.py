@@ -33,13 +33,13 @@ def allocations_release(
     actor: Any = None,
     source: str = "",
     only: Sequence[int] | None = None,
-    keep: Sequence[int] = (),
 ) -> int:
-    """Release the unreleased allocations of `composition` (those in `only`, or all) except
-    those in `keep` (allocations whose binding could not be undone: they stay recorded).
-    Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device, or one
-    in maintenance, keeps its state and loses its bound host: the caller undid the binding,
-    or keeps the allocation in `keep`); memory devices give their slices' GiB back
+    """Release the unreleased allocations of `composition` (those in `only`, or all) whose
+    bindings are undone (one that could not be undone is released by
+    `composer.services.unbinds.allocation_release_unbind_pending` instead, which keeps the
+    device held). Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED
+    device, or one in maintenance, keeps its state and loses its bound host: the caller
+    undid the binding); memory devices give their slices' GiB back
     (`slices_give_back`); each device changed gets a ChangeRecord. Returns how many this
     call released.
 
@@ -50,9 +50,7 @@ def allocations_release(
     """
     now = timezone.now()
     with transaction.atomic():
-        rows_qs = Allocation.objects.filter(
-            composition=composition, released_at__isnull=True
-        ).exclude(pk__in=list(keep))
+        rows_qs = Allocation.objects.filter(composition=composition, released_at__isnull=True)
         if only is not None:
             rows_qs = rows_qs.filter(pk__in=list(only))
         device_ids = sorted(set(rows_qs.values_list("device_id", flat=True)))
