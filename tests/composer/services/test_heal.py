@@ -24,6 +24,7 @@ from composer.services.heal import (
 )
 from composer.services.heal import spares as heal_spares
 from composer.services.health import compositions_react_to_health
+from composer.services.reconcile import reconcile_run
 from composer.services.unbinds import unbinds_pending_retry
 from composer.tasks import composition_heal_task
 from fabric.choices import DeviceState
@@ -409,3 +410,40 @@ def test_spares_behind_another_switch_are_excluded_for_same_switch(
         snapshot.devices[d].enclosure
         for d in excluded(policy="enclosure", spread_from=[gpu_a_02], together_with=())
     } == {gpu_a_02}
+
+
+def test_a_heal_rollback_whose_unbind_keeps_failing_leaves_the_spare_held_for_the_reconciler(
+    synced: FabricManager,
+    driver: FabricDriver,
+    acme: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
+) -> None:
+    settings.COMPOSER_UNBIND_BACKOFF_MS = 1
+    composition = compose(acme, alice, SPREAD)
+    degrade(synced, composition, "gpu-a-01-1")
+    sim = store.fabric_get("sim")
+    # The spare binds; the verification cannot read the manager; its unbind keeps failing.
+    store.operation_fault_set(fabric=sim, operation="bindings", mode="permanent", count=2)
+    store.operation_fault_set(fabric=sim, operation="unbind", mode="transient", count=100)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = heal_request(composition=composition, actor=alice)
+
+    job.refresh_from_db()
+    composition.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert composition.state == CompositionState.DEGRADED
+    spare = Allocation.objects.get(device__name="gpu-a-01-2")
+    assert spare.state == AllocationState.RELEASED  # the composition does not hold it...
+    [pending] = UnbindPending.objects.filter(undone_at__isnull=True)
+    assert pending.device_id == spare.device_id  # ...this row does, still BOUND
+    assert Device.objects.get(name="gpu-a-01-2").state == DeviceState.BOUND
+
+    store.operation_fault_set(fabric=sim, operation="unbind", mode="transient", count=0)
+    reconcile_run()
+
+    assert Device.objects.get(name="gpu-a-01-2").state == DeviceState.FREE
+    assert spare.device.external_id not in {b.device_id for b in driver.bindings()}
+    assert not UnbindPending.objects.filter(undone_at__isnull=True).exists()
