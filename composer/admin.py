@@ -22,9 +22,12 @@ from composer.models import (
     JobLogLine,
     Membership,
     Quota,
+    ReconcileFinding,
+    ReconcileRun,
     StateChange,
     Template,
     Tenant,
+    UnbindPending,
 )
 from composer.services.jobs import job_cancel
 from fabric.admin import ReadOnlyAdmin
@@ -197,6 +200,44 @@ class AllocationAdmin(ReadOnlyAdmin):
     list_display = ("id", "composition", "device", "gib", "state", "binding_id", "released_at")
     list_filter = ("state",)
     list_select_related = ("composition", "device")
+    show_full_result_count = False
+
+
+@admin.register(UnbindPending)
+class UnbindPendingAdmin(ReadOnlyAdmin):
+    """Bindings still to undo: written by rollbacks and heals, closed by the reconciler."""
+
+    list_display = ("id", "device", "host", "binding_id", "gib", "attempts", "since", "undone_at")
+    list_select_related = ("device", "host")
+    search_fields = ("binding_id", "last_error")
+    show_full_result_count = False
+
+
+class ReconcileFindingInline(_ReadOnlyInline):
+    model = ReconcileFinding
+    fields = (
+        *("kind", "outcome", "manager", "device", "host", "composition", "binding_id"),
+        *("action", "detail"),
+    )
+    readonly_fields = fields
+
+
+@admin.register(ReconcileRun)
+class ReconcileRunAdmin(ReadOnlyAdmin):
+    """The reconciler's runs (read-only; the Reconcile page starts one)."""
+
+    list_display = ("id", "trigger", "status", "requested_by", "created_at", "finished_at")
+    list_filter = ("trigger", "status")
+    list_select_related = ("requested_by",)
+    inlines = [ReconcileFindingInline]
+    show_full_result_count = False
+
+
+@admin.register(ReconcileFinding)
+class ReconcileFindingAdmin(ReadOnlyAdmin):
+    list_display = ("id", "run", "kind", "outcome", "manager", "device", "binding_id", "at")
+    list_filter = ("kind", "outcome")
+    list_select_related = ("run", "manager", "device")
     show_full_result_count = False
 
 

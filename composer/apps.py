@@ -17,6 +17,10 @@ class ComposerConfig(AppConfig):
         from fabric.holders import register_holder_lookup
 
         register_holder_lookup(device_holder_rows)
+        # ...and so does a binding still to undo, until the reconciler unbinds it.
+        from composer.selectors.unbinds import unbind_holder_rows
+
+        register_holder_lookup(unbind_holder_rows)
 
         # The health poll and inventory sync never make a device FREE while a composition
         # holds it: they ask the state its allocations imply.
@@ -24,6 +28,10 @@ class ComposerConfig(AppConfig):
         from fabric.holders import register_held_state_lookup
 
         register_held_state_lookup(allocation_held_states)
+        # A binding still to undo (`UnbindPending`) holds its device too: BOUND.
+        from composer.services.unbinds import unbind_held_states
+
+        register_held_state_lookup(unbind_held_states)
 
         # A blast radius (what-if pages, alerts) names the compositions and tenants it hurts.
         from composer.selectors.impact import composition_impact

@@ -17,14 +17,12 @@ from celery import shared_task
 from composer.events import events_publish_pending
 from composer.models import Job
 from composer.runner import JobRetry
-from composer.services.allocations.reconcile import devices_allocated_reconcile
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
 from composer.services.dispatch import jobs_dispatch
 from composer.services.heal import composition_heal_run
-from composer.services.health import compositions_health_reconcile
 from composer.services.job_leases import job_lease_expired, job_take_over, jobs_lease_sweep
 from composer.services.jobs import inventory_sync_request, inventory_sync_run
-from composer.services.reconcile import compositions_reconcile
+from composer.services.reconcile import reconcile_run
 from fabric.models import FabricManager
 from fabric.services.domains import domains_refresh_outdated
 
@@ -177,6 +175,15 @@ def jobs_dispatch_task() -> int:
     """Beat, every few seconds: send the QUEUED jobs the broker does not hold (refused while
     Redis was away, or lost with a Redis restart): the job outbox. Returns how many."""
     return jobs_dispatch()
+
+
+@shared_task(acks_late=True, soft_time_limit=120, time_limit=150)
+def reconcile_task(run_id: int | None = None) -> int | None:
+    """Beat, every COMPOSER_RECONCILE_INTERVAL_S (no `run_id`), or an operator's queued run
+    `run_id`: compare each fabric manager's bindings with the database and repair the drift
+    (`composer.services.reconcile`). Returns the id of the run's row."""
+    run = reconcile_run(run_id=run_id)
+    return run.pk if run is not None else None
 
 
 @shared_task(**COMPOSITION_JOB_TASK)

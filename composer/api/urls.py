@@ -10,7 +10,7 @@ from django.apps import apps
 from django.urls import include, path, re_path
 from rest_framework.routers import APIRootView
 
-from composer.api import compositions, events, quotas, templates, views
+from composer.api import compositions, events, quotas, reconcile, templates, views
 from fabric.api.routers import Router
 from fabric.api.urls import router as fabric_router
 
@@ -21,6 +21,7 @@ router.register("jobs", views.JobViewSet, basename="job")
 router.register("templates", templates.TemplateViewSet, basename="template")
 router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
+router.register("reconcile/runs", reconcile.ReconcileRunViewSet, basename="reconcile_run")
 
 
 def _root_dict() -> dict[str, str]:

@@ -5,6 +5,15 @@ from __future__ import annotations
 from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.events import AlertAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
+from composer.models.reconcile import (
+    FindingKind,
+    FindingOutcome,
+    ReconcileFinding,
+    ReconcileRun,
+    ReconcileStatus,
+    ReconcileTrigger,
+    UnbindPending,
+)
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
 
@@ -14,11 +23,18 @@ __all__ = [
     "Composition",
     "Event",
     "EventAudience",
+    "FindingKind",
+    "FindingOutcome",
     "Job",
     "JobLogLine",
     "Membership",
     "Quota",
+    "ReconcileFinding",
+    "ReconcileRun",
+    "ReconcileStatus",
+    "ReconcileTrigger",
     "StateChange",
     "Template",
     "Tenant",
+    "UnbindPending",
 ]

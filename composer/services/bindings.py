@@ -22,6 +22,7 @@ from composer.errors import BindingFailed
 from composer.lease import LeaseLost
 from composer.models import Allocation
 from composer.runner import for_tenants
+from composer.services.unbinds import unbind_with_retries
 from fabric.choices import DeviceKind
 from fabric.drivers.base import Binding, DriverError, DriverTimeout, FabricDriver
 from fabric.models import Host
@@ -245,27 +246,29 @@ def _undo(
     allocations: Iterable[Allocation],
     host: Host | None,
     reported: list[Binding] | None,
-) -> list[int]:
+) -> dict[int, dict[str, str]]:
     """Unbind what `allocations` bound (recorded ids, and bindings the manager reports for
-    them that a lost reply never recorded). Returns the allocations that could not be undone."""
-    failed: list[int] = []
+    them that a lost reply never recorded), each with its retries (`unbind_with_retries`).
+    Returns, for the allocations not fully undone, {allocation id: {binding id: last error}}."""
+    failed: dict[int, dict[str, str]] = {}
     for allocation in allocations:
         ids = {allocation.binding_id} if allocation.binding_id else set()
         if reported is not None and host is not None:
             ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
         for binding_id in sorted(ids):
             name = allocation.device.name
-            try:
-                driver.unbind(binding_id=binding_id)
+            error = unbind_with_retries(driver, binding_id)
+            if error is None:
                 logger.info(
                     "unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}.")
                 )
-            except DriverError as exc:
-                logger.error(
-                    "could not unbind %s: %s",
-                    name,
-                    exc.message,
-                    extra=for_tenants(f"Could not unbind {name}; it stays recorded."),
-                )
-                failed.append(allocation.pk)
+                continue
+            logger.error(
+                "could not unbind %s (%s): %s; the reconciler retries it",
+                name,
+                binding_id,
+                error.message,
+                extra=for_tenants(f"Could not unbind {name} yet; it is retried automatically."),
+            )
+            failed.setdefault(allocation.pk, {})[binding_id] = error.message
     return failed

@@ -8,8 +8,10 @@ the driver's bind is idempotent besides). A bind that times out may have happene
 asks the manager (`bindings()`) and records what it finds. Transient driver errors go back
 to the runner, which retries the task with back-off; a permanent error, the last retry,
 the time limit or any other failure rolls back: what was bound (recorded, or found on the
-manager) is unbound, the allocations are released and the composition ends FAILED with the
-reason (rule 2). Decompose unbinds (idempotent), releases and ends RELEASED. Binding and
+manager) is unbound (a transient error tried again with back-off), the allocations are
+released and the composition ends FAILED with the reason (rule 2); a binding that still
+cannot be undone is held by an `UnbindPending` row for the reconciler, never by the FAILED
+composition. Decompose unbinds (idempotent), releases and ends RELEASED. Binding and
 unbinding through the driver is `composer.services.bindings`.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from composer.choices import CompositionState
@@ -35,6 +38,7 @@ from composer.services.bindings import (
     bindings_adopt,
     manager_bindings,
 )
+from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -238,9 +242,13 @@ def composition_rollback(
 ) -> Composition:
     """Compensate a compose that cannot finish: unbind, release, composition FAILED.
 
-    Bindings that cannot be undone (the manager is unreachable) keep their allocation
-    recorded (rule 2: recorded or undone) and the reason says so; decomposing the FAILED
-    composition later cleans them up. Safe to call twice.
+    Each unbind is tried a few times with back-off (`unbind_with_retries`). A binding that
+    still cannot be undone (the manager is unreachable, or keeps failing) does not stay on
+    the composition: its allocation is released with the rest, so a FAILED composition
+    never holds a device, and an `UnbindPending` row holds the device instead (still BOUND,
+    its GiB still counted) until the reconciler unbinds it (rule 2: recorded or undone).
+    Bindings the manager made but never reported (it could not be read) are orphans the
+    reconciler finds on the fabric. Safe to call twice.
     """
     if composition.state not in (
         CompositionState.REQUESTED,
@@ -256,7 +264,7 @@ def composition_rollback(
         extra=for_tenants("Rolling back: unbinding what was bound, releasing every device."),
     )
     allocations = _active(composition)
-    failed: list[int] = []
+    failed: dict[int, dict[str, str]] = {}
     host = composition.host
     if host is not None and allocations:
         try:
@@ -269,13 +277,23 @@ def composition_rollback(
                 exc.message,
                 extra=for_tenants("The fabric manager cannot be reached: nothing was unbound."),
             )
-            failed = [a.pk for a in allocations if a.binding_id]
-    allocations_release(composition=composition, source=source, keep=failed)
+            failed = {a.pk: {a.binding_id: exc.message} for a in allocations if a.binding_id}
+    if failed and host is not None:
+        with transaction.atomic():
+            for allocation in allocations:
+                if allocation.pk in failed:
+                    allocation_release_unbind_pending(
+                        composition=composition,
+                        allocation=allocation,
+                        host=host,
+                        not_undone=failed[allocation.pk],
+                        source=source,
+                    )
+    allocations_release(composition=composition, source=source)
     text = reason
     if failed:
         text += (
-            f" {len(failed)} binding(s) could not be undone and stay recorded; "
-            "decompose the composition to clean them up."
+            f" {len(failed)} device(s) could not be unbound yet; they are cleaned up automatically."
         )
     try:
         composition_transition(

@@ -10,9 +10,9 @@ went bad or came back, through `compositions_react_to_health`:
   `composer.selectors.health`: not failed, not gone, reachable from its host) is READY
   again (`composer.services.recovery`), the reason naming what came back.
 
-`compositions_health_reconcile`, run by beat with the stale-job sweep, reaches the same
-end from the tables alone, so a lost poll result (or a missed call) still ends right; it
-also requeues heals no worker is running and retries the unbinds a heal could not do.
+`compositions_health_reconcile`, a step of the reconciler (`composer.services.reconcile`),
+reaches the same end from the tables alone, so a lost poll result (or a missed call) still
+ends right; it also requeues heals no worker is running.
 Both are idempotent: a second call with the same input changes nothing.
 """
 
@@ -27,7 +27,7 @@ from composer.choices import CompositionState
 from composer.errors import ComposerError, InvalidTransition, StaleState
 from composer.models import Allocation, Composition
 from composer.selectors.health import DeviceProblem, compositions_unhealthy_devices
-from composer.services.heal import heal_reconcile, heal_request, heal_unbinds_retry
+from composer.services.heal import heal_reconcile, heal_request
 from composer.services.recovery import composition_recover
 from composer.states import composition_transition
 from fabric.topology.load import load_graph
@@ -56,11 +56,10 @@ class HealthReaction:
 @dataclass(frozen=True)
 class HealthReconcileResult:
     """What the periodic pass did, on top of a reaction: heals queued again for HEALING
-    compositions no job runs, and pending unbinds done at last (binding ids)."""
+    compositions no job runs."""
 
     reaction: HealthReaction = field(default_factory=HealthReaction)
     heal_requeued: tuple[int, ...] = ()
-    unbinds_done: tuple[str, ...] = ()
 
 
 def _alert(alert_id: int | None) -> str:
@@ -191,7 +190,7 @@ def compositions_react_to_health(
 def compositions_health_reconcile(*, now: Any = None) -> HealthReconcileResult:
     """The periodic safety net: READY compositions with a lost device become DEGRADED (and
     self-heal), DEGRADED ones whose devices are all fine are READY again, heals no job runs
-    are queued again, pending unbinds are retried. Returns what it did."""
+    are queued again. Returns what it did."""
     compositions = list(
         Composition.objects.filter(
             state__in=[CompositionState.READY, CompositionState.DEGRADED], host__isnull=False
@@ -222,7 +221,6 @@ def compositions_health_reconcile(*, now: Any = None) -> HealthReconcileResult:
             ):
                 recovered.append(composition.pk)
     requeued = heal_reconcile(now=now)
-    unbound = heal_unbinds_retry()
     if degraded or recovered or jobs:
         logger.warning(
             "health reconcile: degraded %s, recovered %s, heal jobs %s", degraded, recovered, jobs
@@ -230,5 +228,4 @@ def compositions_health_reconcile(*, now: Any = None) -> HealthReconcileResult:
     return HealthReconcileResult(
         HealthReaction(tuple(degraded), tuple(recovered), tuple(jobs)),
         tuple(requeued),
-        tuple(unbound),
     )

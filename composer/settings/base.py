@@ -208,6 +208,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.jobs_lease_sweep_task",
         "schedule": env_int("COMPOSER_JOB_LEASE_SWEEP_S", 5),
     },
+    # The reconciler: fabric bindings against the database, bindings still to undo,
+    # unfinished compositions, health, allocated GiB (composer.services.reconcile).
+    # `expires`: a run queued while no worker ran is dropped, the next one comes soon.
+    "reconcile": {
+        "task": "composer.tasks.reconcile_task",
+        "schedule": env_int("COMPOSER_RECONCILE_INTERVAL_S", 30),
+        "options": {"expires": env_int("COMPOSER_RECONCILE_INTERVAL_S", 30)},
+    },
     # The outbox: events whose publish after commit failed (Redis away) go out now.
     "events-publish-pending": {
         "task": "composer.tasks.events_publish_pending_task",
@@ -248,8 +256,6 @@ COMPOSER_HOUSEKEEPING_TASKS = [
 CELERY_TASK_ROUTES = {
     name: {"queue": COMPOSER_HOUSEKEEPING_QUEUE} for name in COMPOSER_HOUSEKEEPING_TASKS
 }
-# A QUEUED job no worker picked up for this long is cancelled as lost (composer.services.jobs).
-COMPOSER_JOB_STALE_AFTER_S = env_int("COMPOSER_JOB_STALE_AFTER_S", 900)
 # A QUEUED job whose message went out this long ago and that no worker started is sent
 # again (a Redis restarted without persistence loses its messages; a duplicate is a no-op).
 COMPOSER_JOB_REDISPATCH_S = env_int("COMPOSER_JOB_REDISPATCH_S", 60)
@@ -259,6 +265,16 @@ COMPOSER_JOB_LEASE_S = env_int("COMPOSER_JOB_LEASE_S", 15)
 # A job whose worker died this many times is failed (and its composition rolled back)
 # instead of being taken over again: the job itself may be what kills its worker.
 COMPOSER_JOB_MAX_RESUMES = env_int("COMPOSER_JOB_MAX_RESUMES", 3)
+# The reconciler (composer.services.reconcile): a composition left unfinished with no queued
+# or running job is finished (rolled back, decompose queued again) once untouched this long;
+# its runs are kept this long.
+COMPOSER_RECONCILE_GRACE_S = env_int("COMPOSER_RECONCILE_GRACE_S", 30)
+COMPOSER_RECONCILE_RETENTION_HOURS = env_int("COMPOSER_RECONCILE_RETENTION_HOURS", 168)
+# An unbind that fails transiently (rollback, heal, orphan) is tried this many times in all,
+# waiting COMPOSER_UNBIND_BACKOFF_MS, then twice that, ... in between (3 tries: 0.75 s); what
+# still fails is held by an UnbindPending row the reconciler retries.
+COMPOSER_UNBIND_ATTEMPTS = env_int("COMPOSER_UNBIND_ATTEMPTS", 3)
+COMPOSER_UNBIND_BACKOFF_MS = env_int("COMPOSER_UNBIND_BACKOFF_MS", 250)
 # How many devices a compose job binds at once:
 # a fabric manager binds devices independently, so slow binds need not wait for each other...
 COMPOSER_BIND_PARALLELISM = env_int("COMPOSER_BIND_PARALLELISM", 4)

@@ -36,7 +36,7 @@ from composer.services.compositions import (
     composition_request,
     placement_as_dict,
 )
-from composer.services.heal import UNBIND_PENDING_KEY, heal_request
+from composer.services.heal import heal_request
 from fabric.models import Device
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
@@ -301,7 +301,9 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
         "can_write": can_write(request.user, composition),
         "can_decompose": composition.state in (CompositionState.READY, CompositionState.DEGRADED),
         "can_heal": composition.state == CompositionState.DEGRADED,
-        "unbind_pending": plan.get(UNBIND_PENDING_KEY) or [],
+        "unbind_pending": list(
+            composition.unbinds_pending.filter(undone_at__isnull=True).select_related("device")
+        ),
         "self_heal_overrides_template": composition.template is not None
         and bool((composition.template.spec or {}).get("self_heal"))
         != bool((composition.spec or {}).get("self_heal")),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.apps import apps
 from django.urls import include, path
 
-from composer.views import alerts, compositions, dashboard, jobs, managers, pools
+from composer.views import alerts, compositions, dashboard, jobs, managers, pools, reconcile
 
 app_name = "composer"
 urlpatterns = [
@@ -46,6 +46,8 @@ urlpatterns = [
     path("jobs/<int:pk>/", jobs.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),
     path("managers/<int:pk>/sync/", managers.manager_sync, name="manager_sync"),
+    path("reconcile/", reconcile.reconcile_list, name="reconcile_list"),
+    path("reconcile/run/", reconcile.reconcile_now, name="reconcile_now"),
     *(
         [path("", include("composer.simulator.urls"))]
         if apps.is_installed("composer.simulator")

@@ -23,12 +23,16 @@ from composer.models import (
     JobLogLine,
     Membership,
     Quota,
+    ReconcileFinding,
+    ReconcileRun,
+    ReconcileTrigger,
     StateChange,
     Template,
     Tenant,
+    UnbindPending,
 )
 from fabric.models import Alert, FabricManager
-from tests.factories.fabric import DeviceFactory
+from tests.factories.fabric import DeviceFactory, HostFactory
 
 COMPOSER_MODELS = list(apps.get_app_config("composer").get_models())
 
@@ -43,7 +47,14 @@ def operator_client(db: None) -> Client:
     Template.objects.create(name="t", slug="t", spec={"items": [{"kind": "gpu", "count": 1}]})
     Quota.objects.create(tenant=tenant, kind="gpu", max_count=8)
     composition = Composition.objects.create(tenant=tenant, name="c1", spec={})
-    Allocation.objects.create(composition=composition, device=DeviceFactory.create())
+    device = DeviceFactory.create()
+    Allocation.objects.create(composition=composition, device=device)
+    run = ReconcileRun.objects.create(trigger=ReconcileTrigger.SCHEDULE)
+    ReconcileFinding.objects.create(
+        run=run, kind="orphan", outcome="repaired", device=device, action="Unbound it"
+    )
+    host = HostFactory.create(manager=device.manager)
+    UnbindPending.objects.create(device=device, host=host, binding_id="b-1")
     StateChange.objects.create(composition=composition, to_state="requested", reason="test")
     event = Event.objects.create(type="composition.state", composition=composition, payload={})
     EventAudience.objects.create(event=event, tenant=tenant)

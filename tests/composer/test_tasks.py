@@ -16,7 +16,6 @@ from composer.tasks import (
     failure_domains_recount_task,
     inventory_sync_all_task,
     inventory_sync_task,
-    jobs_sweep_stale_task,
 )
 from fabric.choices import DeviceState
 from fabric.drivers.simulated import store
@@ -120,5 +119,11 @@ def test_the_beat_recounts_failure_domains_of_an_older_definition_every_minute(
     assert not FailureDomain.objects.exclude(radius_version=RADIUS_VERSION).exists()
 
 
-def test_the_sweep_task_runs(db: None) -> None:
-    assert jobs_sweep_stale_task.delay().get() == 0
+def test_every_beat_entry_and_housekeeping_route_names_a_task_that_exists(settings: Any) -> None:
+    """A renamed or removed task must not leave beat sending a name no worker knows."""
+    import composer.tasks as tasks
+
+    names = {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
+    names |= set(settings.CELERY_TASK_ROUTES)
+    missing = [n for n in names if not hasattr(tasks, n.rsplit(".", 1)[1])]
+    assert missing == []

@@ -16,8 +16,9 @@ Rule 1 (never allocate a device or a GiB twice) is enforced in the database:
 
 A memory device's state follows its slices (`fabric.capacity`): FREE -> RESERVED at its
 first claim, -> BOUND when a slice is bound, and back to FREE when the last GiB is given
-back. A slice whose unbind failed stays in `allocated_gib` until the unbind succeeds
-(`slices_give_back`), as a whole device in that case stays BOUND.
+back. A slice whose unbind failed stays in `allocated_gib` until the unbind succeeds, as a
+whole device in that case stays BOUND: an `UnbindPending` row holds it
+(`composer.services.unbinds`) until the reconciler gives it back (`slices_give_back`).
 
 A claim that loses raises ClaimConflict and writes nothing (its savepoint is rolled back).
 """

@@ -2,8 +2,8 @@
 
 Every claim and give-back keeps `Device.allocated_gib` under the device's row lock, so the
 figure should never drift; if it does (a bug, a hand edit, a restore), a figure too high
-strands GiB and one too low lets the same GiB be handed out twice. Beat's reconciliation
-(`composer.tasks.jobs_sweep_stale_task`) recounts it and corrects each drift, audited.
+strands GiB and one too low lets the same GiB be handed out twice. The reconciler
+(`composer.services.reconcile`) recounts it and corrects each drift, audited.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from composer.models import Allocation, Composition
+from composer.models import Allocation, UnbindPending
 from composer.selectors.allocations import allocation_held_states
-from composer.services.heal.common import UNBIND_PENDING_KEY
 from fabric.capacity import PARTITIONABLE_KINDS, SLICEABLE_STATES, held_state
 from fabric.choices import ChangeAction, DeviceState
 from fabric.models import Device
@@ -34,7 +33,7 @@ SOURCE = "reconciliation"
 def slices_held_gib(device_ids: Collection[int] | None = None) -> dict[int, int]:
     """Device -> the GiB its slices hold (of `device_ids`, or every device): the unreleased
     slices, plus those released with an unbind still pending (still on the fabric, so kept
-    out of the pool). Devices holding nothing are left out. Three queries.
+    out of the pool: `UnbindPending`). Devices holding nothing are left out. Two queries.
 
     The same count as the backfill in composer/migrations/0005_device_allocated_gib.py,
     which keeps its own copy: a migration must not import code that may change after it.
@@ -50,20 +49,18 @@ def slices_held_gib(device_ids: Collection[int] | None = None) -> dict[int, int]
         .values_list("device_id", "total")
     ):
         held[device_id] += total or 0
-    pending: set[int] = set()
-    for placement in Composition.objects.filter(placement__has_key=UNBIND_PENDING_KEY).values_list(
-        "placement", flat=True
-    ):
-        for entry in (placement or {}).get(UNBIND_PENDING_KEY) or []:
-            if isinstance(entry.get("allocation"), int):
-                pending.add(entry["allocation"])
-    released = Allocation.objects.filter(
-        pk__in=pending, released_at__isnull=False, gib__isnull=False
-    )
+    # Slices released whose unbind is still pending: still on the fabric, still held.
+    pending = UnbindPending.objects.filter(undone_at__isnull=True, gib__isnull=False)
     if device_ids is not None:
-        released = released.filter(device_id__in=list(device_ids))
-    for device_id, gib in released.values_list("device_id", "gib"):
-        held[device_id] += gib
+        pending = pending.filter(device_id__in=list(device_ids))
+    counted: set[tuple[int, int | None]] = set()
+    for device_id, allocation_id, gib in pending.values_list("device_id", "allocation_id", "gib"):
+        # One slice may have left two bindings behind; its GiB are counted once.
+        key = (device_id, allocation_id)
+        if allocation_id is not None and key in counted:
+            continue
+        counted.add(key)
+        held[device_id] += gib or 0
     return dict(held)
 
 

@@ -33,13 +33,13 @@ def allocations_release(
     actor: Any = None,
     source: str = "",
     only: Sequence[int] | None = None,
-    keep: Sequence[int] = (),
 ) -> int:
-    """Release the unreleased allocations of `composition` (those in `only`, or all) except
-    those in `keep` (allocations whose binding could not be undone: they stay recorded).
-    Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED device, or one
-    in maintenance, keeps its state and loses its bound host: the caller undid the binding,
-    or keeps the allocation in `keep`); memory devices give their slices' GiB back
+    """Release the unreleased allocations of `composition` (those in `only`, or all) whose
+    bindings are undone (one that could not be undone is released by
+    `composer.services.unbinds.allocation_release_unbind_pending` instead, which keeps the
+    device held). Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED
+    device, or one in maintenance, keeps its state and loses its bound host: the caller
+    undid the binding); memory devices give their slices' GiB back
     (`slices_give_back`); each device changed gets a ChangeRecord. Returns how many this
     call released.
 
@@ -50,9 +50,7 @@ def allocations_release(
     """
     now = timezone.now()
     with transaction.atomic():
-        rows_qs = Allocation.objects.filter(
-            composition=composition, released_at__isnull=True
-        ).exclude(pk__in=list(keep))
+        rows_qs = Allocation.objects.filter(composition=composition, released_at__isnull=True)
         if only is not None:
             rows_qs = rows_qs.filter(pk__in=list(only))
         device_ids = sorted(set(rows_qs.values_list("device_id", flat=True)))
@@ -126,9 +124,9 @@ def slices_give_back(
     *, device_id: int, gib: int, message: str, actor: Any = None, source: str = ""
 ) -> None:
     """Give `gib` GiB of memory device `device_id` back to its pool, for slices already
-    released whose unbind was pending until now (see `composer.services.heal.undo`). Locks
-    the device; writes a ChangeRecord. The caller makes sure it gives each slice back once
-    (`heal_unbinds_retry` does it under the composition's row lock)."""
+    released whose unbind was pending until now (`composer.services.unbinds`). Locks the
+    device; writes a ChangeRecord. The caller makes sure it gives each slice back once
+    (`unbinds_pending_retry` does it as it closes the `UnbindPending` row, under its lock)."""
     with transaction.atomic():
         device = Device.objects.select_for_update().filter(pk=device_id).first()
         if device is None:

@@ -30,26 +30,23 @@ Rule 2 and the lost device's binding: the replacement is bound and verified *bef
 lost device is unbound. That unbind may fail (the manager cannot reach a failed device).
 The lost device's allocation is then released in the database anyway, so the composition
 is whole again and stops counting the device, but nothing is forgotten: its binding id is
-kept in `Composition.placement["unbind_pending"]` (shown on the page), the device is *not*
-given back to the pool (it stays FAILED/BOUND, so no claim can take it: claims need FREE),
-and the periodic health reconcile (`heal_unbinds_retry`) retries the unbind until the
-manager confirms, then frees the device. Recorded, and undone later: never orphaned.
+kept in an `UnbindPending` row (shown on the page), which holds the device instead (it
+stays FAILED/BOUND, its GiB counted, so no claim can take it: claims need FREE), and the
+reconciler (`composer.services.reconcile`) retries the unbind until the manager confirms,
+then frees the device. Recorded, and undone later: never orphaned.
 """
 
 from __future__ import annotations
 
-from composer.services.heal.common import HEALING_KEY, UNBIND_PENDING_KEY, HealRejected
+from composer.services.heal.common import HEALING_KEY, HealRejected
 from composer.services.heal.job import composition_heal_run, heal_reconcile, heal_request
 from composer.services.heal.spares import spare_exclusions
-from composer.services.heal.undo import heal_unbinds_retry
 
 __all__ = [
     "HEALING_KEY",
-    "UNBIND_PENDING_KEY",
     "HealRejected",
     "composition_heal_run",
     "heal_reconcile",
     "heal_request",
-    "heal_unbinds_retry",
     "spare_exclusions",
 ]

@@ -9,7 +9,6 @@ from composer.errors import ComposerError
 from composer.models import Allocation, Composition
 
 HEALING_KEY = "healing"  # placement: replacements claimed and not yet swapped in
-UNBIND_PENDING_KEY = "unbind_pending"  # placement: bindings a heal could not undo yet
 HEALED_KEY = "healed"  # placement: what each heal replaced, for the record
 HEAL_ROUNDS = 3  # devices that fail while a heal runs are replaced too, this many times
 

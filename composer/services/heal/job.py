@@ -16,7 +16,7 @@ from django.utils import timezone
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.errors import BindingFailed, ComposerError, InvalidTransition
 from composer.lease import LeaseLost
-from composer.models import Allocation, Composition, Job
+from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
@@ -32,7 +32,6 @@ from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
 from composer.services.heal.common import (
     HEAL_ROUNDS,
-    UNBIND_PENDING_KEY,
     HealRejected,
     _active,
     _records,
@@ -288,7 +287,11 @@ def _heal(
         composition.pk,
         extra=for_tenants(f"{composition.name} is ready again."),
     )
-    pending = [e["binding_id"] for e in (composition.placement or {}).get(UNBIND_PENDING_KEY) or []]
+    pending = list(
+        UnbindPending.objects.filter(composition=composition, undone_at__isnull=True)
+        .order_by("pk")
+        .values_list("binding_id", flat=True)
+    )
     return {
         "composition": composition.pk,
         "state": CompositionState.READY.value,
@@ -352,10 +355,10 @@ def heal_reconcile(*, now: Any = None) -> list[int]:
     """Queue the heal again of HEALING compositions no job works on any more (the worker
     died, the message was lost); the new job resumes from the records. Returns their ids.
 
-    Only compositions untouched for COMPOSER_JOB_STALE_AFTER_S are considered.
+    Only compositions untouched for COMPOSER_RECONCILE_GRACE_S are considered.
     """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.COMPOSER_JOB_STALE_AFTER_S)
+    cutoff = now - timedelta(seconds=settings.COMPOSER_RECONCILE_GRACE_S)
     pending = Job.objects.filter(
         kind=JobKind.HEAL,
         target_type=COMPOSITION_TARGET,

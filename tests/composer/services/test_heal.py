@@ -12,20 +12,20 @@ import pytest
 
 from composer.choices import AllocationState, CompositionState, JobKind, JobStatus
 from composer.errors import InvalidTransition
-from composer.models import Allocation, Composition, Job
+from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.placement.load import build_snapshot
 from composer.runner import JobRetry
 from composer.services.heal import (
     HEALING_KEY,
-    UNBIND_PENDING_KEY,
     composition_heal_run,
     heal_reconcile,
     heal_request,
-    heal_unbinds_retry,
     spare_exclusions,
 )
 from composer.services.heal import spares as heal_spares
 from composer.services.health import compositions_react_to_health
+from composer.services.reconcile import reconcile_run
+from composer.services.unbinds import unbinds_pending_retry
 from composer.tasks import composition_heal_task
 from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
@@ -297,19 +297,18 @@ def test_an_unbind_of_the_lost_device_that_fails_is_kept_and_retried(
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert composition.state == CompositionState.READY
     assert "gpu-a-01-1" not in held(composition)
-    [pending] = composition.placement[UNBIND_PENDING_KEY]
-    assert pending["binding_id"] == lost.binding_id and pending["device"] == "gpu-a-01-1"
+    [pending] = UnbindPending.objects.filter(composition=composition, undone_at__isnull=True)
+    assert pending.binding_id == lost.binding_id and pending.device.name == "gpu-a-01-1"
     assert lost.binding_id in {b.binding_id for b in driver.bindings()}  # recorded, not lost
     lost.refresh_from_db()
     assert lost.state == AllocationState.RELEASED
     assert Device.objects.get(name="gpu-a-01-1").state == DeviceState.FAILED  # out of the pool
 
-    assert heal_unbinds_retry() == [lost.binding_id]
+    assert [a.pending.binding_id for a in unbinds_pending_retry() if a.undone] == [lost.binding_id]
 
-    composition.refresh_from_db()
-    assert UNBIND_PENDING_KEY not in composition.placement
+    assert not UnbindPending.objects.filter(undone_at__isnull=True).exists()
     assert lost.binding_id not in {b.binding_id for b in driver.bindings()}
-    assert heal_unbinds_retry() == []
+    assert unbinds_pending_retry() == []
 
 
 def test_a_spare_taken_by_a_concurrent_request_is_placed_again_once(
@@ -380,7 +379,7 @@ def test_a_heal_whose_worker_died_is_queued_again_and_resumes(
     with pytest.raises(JobRetry):
         composition_heal_run(job)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)  # swept as lost
-    settings.COMPOSER_JOB_STALE_AFTER_S = 0
+    settings.COMPOSER_RECONCILE_GRACE_S = 0
 
     with django_capture_on_commit_callbacks(execute=True):
         requeued = heal_reconcile()
@@ -411,3 +410,40 @@ def test_spares_behind_another_switch_are_excluded_for_same_switch(
         snapshot.devices[d].enclosure
         for d in excluded(policy="enclosure", spread_from=[gpu_a_02], together_with=())
     } == {gpu_a_02}
+
+
+def test_a_heal_rollback_whose_unbind_keeps_failing_leaves_the_spare_held_for_the_reconciler(
+    synced: FabricManager,
+    driver: FabricDriver,
+    acme: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
+) -> None:
+    settings.COMPOSER_UNBIND_BACKOFF_MS = 1
+    composition = compose(acme, alice, SPREAD)
+    degrade(synced, composition, "gpu-a-01-1")
+    sim = store.fabric_get("sim")
+    # The spare binds; the verification cannot read the manager; its unbind keeps failing.
+    store.operation_fault_set(fabric=sim, operation="bindings", mode="permanent", count=2)
+    store.operation_fault_set(fabric=sim, operation="unbind", mode="transient", count=100)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = heal_request(composition=composition, actor=alice)
+
+    job.refresh_from_db()
+    composition.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert composition.state == CompositionState.DEGRADED
+    spare = Allocation.objects.get(device__name="gpu-a-01-2")
+    assert spare.state == AllocationState.RELEASED  # the composition does not hold it...
+    [pending] = UnbindPending.objects.filter(undone_at__isnull=True)
+    assert pending.device_id == spare.device_id  # ...this row does, still BOUND
+    assert Device.objects.get(name="gpu-a-01-2").state == DeviceState.BOUND
+
+    store.operation_fault_set(fabric=sim, operation="unbind", mode="transient", count=0)
+    reconcile_run()
+
+    assert Device.objects.get(name="gpu-a-01-2").state == DeviceState.FREE
+    assert spare.device.external_id not in {b.device_id for b in driver.bindings()}
+    assert not UnbindPending.objects.filter(undone_at__isnull=True).exists()

@@ -13,7 +13,7 @@ from composer.models import Composition, Job, StateChange
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.dispatch import job_enqueue
 from composer.services.health import compositions_health_reconcile, compositions_react_to_health
-from composer.tasks import jobs_sweep_stale_task
+from composer.tasks import reconcile_task
 from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
@@ -166,7 +166,7 @@ def test_the_periodic_reconcile_degrades_and_recovers_from_the_tables_alone(
     assert compositions_health_reconcile().reaction.degraded == ()
 
     fault(synced, "device", gpu.name, "recover")
-    jobs_sweep_stale_task.delay()  # beat's sweep runs the health reconcile too
+    reconcile_task.delay()  # the reconciler runs the health reconcile too
 
     ready.refresh_from_db()
     assert ready.state == CompositionState.READY
@@ -185,7 +185,7 @@ def test_the_reconcile_requeues_a_self_heal_whose_job_was_lost(
     assert composition.state == CompositionState.HEALING
     lost = Job.objects.get(kind=JobKind.HEAL)
     Job.objects.filter(pk=lost.pk).update(status=JobStatus.CANCELLED)  # swept as lost
-    settings.COMPOSER_JOB_STALE_AFTER_S = 0
+    settings.COMPOSER_RECONCILE_GRACE_S = 0
 
     result = compositions_health_reconcile()
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 from composer.choices import JobKind, JobStatus
 from composer.errors import ComposerError, InvalidTransition
 from composer.models import Job
-from composer.services.jobs import inventory_sync_request, job_cancel, job_sweep_stale
+from composer.services.jobs import inventory_sync_request, job_cancel
 from fabric.models import FabricManager
 
 
@@ -61,22 +61,6 @@ def test_a_disabled_manager_is_refused_naming_the_field(sim_manager: FabricManag
     assert not Job.objects.exists()
 
 
-def test_the_stale_sweep_never_cancels_a_running_job(db: None) -> None:
-    """A running job whose worker died is the lease sweep's: it resumes, not cancelled."""
-    now = timezone.now()
-    lost = Job.objects.create(
-        kind=JobKind.INVENTORY_SYNC,
-        status=JobStatus.RUNNING,
-        started_at=now - timedelta(hours=2),
-        heartbeat_at=now - timedelta(hours=1),
-    )
-    queued = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
-
-    assert job_sweep_stale() == 0
-    assert Job.objects.get(pk=lost.pk).status == JobStatus.RUNNING
-    assert Job.objects.get(pk=queued.pk).status == JobStatus.QUEUED
-
-
 def test_only_queued_jobs_can_be_cancelled(db: None) -> None:
     job = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
     job_cancel(job=job)
@@ -108,15 +92,3 @@ def test_a_job_the_broker_refuses_waits_for_the_task_queue_and_is_not_failed(
         again = inventory_sync_request(manager=sim_manager)
     assert again.pk == refused.pk
     delay.assert_not_called()
-
-
-def test_the_sweep_leaves_a_queued_job_no_worker_picked_up_to_the_dispatch_pass(
-    db: None,
-) -> None:
-    """Its message was lost (or never sent): it is sent again, not cancelled."""
-    lost = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
-    Job.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(hours=1))
-
-    assert job_sweep_stale() == 0
-    lost.refresh_from_db()
-    assert lost.status == JobStatus.QUEUED

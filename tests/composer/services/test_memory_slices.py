@@ -13,12 +13,13 @@ from django.utils import timezone
 
 from composer.choices import AllocationState
 from composer.errors import ClaimConflict
-from composer.models import Allocation, Composition
+from composer.models import Allocation, Composition, UnbindPending
 from composer.services.allocations import Claim, allocations_claim, claims
 from composer.services.compositions import composition_decompose
-from composer.services.heal import UNBIND_PENDING_KEY, heal_request, heal_unbinds_retry
+from composer.services.heal import heal_request
 from composer.services.health import compositions_react_to_health
-from composer.tasks import jobs_sweep_stale_task
+from composer.services.unbinds import unbinds_pending_retry
+from composer.tasks import reconcile_task
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
@@ -152,13 +153,12 @@ def test_a_slice_whose_unbind_failed_stays_allocated_until_it_is_undone(
     )
     with django_capture_on_commit_callbacks(execute=True):
         heal_request(composition=composition, actor=alice)
-    composition.refresh_from_db()
-    assert composition.placement[UNBIND_PENDING_KEY]
+    assert UnbindPending.objects.filter(composition=composition, undone_at__isnull=True).exists()
     lost.refresh_from_db()
     assert lost.released_at is not None
     assert Device.objects.get(pk=lost.device_id).allocated_gib == 200  # out of the pool
 
-    heal_unbinds_retry()
+    unbinds_pending_retry()
 
     assert Device.objects.get(pk=lost.device_id).allocated_gib == 0
     assert not Allocation.objects.filter(device=lost.device_id, released_at__isnull=True).exists()
@@ -180,26 +180,30 @@ def test_an_unbind_retried_by_two_runs_at_once_gives_its_slice_back_once(
     Allocation.objects.filter(pk=slice_x.pk).update(
         state=AllocationState.RELEASED, released_at=timezone.now()
     )
-    entry = {"binding_id": "b-x", "allocation": slice_x.pk, "device_id": memory.pk}
-    x.placement = {UNBIND_PENDING_KEY: [{**entry, "device": memory.name, "host_id": host.pk}]}
-    x.save(update_fields=["placement"])
+    UnbindPending.objects.create(
+        binding_id="b-x",
+        allocation=slice_x,
+        device=memory,
+        host=host,
+        gib=slice_x.gib,
+        composition=x,
+    )
     real = SimulatedDriver.unbind
     calls: list[str] = []
 
     def unbind_while_another_run_finishes(self: SimulatedDriver, *, binding_id: str) -> None:
         calls.append(binding_id)
         if len(calls) == 1:
-            assert heal_unbinds_retry() == ["b-x"]  # the other run, start to end
+            assert [a.undone for a in unbinds_pending_retry()] == [True]  # the other run
         real(self, binding_id=binding_id)
 
     monkeypatch.setattr(SimulatedDriver, "unbind", unbind_while_another_run_finishes)
 
-    undone = heal_unbinds_retry()
+    undone = unbinds_pending_retry()
 
     assert figures(memory) == (DeviceState.RESERVED, 200)  # Y's slice is still held
     assert undone == []  # the other run undid it
-    x.refresh_from_db()
-    assert UNBIND_PENDING_KEY not in x.placement
+    assert not UnbindPending.objects.filter(undone_at__isnull=True).exists()
 
 
 @pytest.mark.parametrize(
@@ -224,7 +228,7 @@ def test_beat_recounts_a_drifted_allocated_figure_from_the_slices_and_audits_it(
     state, gib = recorded
     Device.objects.filter(pk=memory.pk).update(state=state, allocated_gib=gib)  # the drift
 
-    jobs_sweep_stale_task.delay()
+    reconcile_task.delay()
 
     assert figures(memory) == after
     record = ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk")
@@ -232,7 +236,7 @@ def test_beat_recounts_a_drifted_allocated_figure_from_the_slices_and_audits_it(
     assert record.changes["allocated_gib"] == [gib, after[1]]
     assert f"allocated_gib was {gib}, its slices hold {after[1]} GiB" in caplog.text
 
-    jobs_sweep_stale_task.delay()  # nothing left to correct
+    reconcile_task.delay()  # nothing left to correct
     assert ChangeRecord.objects.filter(target_type="device", target_id=memory.pk).latest("pk") == (
         record
     )

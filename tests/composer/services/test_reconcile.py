@@ -13,7 +13,7 @@ from composer.models import Allocation, Composition, Job
 from composer.services.allocations import allocation_mark_bound
 from composer.services.compositions import composition_request
 from composer.services.reconcile import compositions_reconcile
-from composer.tasks import jobs_lease_sweep_task, jobs_sweep_stale_task
+from composer.tasks import jobs_lease_sweep_task, reconcile_task
 from fabric.drivers.base import FabricDriver
 from fabric.models import FabricManager
 from tests.support.rollback import assert_rolled_back
@@ -67,7 +67,7 @@ def test_beat_rolls_back_a_compose_whose_job_ended_without_finishing_it(
     job = Job.objects.get(kind=JobKind.COMPOSE, target_id=half_bound.pk)
     Job.objects.filter(pk=job.pk).update(status=JobStatus.CANCELLED)
 
-    jobs_sweep_stale_task.delay()
+    reconcile_task.delay()  # the reconciler rolls its composition back
 
     assert_rolled_back(half_bound, driver)
     assert "lost" in half_bound.failure_reason

@@ -1,11 +1,11 @@
-"""Reconciliation (rule 2): nothing a composition bound is left neither recorded nor undone.
+"""The reconciler's step for compositions no job is working on any more (rule 2).
 
 A worker killed mid-compose, a lost broker message or a job past its hard limit leaves a
 composition in PLACING or BINDING with nobody working on it (the stale-job sweep cancels
-the job, but the bindings stay). A composition stuck in DECOMPOSING likewise. This pass,
-run by beat after the sweep, finds them and finishes the work: an unfinished compose is
-rolled back (unbind what the manager reports, release, FAILED with the reason), an
-unfinished decompose is queued again.
+the job, but the bindings stay). A composition stuck in DECOMPOSING likewise (a decompose
+whose unbind met a permanent error fails and leaves it there). This step finds them and
+finishes the work: an unfinished compose is rolled back (unbind what the manager reports,
+release, FAILED with the reason), an unfinished decompose is queued again.
 """
 
 from __future__ import annotations
@@ -54,11 +54,12 @@ def _pending_job(kind: JobKind) -> Exists:
 def compositions_reconcile(*, now: Any = None) -> ReconcileResult:
     """Finish compositions that no job is working on any more; returns what it did.
 
-    Only compositions untouched for COMPOSER_JOB_STALE_AFTER_S are considered, so a compose
-    that is merely waiting in the queue is left alone.
+    Only compositions untouched for COMPOSER_RECONCILE_GRACE_S are considered (and never one
+    with a queued or running job), so a compose that is merely waiting in the queue, or
+    whose job was just created, is left alone.
     """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.COMPOSER_JOB_STALE_AFTER_S)
+    cutoff = now - timedelta(seconds=settings.COMPOSER_RECONCILE_GRACE_S)
     abandoned = Composition.objects.filter(updated_at__lt=cutoff)
     rolled_back = []
     for composition in abandoned.filter(state__in=UNFINISHED_COMPOSE).exclude(
