@@ -75,10 +75,13 @@ def render(o: Outcome) -> str:
         START,
         "## Kills, outages and driver faults under load",
         "",
-        f"Measured {info['date']} on {info['arch']} ({info['cpu']}, {info['cores']} cores), "
-        f"Python {info['python']}, Django {info['django']}, {info['database']}, "
-        f"5-minute load average {info['load']}; the run took {o.duration_s / 60:.1f} min "
-        f"(`bench/bench_chaos.py --kills {o.args.kills} --seed {o.args.seed}`). " + busy_note(info),
+        (
+            f"Measured {info['date']} on {info['arch']} ({info['cpu']}, {info['cores']} "
+            f"cores), Python {info['python']}, Django {info['django']}, {info['database']}, "
+            f"5-minute load average {info['load']}; the run took {o.duration_s / 60:.1f} min "
+            f"(`bench/bench_chaos.py --kills {o.args.kills} --seed {o.args.seed}`). "
+            + busy_note(info)
+        ).strip(),
         "",
         f"Layout: {o.layout}. Simulated binds take {o.args.bind_ms} ms and unbinds "
         f"{o.args.unbind_ms} ms; bursts of {o.args.burst} composes, about "
