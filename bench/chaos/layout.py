@@ -48,7 +48,6 @@ class Proc:
     process: subprocess.Popen[bytes] | None = None
     incarnation: int = 0
     restarts: list[float] = field(default_factory=list)  # time.time() of each restart
-    held: bool = False  # the harness is handling it (a kill in progress): do not restart
 
     @property
     def pid(self) -> int:
@@ -185,7 +184,7 @@ class Layout:
         while not self.stopping.is_set():
             for proc in self.procs:
                 with self.lock:
-                    if proc.held or proc.alive() or self.stopping.is_set():
+                    if proc.alive() or self.stopping.is_set():
                         continue
                 self.kill_group(proc)  # systemd's KillMode=control-group
                 time.sleep(self.restart_delay_s)
