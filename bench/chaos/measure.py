@@ -104,6 +104,7 @@ class Recovery:
     disruption: Disruption
     touched: list[int] = field(default_factory=list)  # mid-step at that moment
     waits_s: list[float] = field(default_factory=list)  # one per touched composition
+    settled_s: list[float] = field(default_factory=list)  # of those that settled
     unsettled_ids: list[int] = field(default_factory=list)  # still transitional at the end
 
     @property
@@ -162,6 +163,7 @@ def recoveries(
                 recovery.waits_s.append(end - disruption.at)
             else:
                 recovery.waits_s.append(max(0.0, settled - disruption.at))
+                recovery.settled_s.append(max(0.0, settled - disruption.at))
         found.append(recovery)
     return found
 

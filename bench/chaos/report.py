@@ -71,6 +71,7 @@ def render(o: Outcome) -> str:
     settled = [r.seconds for r in o.recoveries if r.seconds is not None and not r.unsettled]
     censored = [r for r in o.recoveries if r.unsettled]
     all_waits = [r.seconds for r in o.recoveries if r.seconds is not None]
+    each = [wait for r in o.recoveries for wait in r.settled_s]
     lines = [
         START,
         "## Kills, outages and driver faults under load",
@@ -123,7 +124,9 @@ def render(o: Outcome) -> str:
         f"{len(censored)} of them left compositions that never settled before the end of "
         "the run, and their recovery is counted until the end, a lower bound. Over the "
         f"{len(settled)} whose compositions all settled: p50 / p99 / max "
-        f"{_stats(settled).replace(' | ', ' / ')} s.",
+        f"{_stats(settled).replace(' | ', ' / ')} s. Each touched composition that did "
+        f"settle ({len(each)} of {sum(len(r.touched) for r in o.recoveries)} touches) took "
+        f"p50 / p99 / max {_stats(each).replace(' | ', ' / ')} s after the disruption.",
         "",
         f"Load: {o.compositions} compositions; {o.load['compose']} composes, "
         f"{o.load['decompose']} decomposes and {o.load['heal']} GPU failures (heal bursts) "

@@ -28,6 +28,7 @@ def test_recovery_is_the_longest_wait_of_the_compositions_mid_step() -> None:
     assert recovery.touched == [1, 2]
     assert recovery.waits_s == [4.0, 15.0]
     assert recovery.seconds == 15.0
+    assert recovery.settled_s == [4.0, 15.0]
     assert recovery.unsettled == 0
 
 
@@ -39,6 +40,7 @@ def test_a_composition_that_never_settles_counts_until_the_end() -> None:
 
     assert recovery.unsettled == 1
     assert recovery.seconds == 90.0
+    assert recovery.settled_s == []
 
 
 def test_one_stuck_since_an_earlier_kill_is_not_touched_again() -> None:
