@@ -113,7 +113,11 @@ def _wrap(text: str) -> str:
 
 
 def write_section(
-    name: str, section: str, *, excerpts: Mapping[str, str] | None = None
+    name: str,
+    section: str,
+    *,
+    excerpts: Mapping[str, str] | None = None,
+    document: Path | None = None,
 ) -> list[Path]:
     """Replace benchmark `name`'s section of docs/benchmarks.md, leaving the rest alone, and
     its excerpts wherever a document quotes them; return the files written.
@@ -121,7 +125,15 @@ def write_section(
     `section` must start and end with the benchmark's markers. `excerpts` maps a key to the
     text that goes between the `<name>.<key>` markers of every document that holds them
     (see `documents()`); `{benchmarks}` in it becomes that document's link to the section.
+    `document` names another file of docs/ that holds the section instead (a report of its
+    own, as docs/reliability.md); it takes no excerpts.
     """
+    if document is not None:
+        original = document.read_text()
+        replaced = _replace(original, name, section)
+        text = replaced if replaced is not None else original.rstrip("\n") + "\n\n" + section
+        document.write_text(text.rstrip("\n") + "\n")
+        return [document]
     text = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
     replaced = _replace(text, name, section)
     text = replaced if replaced is not None else text.rstrip("\n") + "\n\n" + section + "\n"

@@ -103,6 +103,29 @@ def test_every_quoted_excerpt_is_written_by_its_benchmark() -> None:
             assert f'excerpts={{"{name[1]}"' in script.read_text(), f"{script.name}: {name}"
 
 
+def test_every_section_outside_the_benchmarks_is_written_by_its_benchmark() -> None:
+    """A section held by another document (docs/reliability.md) names a benchmark that
+    writes it there."""
+    for path in documents():
+        if path == ROOT / "docs" / "benchmarks.md":
+            continue
+        for name in re.findall(r"<!-- bench:([\w-]+):start -->", path.read_text()):
+            script = ROOT / "bench" / f"bench_{name}.py"
+            assert script.exists(), f"{path}: no {script.name} writes section {name}"
+            assert path.name in script.read_text(), f"{script.name} does not write {path.name}"
+
+
+def test_a_benchmark_rewrites_its_section_in_a_document_of_its_own(tmp_path: Path) -> None:
+    report = tmp_path / "report.md"
+    report.write_text("# Report\n\n<!-- bench:a:start -->\nold\n<!-- bench:a:end -->\n\nEnd.\n")
+    start, end = markers("a")
+
+    written = write_section("a", f"{start}\nnew\n{end}", document=report)
+
+    assert written == [report]
+    assert report.read_text() == f"# Report\n\n{start}\nnew\n{end}\n\nEnd.\n"
+
+
 def test_links_to_the_benchmarks_land_on_a_section() -> None:
     benchmarks = (ROOT / "docs" / "benchmarks.md").read_text()
     anchors = {anchor(line + "\n") for line in benchmarks.splitlines() if line.startswith("## ")}
