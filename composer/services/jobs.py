@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
-from composer.errors import ComposerError, InvalidTransition, StaleState
+from composer.errors import ComposerError
 from composer.models import Job
 from composer.runner import run_job
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue

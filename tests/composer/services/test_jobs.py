@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
 from composer.errors import ComposerError, InvalidTransition

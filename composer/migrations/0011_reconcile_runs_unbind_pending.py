@@ -43,7 +43,7 @@ def pending_unbinds_to_rows(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('composer', '0008_job_log_audience'),
+        ('composer', '0010_job_lease'),
         ('fabric', '0006_failure_domain_radius_version'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('composer', '0008_job_log_audience'),
+        ('composer', '0009_job_dispatched_at'),
     ]
 
     operations = [
