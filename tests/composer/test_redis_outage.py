@@ -111,6 +111,7 @@ def test_every_page_and_api_operation_answers_during_a_redis_outage(
         "failure-domains": 1,
         "alerts": alert.pk,
         "jobs": job.pk,
+        "runs": 1,
         "templates": "none",
         "quotas": 1,
         "compositions": ready.pk,

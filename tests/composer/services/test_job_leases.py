@@ -89,7 +89,7 @@ def test_the_sweep_takes_over_a_job_whose_lease_expired_and_sends_it_again(
 ) -> None:
     job = died(compose_job(composing))
 
-    with mock.patch("composer.services.jobs.job_enqueue") as enqueue:
+    with mock.patch("composer.services.dispatch.job_enqueue") as enqueue:
         assert jobs_lease_sweep() == 1
 
     job.refresh_from_db()
@@ -176,7 +176,7 @@ def test_a_job_whose_worker_keeps_dying_fails_and_its_composition_is_rolled_back
     assert first is not None and composing.host is not None
     driver.bind(device_id=first.device.external_id, host_id=composing.host.external_id)
 
-    with mock.patch("composer.services.jobs.job_enqueue") as enqueue:
+    with mock.patch("composer.services.dispatch.job_enqueue") as enqueue:
         assert jobs_lease_sweep() == 0
 
     enqueue.assert_not_called()
