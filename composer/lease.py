@@ -49,6 +49,17 @@ class LeaseLost(Exception):
         self.attempt = attempt
 
 
+def lease_confirm(job: Job) -> None:
+    """Raise LeaseLost unless `job` is still RUNNING under the attempt this process claimed.
+
+    Asked of the database, not of the heartbeat: called before a compensating step (a
+    rollback) that would undo what a successor did, after a wait or a silence that may have
+    outlasted the lease (a paused process, a cut connection) before the keeper noticed.
+    """
+    if not Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts).exists():
+        raise LeaseLost(job.pk, job.attempts)
+
+
 def lease_seconds() -> float:
     """How long a lease holds without a renewal (COMPOSER_JOB_LEASE_S)."""
     return float(getattr(settings, "COMPOSER_JOB_LEASE_S", 15))

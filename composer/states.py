@@ -6,7 +6,7 @@ transaction, so the audit trail never misses a change (rule 5).
 
 A job's status moves only through `job_transition`: it checks the table, then updates
 the row only if it still has the status this process last saw. When another worker got
-there first (a redelivered task, the stale-job sweep), nothing is written and StaleState
+there first (a redelivered task, the lease sweep), nothing is written and StaleState
 is raised, so no job runs twice and no terminal status is overwritten.
 """
 

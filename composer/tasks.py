@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 
 from celery import shared_task
+from django.utils import timezone
 
 from composer.events import events_publish_pending
 from composer.models import Job
@@ -84,8 +85,11 @@ def _run_job(task: Any, job_id: int, run: Callable[..., Job], what: str) -> None
     if job is None:
         logger.warning("%s job %s does not exist; nothing to do", what, job_id)
         return
-    if job_lease_expired(job) and not job_take_over(job=job, by="a redelivery"):
-        return  # failed past its resume limit, or another worker took it first
+    if job_lease_expired(job):
+        if not job_take_over(job=job, by="a redelivery"):
+            return  # failed past its resume limit, or another worker took it first
+        # This delivery is its message: the dispatch pass must not send another.
+        Job.objects.filter(pk=job.pk).update(dispatched_at=timezone.now())
     run(job, retryable=task.request.retries < task.max_retries)
 
 

@@ -20,7 +20,7 @@ from django.db import connection
 
 from composer.errors import BindingFailed
 from composer.lease import LeaseLost
-from composer.models import Allocation
+from composer.models import Allocation, UnbindPending
 from composer.runner import for_tenants
 from composer.services.unbinds import unbind_with_retries
 from fabric.choices import DeviceKind
@@ -204,10 +204,18 @@ def bindings_adopt(
     if not allocations:
         return []
     reported = driver.bindings() if reported is None else reported
+    ids = [b.binding_id for b in reported]
     taken = set(
-        Allocation.objects.filter(
-            binding_id__in=[b.binding_id for b in reported], released_at__isnull=True
-        ).values_list("binding_id", flat=True)
+        Allocation.objects.filter(binding_id__in=ids, released_at__isnull=True).values_list(
+            "binding_id", flat=True
+        )
+    )
+    # A binding waiting to be undone (a released slice of the same device on the same host
+    # looks alike) is the reconciler's, never a resumed job's.
+    taken |= set(
+        UnbindPending.objects.filter(binding_id__in=ids, undone_at__isnull=True).values_list(
+            "binding_id", flat=True
+        )
     )
     rest: list[Allocation] = []
     for allocation in allocations:

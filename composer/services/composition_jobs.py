@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
-from composer.lease import LeaseLost
+from composer.lease import LeaseLost, lease_confirm
 from composer.models import Allocation, Composition, Job
 from composer.runner import ProgressFn, for_tenants, job_log_adopter, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
@@ -38,7 +38,7 @@ from composer.services.bindings import (
     bindings_adopt,
     manager_bindings,
 )
-from composer.services.unbinds import allocation_release_unbind_pending
+from composer.services.unbinds import allocation_release_unbind_pending, unbind_with_retries
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -103,6 +103,7 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
             raise  # another worker took the job over: it finishes or rolls back, not this one
         except DriverError as exc:
             if exc.permanent or not retryable:
+                lease_confirm(job)  # a successor's bindings are not this run's to undo
                 composition_rollback(
                     composition=composition,
                     driver=driver_ref[0],
@@ -111,6 +112,7 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
                 )
             raise
         except BaseException as exc:
+            lease_confirm(job)
             composition_rollback(
                 composition=composition,
                 driver=driver_ref[0],
@@ -250,6 +252,7 @@ def composition_rollback(
     Bindings the manager made but never reported (it could not be read) are orphans the
     reconciler finds on the fabric. Safe to call twice.
     """
+    composition.refresh_from_db(fields=["state"])  # the caller's copy may be old
     if composition.state not in (
         CompositionState.REQUESTED,
         CompositionState.PLACING,
@@ -341,13 +344,20 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
             for index, allocation in enumerate(allocations, start=1):
                 ids = {allocation.binding_id} if allocation.binding_id else set()
                 ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
-                for binding_id in sorted(ids):
-                    driver.unbind(binding_id=binding_id)
-                    name = allocation.device.name
-                    logger.info(
-                        "unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}.")
+                not_undone = _unbind_all(driver, allocation, sorted(ids), retryable=retryable)
+                if not_undone:
+                    with transaction.atomic():
+                        allocation_release_unbind_pending(
+                            composition=composition,
+                            allocation=allocation,
+                            host=host,
+                            not_undone=not_undone,
+                            source=source,
+                        )
+                else:
+                    allocations_release(
+                        composition=composition, source=source, only=[allocation.pk]
                     )
-                allocations_release(composition=composition, source=source, only=[allocation.pk])
                 progress(index, total, f"Released {allocation.device.name}")
         else:
             allocations_release(composition=composition, source=source)
@@ -364,3 +374,33 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
         return {"composition": composition.pk, "state": CompositionState.RELEASED.value}
 
     return run_job(job, work, retryable=retryable)
+
+
+def _unbind_all(
+    driver: FabricDriver, allocation: Allocation, binding_ids: list[str], *, retryable: bool
+) -> dict[str, str]:
+    """Unbind a decomposed allocation's bindings, each with its retries; returns those the
+    manager would not undo ({binding id: its error}), for an `UnbindPending` row to hold.
+
+    A transient error while the task may still retry goes up (the job retries with
+    back-off); a permanent one, or any on the last try, is left to the reconciler, so the
+    composition is released rather than left decomposing for ever with the device half-held.
+    """
+    not_undone: dict[str, str] = {}
+    name = allocation.device.name
+    for binding_id in binding_ids:
+        error = unbind_with_retries(driver, binding_id)
+        if error is None:
+            logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
+            continue
+        if not error.permanent and retryable:
+            raise error
+        logger.error(
+            "could not unbind %s (%s): %s; left to the reconciler",
+            name,
+            binding_id,
+            error.message,
+            extra=for_tenants(f"Could not unbind {name} yet; it is cleaned up automatically."),
+        )
+        not_undone[binding_id] = error.message
+    return not_undone

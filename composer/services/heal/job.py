@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.errors import BindingFailed, ComposerError, InvalidTransition
-from composer.lease import LeaseLost
+from composer.lease import LeaseLost, lease_confirm
 from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
@@ -183,13 +183,16 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             raise  # another worker took the job over: it finishes or rolls back, not this one
         except DriverError as exc:
             if exc.permanent or not retryable:
+                lease_confirm(job)  # a successor's spares are not this run's to undo
                 reason = job_failure_reason(exc, kind="heal")
                 _rollback(composition, driver_ref[0], f"Self-heal rolled back: {reason}", source)
             raise
         except HealRejected as exc:
+            lease_confirm(job)
             _rollback(composition, driver_ref[0], exc.message, source)
             raise
         except BaseException as exc:
+            lease_confirm(job)
             _rollback(
                 composition,
                 driver_ref[0],

@@ -1,9 +1,10 @@
 """The reconciler's step for compositions no job is working on any more (rule 2).
 
-A worker killed mid-compose, a lost broker message or a job past its hard limit leaves a
-composition in PLACING or BINDING with nobody working on it (the stale-job sweep cancels
-the job, but the bindings stay). A composition stuck in DECOMPOSING likewise (a decompose
-whose unbind met a permanent error fails and leaves it there). This step finds them and
+A job that ended without finishing its composition (failed past its resume limit, cancelled
+by an operator, or its task gone) leaves it in PLACING or BINDING with nobody working on it;
+a worker that merely died is the lease's, which resumes the job. A composition stuck in
+DECOMPOSING likewise (a decompose whose unbind met a permanent error fails and leaves it
+there). This step finds them and
 finishes the work: an unfinished compose is rolled back (unbind what the manager reports,
 release, FAILED with the reason), an unfinished decompose is queued again.
 """
@@ -68,7 +69,7 @@ def compositions_reconcile(*, now: Any = None) -> ReconcileResult:
         composition_rollback(
             composition=composition,
             driver=None,
-            reason="Its compose job was lost (worker killed or message lost); rolled back.",
+            reason="Its compose job ended without finishing it; rolled back.",
             source="reconciliation",
         )
         rolled_back.append(composition.pk)

@@ -81,15 +81,33 @@ def reconcile_request(*, requested_by: Any, remote_addr: str | None = None) -> R
         )
         run.full_clean()
         run.save()
-        transaction.on_commit(lambda: reconcile_task.delay(run.pk))
+        transaction.on_commit(partial(_send, reconcile_task, run.pk))
     logger.info("reconcile run %s requested by user %s", run.pk, getattr(requested_by, "pk", None))
     return run
 
 
+def _send(task: Any, run_id: int) -> None:
+    """Queue an operator's run; Redis away, the next scheduled run takes it instead."""
+    try:
+        task.delay(run_id)
+    except Exception as exc:  # kombu and redis-py raise several types; none is the caller's
+        logger.warning(
+            "reconcile run %s could not be queued (%s); the next scheduled run does it",
+            run_id,
+            type(exc).__name__,
+        )
+
+
 def reconcile_run(*, run_id: int | None = None) -> ReconcileRun | None:
-    """Run every step once: the operator's QUEUED run `run_id`, or a scheduled one. Returns
-    the row it was recorded in (None for a scheduled run that another one kept out)."""
+    """Run every step once: the operator's QUEUED run `run_id`, or a scheduled one (which
+    takes the oldest operator's run still queued, one whose message the broker never took).
+    Returns the row it was recorded in (None for a scheduled run another one kept out)."""
     run = None
+    if run_id is None:
+        queued = ReconcileRun.objects.filter(
+            status=ReconcileStatus.QUEUED, trigger=ReconcileTrigger.OPERATOR
+        )
+        run_id = queued.order_by("pk").values_list("pk", flat=True).first()
     if run_id is not None:
         run = ReconcileRun.objects.filter(pk=run_id).first()
         if run is None or run.status != ReconcileStatus.QUEUED:

@@ -20,7 +20,7 @@ from composer.services.compositions import composition_request
 from composer.services.heal import composition_heal_run, heal_request
 from composer.services.job_leases import RESUMING, jobs_lease_sweep
 from composer.tasks import composition_compose_task
-from fabric.drivers.base import FabricDriver
+from fabric.drivers.base import DriverError, FabricDriver
 from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
 from tests.composer.services.test_composition_jobs import compose_job, fail_after_first_bind
@@ -281,3 +281,52 @@ def test_a_heal_whose_worker_keeps_dying_fails_and_goes_back_to_degraded(
     assert composition.state == CompositionState.DEGRADED
     assert "worker kept dying" in composition.failure_reason
     assert {b.binding_id for b in driver.bindings()} == before  # the spare's bind undone
+
+
+def test_a_compose_that_lost_its_lease_does_not_roll_back_on_a_later_error(
+    composing: Composition, driver: FabricDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow worker whose next bind is refused (its successor holds the device now) must
+    not undo the successor's work: the rollback first asks the database whose job it is."""
+    job = compose_job(composing)
+    real = SimulatedDriver.bind
+    calls: list[int] = []
+
+    def bind_then_refused(self: SimulatedDriver, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            binding = real(self, **kwargs)
+            Job.objects.filter(pk=job.pk).update(attempts=2)  # taken over meanwhile
+            return binding
+        raise DriverError("device is bound to another request", permanent=True)
+
+    monkeypatch.setattr(SimulatedDriver, "bind", bind_then_refused)
+    monkeypatch.setattr("composer.services.bindings._parallel_binds", lambda count: 1)
+
+    composition_compose_run(job)
+
+    job.refresh_from_db()
+    composing.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.RUNNING, 2)  # the successor's
+    assert composing.state == CompositionState.BINDING  # no rollback
+    assert len(driver.bindings()) == 1
+    assert not composing.allocations.filter(released_at__isnull=False).exists()
+
+
+def test_a_redelivery_that_takes_a_job_over_counts_as_its_dispatch(
+    composing: Composition, driver: FabricDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Else a transient retry of the resumed job would look never sent to the dispatch
+    pass, which would send it again at once, ahead of its back-off."""
+    job = died(compose_job(composing))
+    seen: list[Any] = []
+    real = SimulatedDriver.bind
+
+    def note_dispatch(self: SimulatedDriver, **kwargs: Any) -> Any:
+        seen.append(Job.objects.values_list("dispatched_at", flat=True).get(pk=job.pk))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(SimulatedDriver, "bind", note_dispatch)
+    composition_compose_task.delay(job.pk)
+
+    assert seen and all(at is not None for at in seen)

@@ -70,7 +70,7 @@ def test_beat_rolls_back_a_compose_whose_job_ended_without_finishing_it(
     reconcile_task.delay()  # the reconciler rolls its composition back
 
     assert_rolled_back(half_bound, driver)
-    assert "lost" in half_bound.failure_reason
+    assert "ended without finishing it" in half_bound.failure_reason
 
 
 def test_a_compose_still_being_worked_on_is_left_alone(

@@ -5,11 +5,10 @@ bindings come back, and the fabric and the database end in agreement."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
-from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import (
@@ -19,10 +18,12 @@ from composer.models import (
     FindingOutcome,
     Job,
     ReconcileRun,
+    ReconcileStatus,
     UnbindPending,
 )
+from composer.services.bindings import bindings_adopt
 from composer.services.compositions import composition_decompose, composition_request
-from composer.services.reconcile import reconcile_run
+from composer.services.reconcile import reconcile_request, reconcile_run
 from composer.tasks import composition_compose_task
 from fabric.capacity import is_allocatable
 from fabric.choices import DeviceState
@@ -250,33 +251,35 @@ def test_a_missing_binding_is_reported_and_bound_again(
     assert_agreement(driver)
 
 
-def test_a_decompose_stopped_by_a_permanent_unbind_error_is_queued_again_and_finishes(
+def test_a_decompose_refused_an_unbind_releases_and_leaves_the_binding_to_the_reconciler(
     synced: FabricManager,
     driver: FabricDriver,
     acme: Any,
     alice: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
+    """A permanent unbind error no longer leaves the composition decomposing (queued again
+    every run, for ever): it is released, and the binding is held until it is undone."""
     composition = compose(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, "d")
+    [allocation] = composition.allocations.select_related("device")
     fault("unbind", "permanent", 1)
     with django_capture_on_commit_callbacks(execute=True):
         job = composition_decompose(composition=composition, actor=alice)
     job.refresh_from_db()
     composition.refresh_from_db()
-    assert (job.status, composition.state) == (JobStatus.FAILED, CompositionState.DECOMPOSING)
-    assert reconcile_run() is not None  # within the grace: left alone
-    assert Job.objects.filter(kind=JobKind.DECOMPOSE, target_id=composition.pk).count() == 1
+    assert (job.status, composition.state) == (JobStatus.SUCCEEDED, CompositionState.RELEASED)
+    pending = UnbindPending.objects.get(undone_at__isnull=True)
+    assert (pending.device_id, pending.binding_id) == (allocation.device_id, allocation.binding_id)
+    assert Device.objects.get(pk=allocation.device_id).state == DeviceState.BOUND
+    assert [b.binding_id for b in driver.bindings()] == [allocation.binding_id]
 
-    Composition.objects.filter(pk=composition.pk).update(
-        updated_at=timezone.now() - timedelta(minutes=5)
-    )
     with django_capture_on_commit_callbacks(execute=True):
         run = reconcile_run()
 
-    [finding] = findings(run, FindingKind.UNFINISHED_DECOMPOSE)
-    assert finding.composition_id == composition.pk
-    composition.refresh_from_db()
-    assert composition.state == CompositionState.RELEASED
+    [finding] = findings(run, FindingKind.UNBIND_PENDING)
+    assert finding.outcome == FindingOutcome.REPAIRED
+    assert Job.objects.filter(kind=JobKind.DECOMPOSE, target_id=composition.pk).count() == 1
+    assert Device.objects.get(pk=allocation.device_id).state == DeviceState.FREE
     assert_agreement(driver)
     assert driver.bindings() == []
 
@@ -291,3 +294,47 @@ def test_quiet_scheduled_runs_share_one_row(synced: FabricManager) -> None:
     assert ReconcileRun.objects.count() == 1
     third.refresh_from_db()
     assert third.repeats == 3 and third.managers == 1
+
+
+def test_an_operators_run_the_broker_refused_is_taken_by_the_next_scheduled_run(
+    synced: FabricManager, admin_user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Redis away: "Reconcile now" still answers, and its run is not left queued for ever."""
+    with (
+        mock.patch("composer.tasks.reconcile_task.delay", side_effect=ConnectionError("down")),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        asked = reconcile_request(requested_by=admin_user)
+    asked.refresh_from_db()
+    assert asked.status == ReconcileStatus.QUEUED
+
+    run = reconcile_run()  # beat's, once a worker runs again
+
+    assert run is not None and run.pk == asked.pk
+    asked.refresh_from_db()
+    assert asked.status != ReconcileStatus.QUEUED and asked.requested_by == admin_user
+
+
+def test_a_resumed_compose_never_takes_a_binding_waiting_to_be_undone(
+    synced: FabricManager, driver: FabricDriver, acme: Any, alice: Any
+) -> None:
+    """A released slice still bound (held by an UnbindPending row) looks like a new slice
+    of the same size on the same host: it is the reconciler's, not the resumed job's."""
+    composition = compose(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, "p")
+    [allocation] = composition.allocations.select_related("device")
+    assert composition.host is not None
+    UnbindPending.objects.create(
+        device=allocation.device,
+        host=composition.host,
+        binding_id=allocation.binding_id,
+        composition=composition,
+    )
+    Allocation.objects.filter(pk=allocation.pk).update(binding_id="")
+    allocation.binding_id = ""
+
+    recorded: list[Any] = []
+    rest = bindings_adopt(
+        driver, [allocation], composition.host, lambda a, b: recorded.append(b.binding_id)
+    )
+
+    assert rest == [allocation] and recorded == []
