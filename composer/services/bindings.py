@@ -249,34 +249,56 @@ def manager_bindings(driver: FabricDriver) -> list[Binding] | None:
         return None
 
 
+def allocation_unbind(
+    driver: FabricDriver,
+    allocation: Allocation,
+    host: Host | None,
+    reported: list[Binding] | None,
+    *,
+    raise_transient: bool = False,
+) -> dict[str, str]:
+    """Unbind what `allocation` bound (its recorded id, and bindings the manager reports
+    for it that a lost reply never recorded), each with its retries (`unbind_with_retries`).
+    Returns the binding ids not undone, with their last error, for an `UnbindPending` row.
+
+    `raise_transient`: a transient error (after the retries) goes up instead, for a job
+    whose task may still retry with back-off (decompose). Used by the compose rollback,
+    the heal's swap and rollback, and decompose: one loop, one wording.
+    """
+    ids = {allocation.binding_id} if allocation.binding_id else set()
+    if reported is not None and host is not None:
+        ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
+    left: dict[str, str] = {}
+    name = allocation.device.name
+    for binding_id in sorted(ids):
+        error = unbind_with_retries(driver, binding_id)
+        if error is None:
+            logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
+            continue
+        if raise_transient and not error.permanent:
+            raise error
+        logger.error(
+            "could not unbind %s (%s): %s; the reconciler retries it",
+            name,
+            binding_id,
+            error.message,
+            extra=for_tenants(f"Could not unbind {name} yet; it is retried automatically."),
+        )
+        left[binding_id] = error.message
+    return left
+
+
 def _undo(
     driver: FabricDriver,
     allocations: Iterable[Allocation],
     host: Host | None,
     reported: list[Binding] | None,
 ) -> dict[int, dict[str, str]]:
-    """Unbind what `allocations` bound (recorded ids, and bindings the manager reports for
-    them that a lost reply never recorded), each with its retries (`unbind_with_retries`).
-    Returns, for the allocations not fully undone, {allocation id: {binding id: last error}}."""
+    """`allocation_unbind` for each of `allocations`; returns, for those not fully undone,
+    {allocation id: {binding id: last error}}."""
     failed: dict[int, dict[str, str]] = {}
     for allocation in allocations:
-        ids = {allocation.binding_id} if allocation.binding_id else set()
-        if reported is not None and host is not None:
-            ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
-        for binding_id in sorted(ids):
-            name = allocation.device.name
-            error = unbind_with_retries(driver, binding_id)
-            if error is None:
-                logger.info(
-                    "unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}.")
-                )
-                continue
-            logger.error(
-                "could not unbind %s (%s): %s; the reconciler retries it",
-                name,
-                binding_id,
-                error.message,
-                extra=for_tenants(f"Could not unbind {name} yet; it is retried automatically."),
-            )
-            failed.setdefault(allocation.pk, {})[binding_id] = error.message
+        left = allocation_unbind(driver, allocation, host, reported)
+        if left:
+            failed[allocation.pk] = left
     return failed

@@ -34,11 +34,12 @@ from composer.services.bindings import (
     _matches,
     _undo,
     allocation_label,
+    allocation_unbind,
     allocation_words,
     bindings_adopt,
     manager_bindings,
 )
-from composer.services.unbinds import allocation_release_unbind_pending, unbind_with_retries
+from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -342,9 +343,12 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
             # recorded; they are still held by this composition, so the bindings are ours.
             reported = driver.bindings()
             for index, allocation in enumerate(allocations, start=1):
-                ids = {allocation.binding_id} if allocation.binding_id else set()
-                ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
-                not_undone = _unbind_all(driver, allocation, sorted(ids), retryable=retryable)
+                # A transient error while the task may retry goes up (retried with back-off);
+                # a permanent one, or any on the last try, is left to the reconciler, so the
+                # composition is released, never left decomposing with a device half-held.
+                not_undone = allocation_unbind(
+                    driver, allocation, host, reported, raise_transient=retryable
+                )
                 if not_undone:
                     with transaction.atomic():
                         allocation_release_unbind_pending(
@@ -374,33 +378,3 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
         return {"composition": composition.pk, "state": CompositionState.RELEASED.value}
 
     return run_job(job, work, retryable=retryable)
-
-
-def _unbind_all(
-    driver: FabricDriver, allocation: Allocation, binding_ids: list[str], *, retryable: bool
-) -> dict[str, str]:
-    """Unbind a decomposed allocation's bindings, each with its retries; returns those the
-    manager would not undo ({binding id: its error}), for an `UnbindPending` row to hold.
-
-    A transient error while the task may still retry goes up (the job retries with
-    back-off); a permanent one, or any on the last try, is left to the reconciler, so the
-    composition is released rather than left decomposing for ever with the device half-held.
-    """
-    not_undone: dict[str, str] = {}
-    name = allocation.device.name
-    for binding_id in binding_ids:
-        error = unbind_with_retries(driver, binding_id)
-        if error is None:
-            logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
-            continue
-        if not error.permanent and retryable:
-            raise error
-        logger.error(
-            "could not unbind %s (%s): %s; left to the reconciler",
-            name,
-            binding_id,
-            error.message,
-            extra=for_tenants(f"Could not unbind {name} yet; it is cleaned up automatically."),
-        )
-        not_undone[binding_id] = error.message
-    return not_undone

@@ -14,9 +14,9 @@ from composer.errors import InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
 from composer.runner import for_tenants
 from composer.services.allocations import allocations_release
-from composer.services.bindings import _matches, manager_bindings
+from composer.services.bindings import allocation_unbind, manager_bindings
 from composer.services.heal.common import HEALED_KEY, HEALING_KEY, _active, _records
-from composer.services.unbinds import allocation_release_unbind_pending, unbind_with_retries
+from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -25,33 +25,6 @@ from fabric.models import Host
 logger = logging.getLogger(__name__)
 
 # --- swapping in, and undoing ----------------------------------------------------------------
-
-
-def _unbind_all(
-    driver: FabricDriver, allocation: Allocation, host: Host, reported: list[Binding] | None
-) -> dict[str, str]:
-    """Unbind what `allocation` bound (its recorded id, and bindings the manager reports
-    for it that a lost reply never recorded), each with its retries. Returns the binding
-    ids not undone, with their last error."""
-    ids = {allocation.binding_id} if allocation.binding_id else set()
-    if reported is not None:
-        ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
-    left: dict[str, str] = {}
-    name = allocation.device.name
-    for binding_id in sorted(ids):
-        error = unbind_with_retries(driver, binding_id)
-        if error is None:
-            logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
-            continue
-        logger.error(
-            "could not unbind %s (%s): %s; kept for the reconciler to retry",
-            name,
-            binding_id,
-            error.message,
-            extra=for_tenants(f"Could not unbind {name} yet; it is tried again later."),
-        )
-        left[binding_id] = error.message
-    return left
 
 
 def _release(
@@ -89,7 +62,7 @@ def _swap(
     lost = Allocation.objects.select_related("device").filter(pk=record["failed"]).first()
     not_undone: dict[str, str] = {}
     if lost is not None and lost.released_at is None:
-        not_undone = _unbind_all(driver, lost, host, reported)
+        not_undone = allocation_unbind(driver, lost, host, reported)
     with transaction.atomic():
         locked = Composition.objects.select_for_update().get(pk=composition.pk)
         placement = dict(locked.placement or {})
@@ -171,7 +144,7 @@ def _rollback(
         try:
             driver = driver or get_driver(host.manager)
             reported = manager_bindings(driver)
-            left = {a.pk: _unbind_all(driver, a, host, reported) for a in spares}
+            left = {a.pk: allocation_unbind(driver, a, host, reported) for a in spares}
         except DriverError as exc:  # no driver at all: what was bound stays recorded
             logger.error(
                 "heal rollback of composition %s: %s",
