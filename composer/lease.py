@@ -27,7 +27,7 @@ import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from composer.choices import JobStatus
@@ -47,6 +47,12 @@ class LeaseLost(Exception):
         super().__init__(f"job {job_id}: attempt {attempt} lost its lease")
         self.job_id = job_id
         self.attempt = attempt
+
+
+# Why a run stops where it is without undoing anything: another worker holds the job
+# (LeaseLost), or the database connection was cut or a deadlock rolled a step back (the
+# runner hands the job over at once, and it resumes: what was done can still finish).
+STOP_WITHOUT_UNDO: tuple[type[BaseException], ...] = (LeaseLost, OperationalError, InterfaceError)
 
 
 def lease_confirm(job: Job) -> None:
@@ -148,6 +154,7 @@ class LeaseKeeper:
             row = Job.objects.filter(pk=self.job_id).values("status", "attempts").first()
         except Exception:  # the database away: try again at the next beat
             logger.warning("job %s: could not renew its lease", self.job_id, exc_info=True)
+            connection.close()  # a cut connection is not reopened by itself: the next is new
             return True
         if row is None:
             # Not visible to this thread's connection (not committed yet) or deleted:

@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from composer.choices import JobStatus
@@ -368,6 +368,12 @@ def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> J
             )
             handler.write()
             return job
+        except (OperationalError, InterfaceError) as exc:
+            # The database connection was cut (or a deadlock rolled the step back): the
+            # steps are idempotent, so the job resumes rather than fails.
+            _hand_over(job, attempt, exc, keeper)
+            handler.write()
+            return job
         except DriverError as exc:
             if not exc.permanent and retryable:
                 logger.warning(
@@ -413,6 +419,27 @@ def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> J
                 final.update(progress_done=total, progress_total=total)
             _finish(job, JobStatus.SUCCEEDED, attempt, result=dict(result or {}), **final)
     return job
+
+
+def _hand_over(job: Job, attempt: int, exc: Exception, keeper: LeaseKeeper) -> None:
+    """Resume `job` at once after a database error cut its run short, instead of failing
+    it (the error says nothing about the job) or waiting for its lease to run out."""
+    from composer.services.job_leases import job_hand_over
+
+    logger.warning(
+        "job %s: attempt %s lost its database connection (%s: %s); handing it over to resume",
+        job.pk,
+        attempt,
+        type(exc).__name__,
+        str(exc).strip()[:300],
+    )
+    keeper.stop()  # a renewal must not push the lease forward while it is handed over
+    connection.close()  # Django does not reconnect a broken connection by itself
+    try:
+        job_hand_over(job, attempt, "its database connection was cut")
+    except Exception:  # the database still away: the lease runs out and the sweep resumes it
+        logger.warning("job %s: not handed over; its lease will run out", job.pk, exc_info=True)
+        connection.close()
 
 
 def _requeue(job: Job, exc: DriverError, progress: _Progress, attempt: int) -> None:

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
-from composer.lease import LeaseLost, lease_confirm
+from composer.lease import STOP_WITHOUT_UNDO, lease_confirm
 from composer.models import Allocation, Composition, Job
 from composer.runner import ProgressFn, for_tenants, job_log_adopter, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
@@ -100,8 +100,8 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
                     source=source,
                 )
             return _compose_steps(job, composition, progress, source, _set)
-        except LeaseLost:
-            raise  # another worker took the job over: it finishes or rolls back, not this one
+        except STOP_WITHOUT_UNDO:
+            raise  # taken over, or to be resumed: the next run finishes or rolls back
         except DriverError as exc:
             if exc.permanent or not retryable:
                 lease_confirm(job)  # a successor's bindings are not this run's to undo

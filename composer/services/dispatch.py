@@ -7,8 +7,12 @@ it stays QUEUED, "Waiting for the task queue", and `jobs_dispatch` (beat, every 
 seconds, on the housekeeping queue) sends it once Redis is back. Work accepted during an
 outage is thus late, never lost, and never failed for that reason alone (rule 6).
 
-The same pass re-sends QUEUED jobs whose message went out long ago and that no worker ever
-started: a Redis restarted without persistence loses the messages it held. Re-sending is
+The same pass re-sends QUEUED jobs whose message the broker lost. A Redis restarted without
+persistence (or flushed) forgets every message it held; the pass notices at once, because a
+marker key it keeps in the broker's database is gone (`broker_emptied`), and sends every
+QUEUED job again, so a restart costs a job seconds, not minutes. A message lost any other
+way is caught later: a job whose message went out long ago and that no worker ever started
+is sent again after COMPOSER_JOB_REDISPATCH_S. Re-sending is
 safe because a duplicate delivery is a no-op (the runner claims a job QUEUED -> RUNNING by
 compare-and-set). A job handed back to QUEUED for a retry (a transient driver error) has a
 message of Celery's own waiting for its countdown; it is re-sent only once that countdown
@@ -21,6 +25,7 @@ import logging
 from datetime import datetime, timedelta
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
@@ -34,6 +39,7 @@ __all__ = [
     "JOB_TASKS",
     "WAITING_FOR_QUEUE",
     "WAITING_FOR_WORKER",
+    "broker_emptied",
     "job_enqueue",
     "job_task",
     "jobs_dispatch",
@@ -99,6 +105,35 @@ def job_enqueue(job: Job) -> bool:
     return True
 
 
+def _marker_key() -> str:
+    """The key whose absence means the broker forgot its messages (one per deployment: two
+    deployments sharing a Redis server have their own prefixes)."""
+    return f"{settings.COMPOSER_EVENTS_CHANNEL_PREFIX}:broker-marker"
+
+
+def broker_emptied() -> bool:
+    """Whether the broker's Redis lost everything it held since the last call: restarted
+    without persistence, or flushed. Sets the marker again, so one loss is reported once.
+
+    The marker lives in the broker's own database, so it vanishes exactly when the queued
+    messages do (with persistence both survive a restart, and nothing is re-sent). The
+    first call of a new deployment also says True: re-sending then is harmless. False for
+    a broker that is not Redis, or that cannot be reached (the pass's sends fail anyway).
+    """
+    from composer import celery_app
+
+    url = str(celery_app.conf.broker_url or "")
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return False
+    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+    try:
+        return bool(client.set(_marker_key(), "1", nx=True))
+    except redis.RedisError:
+        return False
+    finally:
+        client.close()
+
+
 def _retry_wait_s(kind: str) -> float:
     """The longest countdown Celery may give a retry of `kind` (jitter only shortens it)."""
     task = job_task(kind)
@@ -130,15 +165,23 @@ def _due(now: datetime) -> Q:
 def jobs_dispatch(*, now: datetime | None = None) -> int:
     """Send the QUEUED jobs the broker does not hold (see the module docstring).
 
-    Oldest first. Stops at the first refusal (the broker is still away; the next pass tries
-    again) and returns how many were sent. Each sent job's `dispatched_at` is set (and its
-    message back to "Waiting for a worker"), so a job is re-sent at most once per
-    COMPOSER_JOB_REDISPATCH_S while it waits.
+    Oldest first; every QUEUED job (past the grace of its own enqueue) when the broker
+    was emptied since the last pass. Stops at the first refusal (the broker is still away;
+    the next pass tries again) and returns how many were sent. Each sent job's
+    `dispatched_at` is set (and its message back to "Waiting for a worker"), so a job is
+    re-sent at most once per COMPOSER_JOB_REDISPATCH_S while it waits.
     """
     now = now or timezone.now()
+    due_now = _due(now)
+    if broker_emptied():
+        logger.warning(
+            "the task queue lost its messages (Redis restarted without persistence, or "
+            "was flushed): every queued job is sent again"
+        )
+        due_now = Q(created_at__lt=now - timedelta(seconds=DISPATCH_GRACE_S))
     due = list(
         Job.objects.filter(status=JobStatus.QUEUED)
-        .filter(_due(now))
+        .filter(due_now)
         .order_by("created_at", "id")
         .values_list("pk", "kind", "dispatched_at")[:DISPATCH_BATCH]
     )

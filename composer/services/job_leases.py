@@ -170,6 +170,30 @@ def _undo_half_done(job: Job, reason: str) -> None:
         logger.exception("job %s: could not undo what it left half-done", job.pk)
 
 
+def job_hand_over(job: Job, attempt: int, why: str) -> bool:
+    """Give up the lease of `job`'s `attempt` now and take the job over at once, from the
+    worker that holds it but cannot go on (its database connection was cut mid-step).
+
+    What the lease sweep would do a lease later, without the wait: the job is queued again
+    to resume from its last recorded step (counted as a resume) and sent. False when the
+    attempt no longer holds the job, or when the database is still away (the lease then
+    runs out and the sweep takes the job over as usual).
+    """
+    from composer.services.dispatch import job_enqueue
+
+    now = timezone.now()
+    expired = now - timedelta(milliseconds=1)
+    if not Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, attempts=attempt).update(
+        lease_expires_at=expired
+    ):
+        return False
+    current = Job.objects.select_related("requested_by").get(pk=job.pk)
+    if not job_take_over(job=current, by=f"its own worker ({why})", now=now):
+        return False
+    job_enqueue(current)
+    return True
+
+
 def jobs_lease_sweep(*, now: datetime | None = None) -> int:
     """Take over every RUNNING job whose lease expired and send it again (`job_enqueue`);
     fail those past COMPOSER_JOB_MAX_RESUMES. Returns how many were taken over."""

@@ -3,18 +3,23 @@ work runs, fenced by the attempt, lost to a worker that took the job over."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
+from django.db import OperationalError, connection
 from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
 from composer.lease import LeaseKeeper
 from composer.models import Job
 from composer.runner import run_job
+from composer.services import dispatch
+from composer.services.job_leases import RESUMING
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the heartbeat has its own connection
 
@@ -135,3 +140,74 @@ def test_the_heartbeat_stops_renewing_past_the_task_time_limit(
     finally:
         keeper.stop()
     assert renewed is not None and not keeper.lost.is_set()
+
+
+def _cut_connections(*, own_too: bool) -> None:
+    """What `pg_terminate_backend` does to a worker's connections (a failover, a restart,
+    the chaos benchmark): every other session of the test database, and this one's too."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        if own_too:
+            with contextlib.suppress(OperationalError):
+                cursor.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+
+def test_a_run_whose_database_connection_is_cut_is_resumed_at_once_not_failed(
+    job: Job, postgres: None
+) -> None:
+    """The chaos run of issue 11: a terminated connection failed the job ("job N failed"),
+    the end could not be written either, and the job waited for its lease to run out.
+    Now it is queued again to resume from its last step, and sent, straight away."""
+
+    def work(progress: Any) -> dict[str, Any]:
+        progress(1, 3, "half-way")
+        _cut_connections(own_too=True)
+        Job.objects.filter(pk=job.pk).exists()  # the next step finds the connection gone
+        return {}
+
+    with mock.patch.object(dispatch, "_send") as send:
+        run_job(job, work)
+
+    job.refresh_from_db()  # the runner reopened its connection
+    assert (job.status, job.resumes, job.message) == (JobStatus.QUEUED, 1, RESUMING)
+    assert (job.error, job.lease_owner, job.lease_expires_at) == ("", "", None)
+    send.assert_called_once_with(job.pk, job.kind)
+    assert job.dispatched_at is not None
+    assert job.log_lines.filter(message__contains="lost its database connection").exists()
+
+
+def test_a_deadlock_that_rolled_a_step_back_resumes_the_job(job: Job) -> None:
+    def work(progress: Any) -> None:
+        raise OperationalError("deadlock detected")
+
+    with mock.patch.object(dispatch, "_send") as send:
+        run_job(job, work)
+
+    job.refresh_from_db()
+    assert (job.status, job.resumes, job.attempts) == (JobStatus.QUEUED, 1, 1)
+    send.assert_called_once_with(job.pk, job.kind)
+
+
+def test_the_heartbeat_reconnects_after_its_connection_was_cut(
+    job: Job, short_lease: float, postgres: None
+) -> None:
+    """Django does not reopen a broken connection outside a request: the keeper's thread
+    renewed nothing more, and the live run lost its job to the lease sweep."""
+    renewals: list[Any] = []
+
+    def work(progress: Any) -> dict[str, Any]:
+        time.sleep(short_lease)
+        _cut_connections(own_too=False)  # the heartbeat thread's connection goes
+        for _ in range(3):
+            time.sleep(short_lease)
+            renewals.append(Job.objects.get(pk=job.pk).lease_expires_at)
+        return {}
+
+    run_job(job, work)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.SUCCEEDED, job.error
+    assert renewals[0] < renewals[1] < renewals[2]  # renewed again after the cut

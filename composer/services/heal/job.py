@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.errors import BindingFailed, ComposerError, InvalidTransition
-from composer.lease import LeaseLost, lease_confirm
+from composer.lease import STOP_WITHOUT_UNDO, lease_confirm
 from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
@@ -179,8 +179,8 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             )
         try:
             return _heal(job, composition, progress, source, driver_ref)
-        except LeaseLost:
-            raise  # another worker took the job over: it finishes or rolls back, not this one
+        except STOP_WITHOUT_UNDO:
+            raise  # taken over, or to be resumed: the next run finishes or rolls back
         except DriverError as exc:
             if exc.permanent or not retryable:
                 lease_confirm(job)  # a successor's spares are not this run's to undo

@@ -13,14 +13,24 @@ from django.utils import timezone
 from composer import tasks
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
+from composer.services import dispatch
 from composer.services.compositions import composition_request
-from composer.services.dispatch import JOB_TASKS, job_task, jobs_dispatch
+from composer.services.dispatch import JOB_TASKS, broker_emptied, job_task, jobs_dispatch
 from fabric.models import FabricManager
+from tests.support.outage import OwnRedis, celery_on
 
 pytestmark = pytest.mark.django_db
 
 ONE_GPU = {"items": [{"kind": "gpu", "count": 1}]}
 BROKER_DOWN = ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+
+@pytest.fixture(autouse=True)
+def broker_kept() -> Any:
+    """The broker kept its messages, unless a test puts the real `broker_emptied` back:
+    the first pass of a test run would otherwise find no marker and send everything."""
+    with mock.patch.object(dispatch, "broker_emptied", return_value=False):
+        yield
 
 
 def aged(job: Job, **ago_s: float) -> None:
@@ -152,3 +162,60 @@ def test_a_duplicate_delivery_of_a_dispatched_job_is_a_no_op(
     job.refresh_from_db()
     assert job.attempts == 1
     assert Composition.objects.get(pk=composition.pk).state == CompositionState.READY
+
+
+def test_the_broker_marker_is_gone_exactly_when_redis_restarted_empty(tmp_path: Any) -> None:
+    """The marker lives in the broker's database: a restart without persistence takes it
+    with the queued messages, and the next pass knows at once."""
+    with OwnRedis.running(tmp_path) as own, celery_on(own.url):
+        assert broker_emptied() is True  # a new broker: nothing is known to be held
+        assert broker_emptied() is False
+        own.stop()
+        assert broker_emptied() is False  # away: the pass's sends fail anyway
+        own.start()
+        assert broker_emptied() is True
+        assert broker_emptied() is False
+
+
+def test_a_broker_that_is_not_redis_is_never_taken_as_emptied() -> None:
+    with celery_on("memory://"):
+        assert broker_emptied() is False
+
+
+def test_after_a_redis_restart_every_queued_job_is_sent_again_at_once(
+    db: None, settings: Any, tmp_path: Any
+) -> None:
+    """Issue 11's chaos run: jobs whose message a Redis restart took waited a minute or
+    more (COMPOSER_JOB_REDISPATCH_S, plus the retry back-off for one handed back by the
+    lease sweep). Now the first pass after the restart sends them."""
+    settings.COMPOSER_JOB_REDISPATCH_S = 60
+    fresh = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
+    aged(fresh, created_at=20, dispatched_at=10)
+    now = timezone.now()
+    handed_back = Job.objects.create(
+        kind=JobKind.COMPOSE,
+        attempts=1,
+        started_at=now - timedelta(seconds=30),
+        heartbeat_at=now - timedelta(seconds=5),
+        dispatched_at=now - timedelta(seconds=5),
+    )
+    aged(handed_back, created_at=40)
+    running = Job.objects.create(kind=JobKind.INVENTORY_SYNC, status=JobStatus.RUNNING)
+    aged(running, created_at=20, dispatched_at=10)
+    just_committed = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
+    with (
+        OwnRedis.running(tmp_path) as own,
+        celery_on(own.url),
+        mock.patch.object(dispatch, "broker_emptied", broker_emptied),
+        mock.patch.object(tasks.inventory_sync_task, "delay") as sync_delay,
+        mock.patch.object(tasks.composition_compose_task, "delay") as compose_delay,
+    ):
+        assert broker_emptied() is True
+        assert jobs_dispatch() == 0  # the broker holds them: not due yet
+        own.stop()
+        own.start()
+        assert jobs_dispatch() == 2
+        assert jobs_dispatch() == 0  # one restart, one re-send
+    sync_delay.assert_called_once_with(fresh.pk)
+    compose_delay.assert_called_once_with(handed_back.pk)
+    assert just_committed.pk not in {c.args[0] for c in sync_delay.call_args_list}

@@ -10,6 +10,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from composer.choices import CompositionState, JobStatus
@@ -330,3 +331,37 @@ def test_a_redelivery_that_takes_a_job_over_counts_as_its_dispatch(
     composition_compose_task.delay(job.pk)
 
     assert seen and all(at is not None for at in seen)
+
+
+@pytest.mark.django_db(transaction=True)  # the runner closes the cut connection
+def test_a_compose_whose_database_connection_is_cut_mid_bind_resumes_instead_of_rolling_back(
+    synced: FabricManager,
+    acme: Any,
+    alice: Any,
+    driver: FabricDriver,
+    binds: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The chaos run of issue 11: with every connection terminated mid-bind, the compose
+    rolled back (unbinding what it had bound) and then failed. The steps are idempotent:
+    it is handed over at once and the next run finishes it, adopting the binding it made."""
+    counting = SimulatedDriver.bind
+    cut = {"done": False}
+
+    def bind_then_lose_the_database(self: SimulatedDriver, **kwargs: Any) -> Any:
+        binding = counting(self, **kwargs)
+        if not cut["done"]:
+            cut["done"] = True  # bound on the fabric, not yet recorded
+            raise OperationalError("terminating connection due to administrator command")
+        return binding
+
+    monkeypatch.setattr(SimulatedDriver, "bind", bind_then_lose_the_database)
+
+    # Committed, so its job is sent (and run, eagerly) at once; so is the hand-over's send.
+    composing = composition_request(tenant=acme, requested_by=alice, spec=SPEC, name="c1")
+
+    job = compose_job(composing)
+    assert (job.status, job.resumes, job.attempts) == (JobStatus.SUCCEEDED, 1, 2)
+    assert_ready_and_bound_once(composing, driver)
+    assert len(binds) == 2  # the first binding adopted, not made again
+    assert not composing.allocations.filter(released_at__isnull=False).exists()
