@@ -95,20 +95,23 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if self.heard is NOBODY:
             await self._refuse("This account is not active.")
             return
-        for group in self._scope_groups(self.heard):
-            await self._join(group)
-        # After joining: an event newer than this is heard live or found by a replay.
-        self.cursor = await database_sync_to_async(newest_event_id)(self.heard)
-        await self.send_json(
-            {
-                "type": "hello",
-                "user": {"id": user.pk, "username": user.get_username()},
-                "operator": self.heard.operator,
-                "tenant_ids": sorted(self.heard.tenant_ids),
-                "newest_event_id": self.cursor,
-                "heartbeat_s": self.heartbeat_s,
-            }
-        )
+        # Under the lock: an event heard between the join and the hello waits for the hello
+        # (`deliver` defers while the lock is held), which is the first frame a client gets.
+        async with self.lock:
+            for group in self._scope_groups(self.heard):
+                await self._join(group)
+            # After joining: an event newer than this is heard live or found by a replay.
+            self.cursor = await database_sync_to_async(newest_event_id)(self.heard)
+            await self.send_json(
+                {
+                    "type": "hello",
+                    "user": {"id": user.pk, "username": user.get_username()},
+                    "operator": self.heard.operator,
+                    "tenant_ids": sorted(self.heard.tenant_ids),
+                    "newest_event_id": self.cursor,
+                    "heartbeat_s": self.heartbeat_s,
+                }
+            )
         self.heartbeat_task = asyncio.ensure_future(self._heartbeats())
 
     async def disconnect(self, code: int) -> None:

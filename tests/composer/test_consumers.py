@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -670,6 +671,33 @@ def test_a_resume_from_beyond_the_newest_event_counts_from_the_newest(
             lost = await db(alert)(acme_box)
         (caught,) = await receive_events(ws, 1)  # the heartbeat still catches up
         assert caught["id"] == lost.pk
+        await ws.disconnect()
+
+    run(scenario)
+
+
+def test_the_hello_comes_first_even_when_an_event_arrives_while_connecting(
+    alice: Any, acme_box: Composition
+) -> None:
+    """The consumer joins its groups before it reads the newest id for its hello; an event
+    published in between was sent before the hello, and a client that (as events.md says)
+    waits for the hello first gave up on the connection. The chaos run's websocket
+    clients lost thousands of events that way."""
+    cookie = session_cookie(alice)
+    heard: list[Event] = []
+    newest = stream.newest_event_id
+
+    def newest_while_an_event_goes_out(scope: Any) -> int:
+        found = newest(scope)
+        heard.append(alert(acme_box))  # published now, after the join, before the hello
+        time.sleep(0.5)  # long enough for the event hub to hand it to the connection
+        return found
+
+    async def scenario() -> None:
+        with mock.patch.object(stream, "newest_event_id", newest_while_an_event_goes_out):
+            ws, hello = await open_as(cookie)  # asserts that the first frame is the hello
+        (event,) = await receive_events(ws, 1)
+        assert event["id"] == heard[0].pk > hello["newest_event_id"]
         await ws.disconnect()
 
     run(scenario)
