@@ -167,8 +167,13 @@ def run(args: argparse.Namespace, folder: Path) -> Outcome:
         assert clients.stdin is not None and clients.stdout is not None
         clients.stdin.write("DONE\n")
         clients.stdin.flush()
-        received = json.loads(clients.stdout.readline())
+        line = clients.stdout.readline()
+        (folder / "ws_clients.json").write_text(line)
+        received = json.loads(line)
         lines = db_retry(lambda: measure.timelines(started))
+        stuck = measure.stuck(lines, end)
+        account = db_retry(lambda: measure.diagnosis(chaos.done, lines, stuck))
+        (folder / "diagnosis.txt").write_text(account)
         orphans, missing = db_retry(lambda: measure.fabric_agreement(NAME))
         doubles = sampler.doubles | set(db_retry(lambda: measure.doubles_now(NAME)))
         states = Counter(
@@ -180,7 +185,7 @@ def run(args: argparse.Namespace, folder: Path) -> Outcome:
             layout=described,
             duration_s=end - started,
             recoveries=measure.recoveries(chaos.done, lines, end),
-            stuck=measure.stuck(lines, end),
+            stuck=stuck,
             orphans=orphans,
             missing=missing,
             doubles=sorted(doubles),

@@ -215,3 +215,38 @@ def events_lost(clients: list[dict[str, Any]], tenant_id: int, cutoff: int) -> l
 
 def at_iso(moment: float) -> str:
     return datetime.fromtimestamp(moment).strftime("%H:%M:%S")
+
+
+def diagnosis(
+    disruptions: list[Disruption], lines: dict[int, Timeline], stuck_ids: dict[int, float]
+) -> str:
+    """A plain-text account of the run for `--logs`: every disruption, then each stuck
+    composition's state changes and jobs, so that a missed target can be traced to a cause
+    in the processes' logs (the database is dropped with the run)."""
+    from composer.models import Job
+
+    out = ["disruptions:"]
+    out += [
+        f"  {at_iso(d.at)} {d.kind} {d.target} touched={d.touched} {d.detail}" for d in disruptions
+    ]
+    for pk, seconds in sorted(stuck_ids.items(), key=lambda item: -item[1]):
+        out.append(f"\ncomposition {pk}: stuck {seconds:.0f} s")
+        out += [f"  {at_iso(at)} -> {state}" for at, state in lines.get(pk, [])]
+        jobs = Job.objects.filter(target_id=pk).exclude(kind="inventory_sync").order_by("pk")
+        for job in jobs:
+            stamps = " ".join(
+                f"{name}={at_iso(value.timestamp()) if value else '-'}"
+                for name, value in (
+                    ("created", job.created_at),
+                    ("dispatched", job.dispatched_at),
+                    ("started", job.started_at),
+                    ("finished", job.finished_at),
+                )
+            )
+            out.append(
+                f"  job {job.pk} {job.kind} {job.status} attempts={job.attempts} "
+                f"resumes={job.resumes} {stamps} message={job.message!r} error={job.error[:200]!r}"
+            )
+            for line in job.log_lines.order_by("at", "pk"):
+                out.append(f"    {line.at:%H:%M:%S} {line.level} {line.message[:200]}")
+    return "\n".join(out) + "\n"

@@ -160,6 +160,9 @@ def render(o: Outcome) -> str:
         f"Websocket clients: {reconnects} reconnects, {resyncs} resyncs; events lost per "
         f"client: {', '.join(str(n) for n in o.lost) or 'no clients'}."
     )
+    broken = [e for c in o.clients for e in c.get("protocol_errors", [])]
+    if broken:
+        lines.append(f"Protocol errors seen by the clients: {'; '.join(broken[:5])}.")
     for note in [*o.refusals[:5], *o.errors[:5]]:
         lines.append(f"- {note}")
     lines.append(END)

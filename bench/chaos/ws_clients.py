@@ -9,7 +9,9 @@ it reconnects with back-off, as `static/js/live.js` does, and resumes as docs/ev
 says: `{"action": "resume", "last_event_id": ..., "seen": [...]}`. It prints `READY <n>`
 once every client has its first `hello`; a line `DONE` on stdin ends the run after
 `--grace` seconds, and one JSON line comes out: per client, the newest event id of its
-first hello (what it may expect from), the ids it received, its reconnects and resyncs.
+first hello (what it may expect from), the ids it received, its reconnects and resyncs, and
+any frame that broke the protocol (an event before the hello...): the client says so and
+reconnects, as a browser would, rather than stop listening.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ class Client:
         self.recent: list[int] = []
         self.reconnects = 0
         self.resyncs = 0
-        self.errors: list[str] = []
+        self.errors: list[str] = []  # connections lost (expected while processes die)
+        self.protocol_errors: list[str] = []  # frames not as docs/events.md says
         self.hello = asyncio.Event()
 
     def note(self, event_id: int) -> None:
@@ -70,6 +73,9 @@ class Client:
             except (TimeoutError, OSError, websockets.WebSocketException) as exc:
                 if len(self.errors) < 5:
                     self.errors.append(f"{type(exc).__name__}: {exc}"[:200])
+            except Exception as exc:  # the server broke the protocol: say so, carry on
+                if len(self.protocol_errors) < 5:
+                    self.protocol_errors.append(f"{type(exc).__name__}: {exc}"[:300])
             if stop.is_set():
                 return
             self.reconnects += 1
@@ -113,6 +119,7 @@ async def main(args: argparse.Namespace) -> None:
             "reconnects": c.reconnects,
             "resyncs": c.resyncs,
             "errors": c.errors,
+            "protocol_errors": c.protocol_errors,
         }
         for c in clients
     ]
