@@ -272,13 +272,35 @@ class HealthReading:
     metrics: Mapping[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeReport:
+    """What a connection test found: the manager answered, signed in, and reports this.
+
+    `service` names what answered in the manager's words ("Redfish 1.17.0, Contoso
+    Composer 2.3", "simulated fabric demo"); `counts` is `Inventory.counts()` of a
+    discovery; `composition_methods` the ways it composes that the driver will use (for
+    Redfish: "expandable", "specific", "compose-action"); `notes` anything an operator
+    should know before relying on it (no latency reported, no power feeds, TLS off...).
+    """
+
+    service: str
+    counts: Mapping[str, int]
+    composition_methods: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+Credentials = Mapping[str, str]
+"""A manager's secrets as its driver receives them, decrypted: e.g. {"username": ...,
+"password": ...} or {"token": ...}. Only the driver ever sees them; never logged."""
+
+
 @runtime_checkable
 class FabricDriver(Protocol):
     """What the console needs from a fabric manager. One instance serves one manager.
 
-    Implementations are constructed as `Driver(endpoint=..., settings=...)` by
-    `fabric.drivers.registry.get_driver`, must be safe to construct per call (no
-    connection is opened in `__init__`), and raise `DriverError` for every failure the
+    Implementations are constructed as `Driver(endpoint=..., settings=...,
+    credentials=...)` by `fabric.drivers.registry.get_driver`, must be safe to construct
+    per call (no connection is opened in `__init__`), and raise `DriverError` for every failure the
     caller should handle; anything else is a bug. A compose job calls `bind` for several
     devices at once from threads of its own (COMPOSER_BIND_PARALLELISM), on one instance:
     it must be safe to call so.
@@ -310,4 +332,11 @@ class FabricDriver(Protocol):
 
     def health(self) -> list[HealthReading]:
         """A health reading for every element, with faults propagated to what they affect."""
+        ...
+
+    def probe(self) -> ProbeReport:
+        """Sign in and read enough to say what the manager is and what it holds: the
+        console's "Test connection". Raises DriverError saying exactly what failed
+        (unreachable, refused credentials, a certificate that does not verify, not a
+        service this driver speaks)."""
         ...

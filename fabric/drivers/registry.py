@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.utils.module_loading import import_string
 
-from fabric.drivers.base import DriverError, FabricDriver
+from fabric.drivers.base import Credentials, DriverError, FabricDriver
 
 if TYPE_CHECKING:
     from fabric.models import FabricManager
@@ -21,7 +21,7 @@ DRIVERS: dict[str, str] = {
 
 
 def get_driver(manager: FabricManager) -> FabricDriver:
-    """Construct the driver for `manager` with its endpoint and settings.
+    """Construct the driver for `manager` with its endpoint, settings and credentials.
 
     Raises a permanent DriverError for a driver name that is not registered (a
     configuration mistake that retrying cannot fix) or whose class cannot be imported.
@@ -40,5 +40,16 @@ def get_driver(manager: FabricManager) -> FabricDriver:
             f"Driver {manager.driver!r} cannot be loaded: {exc}", permanent=True
         ) from exc
     return cast(
-        FabricDriver, driver_class(endpoint=manager.endpoint, settings=dict(manager.settings or {}))
+        FabricDriver,
+        driver_class(
+            endpoint=manager.endpoint,
+            settings=dict(manager.settings or {}),
+            credentials=manager_credentials(manager),
+        ),
     )
+
+
+def manager_credentials(manager: FabricManager) -> Credentials:
+    """The secrets `manager`'s driver signs in with (none yet: a manager's settings carry
+    no secret the drivers use)."""
+    return {}

@@ -31,6 +31,7 @@ from fabric.drivers.base import (
     LinkInfo,
     PortInfo,
     PowerFeedInfo,
+    ProbeReport,
     RackInfo,
     SwitchInfo,
 )
@@ -82,7 +83,14 @@ class SimulatedDriver:
     every operation reads the current state, so instances may be short-lived.
     """
 
-    def __init__(self, *, endpoint: str = "", settings: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        endpoint: str = "",
+        settings: Mapping[str, Any] | None = None,
+        credentials: Mapping[str, str] | None = None,
+    ) -> None:
+        # `credentials` is accepted like every driver's; the simulated manager asks none.
         self.endpoint = endpoint
         self.settings = dict(settings or {})
         self.fabric_name = str(self.settings.get("fabric") or "")
@@ -165,6 +173,16 @@ class SimulatedDriver:
         )
         logger.debug("simulated fabric %s discovered %s", fabric.name, inventory.counts())
         return inventory
+
+    def probe(self) -> ProbeReport:
+        """A discovery, reported as the connection test: the simulated manager has no
+        sign-in; it binds devices one by one and reports every element's latency."""
+        inventory = self.discover()
+        return ProbeReport(
+            service=f"simulated fabric {self.fabric_name}",
+            counts=inventory.counts(),
+            composition_methods=("bind",),
+        )
 
     def bindings(self) -> list[Binding]:
         """Every binding the simulated manager holds."""

@@ -104,6 +104,14 @@ def test_discovery_is_read_only_and_repeatable(harness: Any) -> None:
     assert harness.driver.discover() == harness.driver.discover()
 
 
+def test_a_probe_names_the_service_and_counts_what_a_discovery_finds(harness: Any) -> None:
+    """The console's "Test connection": what answered, what it holds, how it composes."""
+    report = harness.driver.probe()
+    assert report.service
+    assert dict(report.counts) == harness.driver.discover().counts()
+    assert report.composition_methods
+
+
 # -- bind and unbind ----------------------------------------------------------------------
 
 
