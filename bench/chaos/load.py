@@ -51,7 +51,8 @@ def db_retry(call: Callable[[], T], attempts: int = 5) -> T:
 
 
 class Api:
-    """HTTP/1.1 to the web processes with a token; retried while they are down."""
+    """HTTP/1.1 to the web processes with a token; retried while they are down, and after
+    the wait a 503's Retry-After asks for."""
 
     def __init__(self, ports: list[int], token: str, *, patience_s: float = 60.0) -> None:
         self.ports = ports
@@ -83,6 +84,11 @@ class Api:
                 continue
             with self.lock:
                 self.answers[response.status] = self.answers.get(response.status, 0) + 1
+            retry_after = response.getheader("Retry-After")
+            if response.status == 503 and retry_after and time.monotonic() < deadline:
+                # Away for a moment (the database): try again when told, as a client should.
+                time.sleep(min(float(retry_after), 5.0))
+                continue
             try:
                 return response.status, json.loads(data) if data else None
             except ValueError:

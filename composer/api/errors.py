@@ -8,7 +8,8 @@ Every error the API returns looks like::
 - `code`: stable snake_case, documented in the schema (`invalid`, `not_found`,
   `not_authenticated`, `authentication_failed`, `permission_denied`, `method_not_allowed`,
   `throttled`, `parse_error`, `unsupported_media_type`, `not_acceptable`,
-  `request_too_large`, `invalid_credentials`, and each `composer.errors.ComposerError`
+  `request_too_large`, `invalid_credentials`, `database_unavailable` (503 with
+  Retry-After: composer.views.errors), and each `composer.errors.ComposerError`
   subclass's own code);
 - `detail`: one human-readable sentence (the first message when there are several);
 - `field`: the offending input field (query parameter or body field), or null;

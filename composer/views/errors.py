@@ -1,18 +1,37 @@
-"""The server-error handler: JSON for API clients, the plain 500 page for browsers."""
+"""The server-error handler: JSON for API clients, the plain 500 page for browsers.
+
+A request cut short because the database went away (its connection terminated by a
+failover or a restart, the server unreachable) is not a bug in Composer: it answers 503
+with Retry-After, so that a client tries again, instead of 500. Nothing is half-made by
+it: each change a service makes is one transaction, rolled back whole when cut short, and
+a create retried with the same Idempotency-Key finds what a request that did commit made.
+"""
 
 from __future__ import annotations
 
+import sys
+
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template import loader
 from django.views.defaults import server_error as html_server_error
 
 API_PREFIX = "/api/"
+DATABASE_RETRY_AFTER_S = 5
+DATABASE_AWAY = (
+    "The database could not be reached while answering; nothing is lost. Try again in a few "
+    "seconds (a create retried with the same Idempotency-Key is not made twice)."
+)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
     """An unexpected error: API clients get the documented error shape, never HTML.
 
     Nothing about the error itself is shown; it is logged by Django's request logger.
+    Django calls this while handling the exception, so `sys.exc_info()` names it.
     """
+    if isinstance(sys.exc_info()[1], OperationalError | InterfaceError):
+        return database_away(request)
     if request.path.startswith(API_PREFIX):
         return JsonResponse(
             {
@@ -24,3 +43,18 @@ def server_error(request: HttpRequest) -> HttpResponse:
             status=500,
         )
     return html_server_error(request)
+
+
+def database_away(request: HttpRequest) -> HttpResponse:
+    """503 with Retry-After: the error shape for API clients, a page for browsers."""
+    response: HttpResponse
+    if request.path.startswith(API_PREFIX):
+        response = JsonResponse(
+            {"code": "database_unavailable", "detail": DATABASE_AWAY, "field": None, "errors": {}},
+            status=503,
+        )
+    else:
+        page = loader.get_template("503.html").render({"retry_after_s": DATABASE_RETRY_AFTER_S})
+        response = HttpResponse(page, status=503)
+    response["Retry-After"] = str(DATABASE_RETRY_AFTER_S)
+    return response
