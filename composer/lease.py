@@ -68,7 +68,7 @@ def lease_confirm(job: Job) -> None:
 
 def lease_seconds() -> float:
     """How long a lease holds without a renewal (COMPOSER_JOB_LEASE_S)."""
-    return float(getattr(settings, "COMPOSER_JOB_LEASE_S", 15))
+    return float(getattr(settings, "COMPOSER_JOB_LEASE_S", 10))
 
 
 def lease_expiry(now: datetime | None = None) -> datetime:

@@ -206,7 +206,7 @@ CELERY_BEAT_SCHEDULE = {
     # COMPOSER_JOB_LEASE_S plus this tick of the death.
     "jobs-lease-sweep": {
         "task": "composer.tasks.jobs_lease_sweep_task",
-        "schedule": env_int("COMPOSER_JOB_LEASE_SWEEP_S", 5),
+        "schedule": env_int("COMPOSER_JOB_LEASE_SWEEP_S", 2),
     },
     # The reconciler: fabric bindings against the database, bindings still to undo,
     # unfinished compositions, health, allocated GiB (composer.services.reconcile).
@@ -261,7 +261,7 @@ CELERY_TASK_ROUTES = {
 COMPOSER_JOB_REDISPATCH_S = env_int("COMPOSER_JOB_REDISPATCH_S", 60)
 # A RUNNING job's lease (composer.lease): its worker renews it every third of this; once
 # it expires (the worker died), the job is taken over and resumes from its last step.
-COMPOSER_JOB_LEASE_S = env_int("COMPOSER_JOB_LEASE_S", 15)
+COMPOSER_JOB_LEASE_S = env_int("COMPOSER_JOB_LEASE_S", 10)
 # A job whose worker died this many times is failed (and its composition rolled back)
 # instead of being taken over again: the job itself may be what kills its worker.
 COMPOSER_JOB_MAX_RESUMES = env_int("COMPOSER_JOB_MAX_RESUMES", 3)
