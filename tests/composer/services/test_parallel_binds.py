@@ -145,7 +145,7 @@ def test_a_time_limit_while_binds_are_in_flight_records_them_then_rolls_back(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise SoftTimeLimitExceeded()  # as the signal would, while the job waits on binds
 
-    monkeypatch.setattr("composer.services.bindings.wait", interrupted)
+    monkeypatch.setattr("fabric.reconfig.binds.wait", interrupted)
     composition = request(acme, alice)
 
     assert_rolled_back(composition, driver)
