@@ -5,16 +5,15 @@ manager is slow, each recorded as it is made."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
 
 from fabric.drivers.base import Binding
-from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.reconfig import BindError, BindTarget, bind, bind_many
 from tests.fabric.reconfig.conftest import Told, fault
+from tests.support.slow_binds import Call, slow_binds
 
 BIND_MS = 200
 
@@ -91,16 +90,9 @@ def test_the_first_failure_stops_the_binds_after_it_and_what_was_bound_is_record
 
 
 @pytest.fixture
-def slow_binds(settings: Any) -> list[tuple[str, float, float, int]]:
-    """Each bind takes BIND_MS; every bind asked for: (device, start, end, thread)."""
-    settings.COMPOSER_SIMULATOR_LATENCY_SCALE = 1.0
-    settings.COMPOSER_BIND_PARALLELISM = 4
-    settings.COMPOSER_BIND_PARALLEL_AFTER_MS = 20
-    fabric = store.fabric_get("sim")
-    for operation in store.OPERATIONS:
-        store.latency_set(fabric=fabric, operation=operation, ms=0)
-    store.latency_set(fabric=fabric, operation="bind", ms=BIND_MS)
-    return []
+def binds(settings: Any, monkeypatch: pytest.MonkeyPatch) -> list[Call]:
+    """Each bind takes BIND_MS; every bind asked for, as it ends."""
+    return slow_binds(settings, monkeypatch, bind_ms=BIND_MS)
 
 
 @pytest.mark.django_db(transaction=True)  # each helper thread reads what is committed
@@ -108,19 +100,8 @@ def test_many_binds_go_side_by_side_when_the_manager_is_slow_and_each_is_recorde
     sim_driver: SimulatedDriver,
     gpus: list[BindTarget[str]],
     told: Told,
-    slow_binds: list[tuple[str, float, float, int]],
-    monkeypatch: Any,
+    binds: list[Call],
 ) -> None:
-    real = SimulatedDriver.bind
-
-    def timed(self: SimulatedDriver, **kwargs: Any) -> Binding:
-        start = time.monotonic()
-        try:
-            return real(self, **kwargs)
-        finally:
-            slow_binds.append((kwargs["device_id"], start, time.monotonic(), threading.get_ident()))
-
-    monkeypatch.setattr(SimulatedDriver, "bind", timed)
     recorded: list[tuple[str, str, int]] = []
     adopted: list[int] = []
 
@@ -132,8 +113,8 @@ def test_many_binds_go_side_by_side_when_the_manager_is_slow_and_each_is_recorde
         log_adopter=lambda: adopted.append(threading.get_ident()),
     )
 
-    assert len(gpus) == 4 and len(slow_binds) == 4
-    first, *others = sorted(slow_binds, key=lambda call: call[1])
+    assert len(gpus) == 4 and len(binds) == 4
+    first, *others = sorted(binds, key=lambda call: call[1])
     here = threading.get_ident()
     # The first bind ran here, alone; the other three side by side in helper threads.
     assert first[3] == here and all(c[1] >= first[2] for c in others)
@@ -153,7 +134,7 @@ def test_many_binds_go_one_after_the_other_when_the_manager_is_fast(
     sim_driver: SimulatedDriver,
     gpus: list[BindTarget[str]],
     told: Told,
-    slow_binds: list[tuple[str, float, float, int]],
+    binds: list[Call],
     settings: Any,
 ) -> None:
     settings.COMPOSER_BIND_PARALLEL_AFTER_MS = 10_000
@@ -168,3 +149,5 @@ def test_many_binds_go_one_after_the_other_when_the_manager_is_fast(
     )
 
     assert recorded == [threading.get_ident()] * 2 and len(sim_driver.bindings()) == 2
+    (_, _, first_end, _), (_, second_start, _, _) = sorted(binds, key=lambda c: c[1])
+    assert first_end <= second_start
