@@ -11,7 +11,8 @@ every binding reported was made before the claims were read:
 - an orphan: nothing claims it. It is unbound (with retries); if that fails, an
   `UnbindPending` row holds the device (BOUND to that host) until a later run unbinds it;
 - missing: an active allocation of a READY or DEGRADED composition records a binding the
-  manager no longer reports. It is bound again (the database says the tenant holds it), and
+  manager no longer reports. It is bound again (the database says the tenant holds it; a
+  bind that timed out is looked for in the manager's report, as a job's is), and
   reported; a failed bind is reported and tried again at the next run. A device out of
   service (failed, in maintenance, critical) is left to the health path, which degrades
   the composition and heals it from a spare.
