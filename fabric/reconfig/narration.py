@@ -46,8 +46,6 @@ class Narrator(Protocol[T]):
         """`binding_id` of `target` is undone."""
         ...
 
-    def unbind_failed(
-        self, target: BindTarget[T], binding_id: str, error: DriverError
-    ) -> None:
+    def unbind_failed(self, target: BindTarget[T], binding_id: str, error: DriverError) -> None:
         """`binding_id` of `target` could not be undone, retries spent; `error` is the last."""
         ...
