@@ -1,43 +1,51 @@
-"""Binding a composition's allocations through its fabric driver, and undoing them.
+"""Composer's side of the reconfiguration workflow (`fabric.reconfig`): its allocations as
+what to bind, its words in a job's log, its records and its errors.
 
-A bind that times out may have happened: the manager is asked (`bindings()`) and what it
-reports is taken. Binds run side by side when the manager is slow (up to
-COMPOSER_BIND_PARALLELISM at once), each recorded as soon as it is made. A driver error is
-logged with the manager's own answer (for operators) and raised on as a `BindingFailed` in
-composer's words, which the job's error and the composition's failure reason carry to its
-tenant. Used by the compose, decompose and heal jobs.
+`fabric.reconfig` talks to the driver: it binds (reconciling a timeout with `bindings()`),
+binds side by side, adopts on resume, verifies and undoes with retries. It knows nothing
+of allocations, tenants or job logs; this module supplies them. An allocation becomes a
+`BindTarget` (the device's and host's external ids, the slice); each event is logged in
+the words of the job's readers (`JobNarrator`: operators read the manager's answer and
+binding ids, the tenant reads `for_tenants` words); a failed bind is retold as a
+`BindingFailed` in composer's words, which the job's error and the composition's failure
+reason carry to its tenant; and adopting on resume asks the database which bindings an
+allocation or an `UnbindPending` row already holds. Used by the compose, decompose and
+heal jobs and the reconciler.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
-from django.conf import settings
-from django.db import connection
+from collections.abc import Callable, Collection, Sequence
 
 from composer.errors import BindingFailed
 from composer.lease import LeaseLost
 from composer.models import Allocation, UnbindPending
-from composer.runner import for_tenants
-from composer.services.unbinds import unbind_with_retries
+from composer.runner import for_tenants, job_log_adopter
+from fabric import reconfig
 from fabric.choices import DeviceKind
-from fabric.drivers.base import Binding, DriverError, DriverTimeout, FabricDriver
+from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.models import Host
+from fabric.reconfig import BindError, BindTarget
 
 logger = logging.getLogger(__name__)
 
+__all__ = [
+    "JobNarrator",
+    "allocation_bind",
+    "allocation_label",
+    "allocation_target",
+    "allocation_unbind",
+    "allocation_words",
+    "allocations_bind",
+    "allocations_unbind",
+    "allocations_verify",
+    "bindings_adopt",
+]
+
 KIND_LABELS: dict[str, str] = dict(DeviceKind.choices)
 
-
-def _matches(binding: Binding, allocation: Allocation, host: Host) -> bool:
-    return (
-        binding.device_id == allocation.device.external_id
-        and binding.host_id == host.external_id
-        and binding.size_gib == allocation.gib
-    )
+Target = BindTarget[Allocation]
 
 
 def allocation_label(allocation: Allocation) -> str:
@@ -51,138 +59,146 @@ def allocation_words(allocation: Allocation) -> str:
     return f"{kind} {allocation_label(allocation)}".strip()
 
 
-def _bind(driver: FabricDriver, allocation: Allocation, host: Host) -> Binding:
-    """Bind one allocation; after a timeout, look for the binding on the manager.
+def allocation_target(allocation: Allocation, host: Host) -> Target:
+    """`allocation` on `host` in the manager's terms, with its recorded binding id."""
+    return BindTarget(
+        item=allocation,
+        device_id=allocation.device.external_id,
+        host_id=host.external_id,
+        size_gib=allocation.gib,
+        binding_id=allocation.binding_id,
+    )
 
-    A driver error is logged with the manager's answer (operators' line) and raised on as
-    a BindingFailed in composer's words, which the job's error and the composition's
-    failure reason carry to its tenant.
-    """
-    name = allocation.device.name
-    try:
-        try:
-            return driver.bind(
-                device_id=allocation.device.external_id,
-                host_id=host.external_id,
-                size_gib=allocation.gib,
-            )
-        except DriverTimeout:
-            logger.warning(
-                "binding %s timed out; asking the fabric manager whether it happened",
-                name,
-                extra=for_tenants(),
-            )
-            for binding in driver.bindings():
-                if _matches(binding, allocation, host):
-                    logger.info(
-                        "the binding of %s exists: %s",
-                        name,
-                        binding.binding_id,
-                        extra=for_tenants(f"The binding of {name} exists."),
-                    )
-                    return binding
-            raise
-    except DriverError as exc:
-        if exc.permanent:
-            words = f"The fabric manager refused to bind {name} to {host.name}."
-        else:
-            words = f"The fabric manager did not bind {name} to {host.name} in time."
+
+def _failure_words(name: str, host: Host, *, permanent: bool) -> str:
+    if permanent:
+        return f"The fabric manager refused to bind {name} to {host.name}."
+    return f"The fabric manager did not bind {name} to {host.name} in time."
+
+
+class JobNarrator:
+    """Tells `fabric.reconfig`'s events for allocations on `host` in a job's log: each line
+    for operators, with the tenant's words where the tenant may read it (never the
+    manager's own answer, nor a binding id)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def bind_timed_out(self, target: Target) -> None:
         logger.warning(
-            "binding %s to %s failed: %s", name, host.name, exc.message, extra=for_tenants(words)
+            "binding %s timed out; asking the fabric manager whether it happened",
+            target.item.device.name,
+            extra=for_tenants(),
         )
-        raise BindingFailed(words, permanent=exc.permanent) from exc
+
+    def bind_found(self, target: Target, binding: Binding) -> None:
+        name = target.item.device.name
+        logger.info(
+            "the binding of %s exists: %s",
+            name,
+            binding.binding_id,
+            extra=for_tenants(f"The binding of {name} exists."),
+        )
+
+    def bind_failed(self, target: Target, error: DriverError) -> None:
+        name = target.item.device.name
+        logger.warning(
+            "binding %s to %s failed: %s",
+            name,
+            self.host.name,
+            error.message,
+            extra=for_tenants(_failure_words(name, self.host, permanent=error.permanent)),
+        )
+
+    def adopted(self, target: Target, binding: Binding) -> None:
+        allocation = target.item
+        logger.info(
+            "the fabric manager already reports %s bound to %s (%s), a bind whose reply was "
+            "never recorded: recorded, not bound again",
+            allocation_label(allocation),
+            self.host.name,
+            binding.binding_id,
+            extra=for_tenants(f"{allocation_words(allocation)} was already bound; recorded."),
+        )
+
+    def record_failed(self, target: Target, error: BaseException) -> None:
+        if isinstance(error, LeaseLost):
+            return  # recorded; the step after it found the job taken over
+        # The rollback still finds it: it asks the manager.
+        logger.exception("could not record the binding of %s", target.item.device.name)
+
+    def unbound(self, target: Target, binding_id: str) -> None:
+        name = target.item.device.name
+        logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
+
+    def unbind_failed(self, target: Target, binding_id: str, error: DriverError) -> None:
+        name = target.item.device.name
+        logger.error(
+            "could not unbind %s (%s): %s; the reconciler retries it",
+            name,
+            binding_id,
+            error.message,
+            extra=for_tenants(f"Could not unbind {name} yet; it is retried automatically."),
+        )
 
 
-def _bind_in_thread(
-    driver: FabricDriver, allocation: Allocation, host: Host, adopt: Callable[[], None]
-) -> Binding:
-    """`_bind` from a thread of the compose job's pool: its log lines are the job's, and the
-    database connection it opened (Django's are per thread) is closed when it is done."""
-    adopt()
+def _retold(exc: BindError, host: Host) -> BindingFailed:
+    """A failed bind in composer's words (the manager's answer is in the operators' line)."""
+    name = exc.target.item.device.name
+    words = _failure_words(name, host, permanent=exc.permanent)
+    return BindingFailed(words, permanent=exc.permanent)
+
+
+def allocation_bind(driver: FabricDriver, allocation: Allocation, host: Host) -> Binding:
+    """Bind one allocation (`fabric.reconfig.bind`: after a timeout, the manager is asked).
+
+    Raises BindingFailed in composer's words, from the driver's error.
+    """
     try:
-        return _bind(driver, allocation, host)
-    finally:
-        connection.close()
+        return reconfig.bind(
+            driver, allocation_target(allocation, host), narrator=JobNarrator(host)
+        )
+    except BindError as exc:
+        raise _retold(exc, host) from exc.cause
 
 
-def _parallel_binds(count: int) -> int:
-    """How many of `count` binds to run at once (1: one after the other, in this thread).
-
-    In parallel only outside a transaction: each bind runs in a thread with its own
-    connection, which sees only what is committed. (On SQLite the threads take the one
-    write lock in turn; the manager's latency, outside any transaction, still overlaps.)"""
-    width = int(getattr(settings, "COMPOSER_BIND_PARALLELISM", 4))
-    if count < 2 or width < 2:
-        return 1
-    return 1 if connection.in_atomic_block else min(width, count)
-
-
-def _slow(seconds: float) -> bool:
-    """Whether a bind that took `seconds` makes the rest worth a thread and a connection
-    each (opening a database connection costs a few milliseconds: a fast manager binds
-    sooner than that)."""
-    return seconds * 1000 >= float(getattr(settings, "COMPOSER_BIND_PARALLEL_AFTER_MS", 20))
-
-
-def _bind_each(
+def allocations_bind(
     driver: FabricDriver,
     allocations: Sequence[Allocation],
     host: Host,
     record: Callable[[Allocation, Binding], None],
-    adopt: Callable[[], None],
 ) -> None:
-    """Bind `allocations` and `record` each binding as soon as it is made.
-
-    The first bind runs here. When it was slow (COMPOSER_BIND_PARALLEL_AFTER_MS), up to
-    COMPOSER_BIND_PARALLELISM of the others are in flight at once: a fabric manager binds
-    devices independently, so five 400 ms binds take 800 ms, not 2 s. A fast manager
-    binds the rest here too, one after the other. The first failure (or an interruption,
-    such as the time limit) cancels the binds not yet started and is raised once every
-    bind in flight has ended and every one that succeeded is recorded (rule 2: a binding
-    is recorded or undone; the rollback and a retry also ask the manager).
-    """
-    width = _parallel_binds(len(allocations))
-    rest = list(allocations)
-    while rest:
-        allocation = rest.pop(0)
-        started = time.monotonic()
-        binding = _bind(driver, allocation, host)
-        slow = _slow(time.monotonic() - started)
-        record(allocation, binding)
-        if width > 1 and rest and slow:
-            break
-    if not rest:
-        return
-    pool = ThreadPoolExecutor(max_workers=min(width, len(rest)), thread_name_prefix="bind")
-    futures = [pool.submit(_bind_in_thread, driver, allocation, host, adopt) for allocation in rest]
-    pending = dict(zip(futures, rest, strict=True))
-    failure: BaseException | None = None
+    """Bind `allocations` (`fabric.reconfig.bind_many`: side by side when the manager is
+    slow) and `record` each binding as soon as it is made. The helper threads' lines are the
+    running job's log. Raises BindingFailed for the first bind that failed, in composer's
+    words, or whatever else stopped it (a time limit, a lost lease)."""
     try:
-        while pending and failure is None:
-            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in [f for f in futures if f in finished]:  # in request order
-                allocation = pending.pop(future)
-                error = future.exception()
-                if error is not None:
-                    failure = failure or error
-                else:
-                    record(allocation, future.result())
-    except BaseException as exc:  # a time limit while waiting, a failed record
-        failure = exc
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        # Binds that ended while the failure was handled are recorded before it goes up.
-        for future, allocation in pending.items():
-            if future.cancelled() or future.exception() is not None:
-                continue
-            try:
-                record(allocation, future.result())
-            except LeaseLost:  # recorded; the step after it found the job taken over
-                pass
-            except Exception:  # the rollback still finds it: it asks the manager
-                logger.exception("could not record the binding of %s", allocation.device.name)
-    if failure is not None:
-        raise failure
+        reconfig.bind_many(
+            driver,
+            [allocation_target(a, host) for a in allocations],
+            record=lambda target, binding: record(target.item, binding),
+            narrator=JobNarrator(host),
+            log_adopter=job_log_adopter(),
+        )
+    except BindError as exc:
+        raise _retold(exc, host) from exc.cause
+
+
+def _claimed(ids: Collection[str]) -> set[str]:
+    """Which of the binding ids `ids` an active allocation records, or an open
+    `UnbindPending` row holds (a released slice of the same device on the same host looks
+    alike: it is the reconciler's, never a resumed job's)."""
+    taken = set(
+        Allocation.objects.filter(binding_id__in=list(ids), released_at__isnull=True).values_list(
+            "binding_id", flat=True
+        )
+    )
+    taken |= set(
+        UnbindPending.objects.filter(binding_id__in=list(ids), undone_at__isnull=True).values_list(
+            "binding_id", flat=True
+        )
+    )
+    return taken
 
 
 def bindings_adopt(
@@ -193,112 +209,74 @@ def bindings_adopt(
     reported: list[Binding] | None = None,
 ) -> list[Allocation]:
     """Record the bindings the manager already has for unbound `allocations`; return the
-    allocations still to bind.
-
-    For a job that resumes after its worker died: a bind may have happened just before
-    the death, its reply never recorded. Binding again would bind the device twice on a
-    manager whose bind is not idempotent; the manager is asked instead (`reported`, or
-    `bindings()`), and a binding that matches (device, host, slice) and that no other
-    active allocation records is taken as this allocation's.
-    """
-    if not allocations:
-        return []
-    reported = driver.bindings() if reported is None else reported
-    ids = [b.binding_id for b in reported]
-    taken = set(
-        Allocation.objects.filter(binding_id__in=ids, released_at__isnull=True).values_list(
-            "binding_id", flat=True
-        )
+    allocations still to bind (`fabric.reconfig.adopt`, for a job that resumes after its
+    worker died: a bind made just before the death may never have been recorded). A
+    binding another active allocation or a binding still to undo holds is never taken."""
+    rest = reconfig.adopt(
+        driver,
+        [allocation_target(a, host) for a in allocations],
+        record=lambda target, binding: record(target.item, binding),
+        claimed=_claimed,
+        narrator=JobNarrator(host),
+        reported=reported,
     )
-    # A binding waiting to be undone (a released slice of the same device on the same host
-    # looks alike) is the reconciler's, never a resumed job's.
-    taken |= set(
-        UnbindPending.objects.filter(binding_id__in=ids, undone_at__isnull=True).values_list(
-            "binding_id", flat=True
-        )
-    )
-    rest: list[Allocation] = []
-    for allocation in allocations:
-        found = next(
-            (b for b in reported if b.binding_id not in taken and _matches(b, allocation, host)),
-            None,
-        )
-        if found is None:
-            rest.append(allocation)
-            continue
-        taken.add(found.binding_id)
-        name = allocation_label(allocation)
-        logger.info(
-            "the fabric manager already reports %s bound to %s (%s), a bind whose reply was "
-            "never recorded: recorded, not bound again",
-            name,
-            host.name,
-            found.binding_id,
-            extra=for_tenants(f"{allocation_words(allocation)} was already bound; recorded."),
-        )
-        record(allocation, found)
-    return rest
+    return [target.item for target in rest]
 
 
-def manager_bindings(driver: FabricDriver) -> list[Binding] | None:
-    """What the manager reports bound, or None when it cannot be read: an undo then goes by
-    the recorded binding ids alone (a reply that was lost stays for the reconciliation)."""
-    try:
-        return driver.bindings()
-    except DriverError:
-        return None
+def allocations_verify(
+    driver: FabricDriver, allocations: Sequence[Allocation], host: Host
+) -> list[Binding]:
+    """Check every allocation's recorded binding against the manager's report
+    (`fabric.reconfig.verify`); return the report. Raises BindingFailed (permanent) naming
+    the devices it does not report bound to `host`, DriverError when it cannot be read."""
+    verification = reconfig.verify(driver, [allocation_target(a, host) for a in allocations])
+    if verification.missing:
+        names = ", ".join(t.item.device.name for t in verification.missing)
+        raise BindingFailed(
+            f"Verification failed: the fabric manager does not report {names} "
+            f"bound to {host.name}.",
+            permanent=True,
+        )
+    return verification.reported
 
 
 def allocation_unbind(
     driver: FabricDriver,
     allocation: Allocation,
-    host: Host | None,
-    reported: list[Binding] | None,
+    host: Host,
+    reported: Sequence[Binding] | None,
     *,
     raise_transient: bool = False,
 ) -> dict[str, str]:
-    """Unbind what `allocation` bound (its recorded id, and bindings the manager reports
-    for it that a lost reply never recorded), each with its retries (`unbind_with_retries`).
+    """Unbind what `allocation` bound (`fabric.reconfig.undo`: its recorded id, and bindings
+    the manager reports for it that a lost reply never recorded, each with its retries).
     Returns the binding ids not undone, with their last error, for an `UnbindPending` row.
 
     `raise_transient`: a transient error (after the retries) goes up instead, for a job
     whose task may still retry with back-off (decompose). Used by the compose rollback,
     the heal's swap and rollback, and decompose: one loop, one wording.
     """
-    ids = {allocation.binding_id} if allocation.binding_id else set()
-    if reported is not None and host is not None:
-        ids |= {b.binding_id for b in reported if _matches(b, allocation, host)}
-    left: dict[str, str] = {}
-    name = allocation.device.name
-    for binding_id in sorted(ids):
-        error = unbind_with_retries(driver, binding_id)
-        if error is None:
-            logger.info("unbound %s (%s)", name, binding_id, extra=for_tenants(f"Unbound {name}."))
-            continue
-        if raise_transient and not error.permanent:
-            raise error
-        logger.error(
-            "could not unbind %s (%s): %s; the reconciler retries it",
-            name,
-            binding_id,
-            error.message,
-            extra=for_tenants(f"Could not unbind {name} yet; it is retried automatically."),
-        )
-        left[binding_id] = error.message
-    return left
+    return reconfig.undo(
+        driver,
+        allocation_target(allocation, host),
+        reported=reported,
+        narrator=JobNarrator(host),
+        raise_transient=raise_transient,
+    )
 
 
-def _undo(
+def allocations_unbind(
     driver: FabricDriver,
-    allocations: Iterable[Allocation],
-    host: Host | None,
-    reported: list[Binding] | None,
+    allocations: Sequence[Allocation],
+    host: Host,
+    reported: Sequence[Binding] | None,
 ) -> dict[int, dict[str, str]]:
     """`allocation_unbind` for each of `allocations`; returns, for those not fully undone,
     {allocation id: {binding id: last error}}."""
-    failed: dict[int, dict[str, str]] = {}
-    for allocation in allocations:
-        left = allocation_unbind(driver, allocation, host, reported)
-        if left:
-            failed[allocation.pk] = left
-    return failed
+    failed = reconfig.undo_each(
+        driver,
+        [allocation_target(a, host) for a in allocations],
+        reported=reported,
+        narrator=JobNarrator(host),
+    )
+    return {target.item.pk: left for target, left in failed}

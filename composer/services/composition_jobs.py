@@ -12,7 +12,8 @@ manager) is unbound (a transient error tried again with back-off), the allocatio
 released and the composition ends FAILED with the reason (rule 2); a binding that still
 cannot be undone is held by an `UnbindPending` row for the reconciler, never by the FAILED
 composition. Decompose unbinds (idempotent), releases and ends RELEASED. Binding and
-unbinding through the driver is `composer.services.bindings`.
+unbinding go through `fabric.reconfig` (`composer.services.bindings` is composer's side of
+it: allocations as targets, the job log's words).
 """
 
 from __future__ import annotations
@@ -27,29 +28,37 @@ from composer.choices import CompositionState
 from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
 from composer.lease import STOP_WITHOUT_UNDO, lease_confirm
 from composer.models import Allocation, Composition, Job
-from composer.runner import ProgressFn, for_tenants, job_log_adopter, run_job
+from composer.runner import ProgressFn, for_tenants, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
 from composer.services.bindings import (
-    _bind_each,
-    _matches,
-    _undo,
     allocation_label,
     allocation_unbind,
     allocation_words,
+    allocations_bind,
+    allocations_unbind,
+    allocations_verify,
     bindings_adopt,
-    manager_bindings,
 )
 from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
+from fabric import reconfig
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["composition_compose_run", "composition_decompose_run", "composition_rollback"]
+__all__ = [
+    "composition_compose_run",
+    "composition_decompose_run",
+    "composition_rollback",
+    "job_composition",
+    "job_failure_reason",
+]
 
 
-def _composition(job: Job) -> Composition:
+def job_composition(job: Job) -> Composition:
+    """The composition `job` works on (with its host, manager and tenant). Raises
+    ComposerError when it no longer exists."""
     composition = (
         Composition.objects.select_related("host__manager", "tenant")
         .filter(pk=job.target_id)
@@ -77,7 +86,7 @@ def composition_compose_run(job: Job, *, retryable: bool = True) -> Job:
     """
 
     def work(progress: ProgressFn) -> dict[str, Any]:
-        composition = _composition(job)
+        composition = job_composition(job)
         source = f"compose job {job.pk}"
         if composition.state == CompositionState.READY:
             logger.info(
@@ -199,19 +208,8 @@ def _compose_steps(
     if unbound and (job.attempts > 1 or job.resumes):
         # Resuming (a worker died, or a retry): a bind made just before may not be recorded.
         unbound = bindings_adopt(driver, unbound, host, record)
-    _bind_each(driver, unbound, host, record, job_log_adopter())
-    reported = {b.binding_id: b for b in driver.bindings()}
-    missing = [
-        a.device.name
-        for a in allocations
-        if a.binding_id not in reported or not _matches(reported[a.binding_id], a, host)
-    ]
-    if missing:
-        raise BindingFailed(
-            f"Verification failed: the fabric manager does not report {', '.join(missing)} "
-            f"bound to {host.name}.",
-            permanent=True,
-        )
+    allocations_bind(driver, unbound, host, record)
+    allocations_verify(driver, allocations, host)
     progress(total - 1, total, "Verified every binding on the fabric manager")
     logger.info(
         "verified %s binding(s) on %s",
@@ -245,7 +243,7 @@ def composition_rollback(
 ) -> Composition:
     """Compensate a compose that cannot finish: unbind, release, composition FAILED.
 
-    Each unbind is tried a few times with back-off (`unbind_with_retries`). A binding that
+    Each unbind is tried a few times with back-off (`fabric.reconfig.undo`). A binding that
     still cannot be undone (the manager is unreachable, or keeps failing) does not stay on
     the composition: its allocation is released with the rest, so a FAILED composition
     never holds a device, and an `UnbindPending` row holds the device instead (still BOUND,
@@ -273,7 +271,9 @@ def composition_rollback(
     if host is not None and allocations:
         try:
             driver = driver or get_driver(host.manager)
-            failed = _undo(driver, allocations, host, manager_bindings(driver))
+            failed = allocations_unbind(
+                driver, allocations, host, reconfig.reported_bindings_or_none(driver)
+            )
         except DriverError as exc:  # no driver at all: undo only what was never bound
             logger.error(
                 "rollback of composition %s: %s",
@@ -321,7 +321,7 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
     """
 
     def work(progress: ProgressFn) -> dict[str, Any]:
-        composition = _composition(job)
+        composition = job_composition(job)
         source = f"decompose job {job.pk}"
         if composition.state == CompositionState.RELEASED:
             logger.info(
@@ -341,7 +341,7 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
             driver = get_driver(host.manager)
             # Also what the manager reports for these devices on this host but no reply
             # recorded; they are still held by this composition, so the bindings are ours.
-            reported = driver.bindings()
+            reported = reconfig.reported_bindings(driver)
             for index, allocation in enumerate(allocations, start=1):
                 # A transient error while the task may retry goes up (retried with back-off);
                 # a permanent one, or any on the last try, is left to the reconciler, so the

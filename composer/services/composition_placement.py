@@ -23,7 +23,14 @@ from composer.placement.snapshot import Snapshot
 from composer.specs import spec_to_request
 from fabric.models import Host
 
-__all__ = ["PLACEMENT_LOCK_KEY", "placement_as_dict"]
+__all__ = [
+    "PLACEMENT_LOCK_KEY",
+    "composition_place",
+    "pick_as_dict",
+    "placement_as_dict",
+    "placement_snapshot",
+    "snapshot_pk",
+]
 
 # One placement decision at a time (PostgreSQL advisory lock, held to commit): a request
 # that lost a claim then re-places on a snapshot that includes the winner's claim, so
@@ -31,7 +38,7 @@ __all__ = ["PLACEMENT_LOCK_KEY", "placement_as_dict"]
 PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
 
 
-def _snapshot() -> Snapshot:
+def placement_snapshot() -> Snapshot:
     """The free inventory (memory devices less the GiB their slices hold, as the tables
     show) less what compositions hold but the tables do not show as taken: host cores and
     memory; plus who holds which switch and enclosure (critical isolation), and which
@@ -102,14 +109,18 @@ def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
     return frozenset(f"host:{pk}" for pk in hosts)
 
 
-def _place(tenant: Tenant, spec: Mapping[str, Any], host: Host | None) -> Placement | Rejection:
+def composition_place(
+    tenant: Tenant, spec: Mapping[str, Any], host: Host | None
+) -> Placement | Rejection:
+    """Place `spec` for `tenant` (on `host` when the request fixes it) on a fresh snapshot.
+    Raises SpecError (field "spec") when the engine finds the request itself invalid."""
     request = spec_to_request(
         spec,
         host=f"host:{host.pk}" if host else None,
         tenant=str(tenant.pk),
         tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
     )
-    snapshot = _snapshot()
+    snapshot = placement_snapshot()
     if host is not None and request.host not in snapshot.hosts:
         return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")
     outcome = place(request, snapshot)
@@ -118,7 +129,8 @@ def _place(tenant: Tenant, spec: Mapping[str, Any], host: Host | None) -> Placem
     return outcome
 
 
-def _pick_dict(pick: DevicePick) -> dict[str, Any]:
+def pick_as_dict(pick: DevicePick) -> dict[str, Any]:
+    """One chosen device (or slice) as the JSON a plan stores."""
     return {
         "device": pick.device,
         "name": pick.name,
@@ -146,14 +158,14 @@ def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:
         "ok": True,
         "host": outcome.host,
         "host_name": outcome.host_name,
-        "devices": [_pick_dict(p) for p in outcome.devices],
-        "memory": [_pick_dict(p) for p in outcome.memory],
+        "devices": [pick_as_dict(p) for p in outcome.devices],
+        "memory": [pick_as_dict(p) for p in outcome.memory],
         "score": outcome.score,
         "explanation": [note_as_json(note) for note in outcome.explanation],
         "funnel": funnel,
     }
 
 
-def _pk(ref: str) -> int:
+def snapshot_pk(ref: str) -> int:
     """The primary key in a snapshot id such as "device:12"."""
     return int(ref.rsplit(":", 1)[1])

@@ -34,9 +34,9 @@ from composer.services.composition_checks import (
 )
 from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
-    _pk,
-    _place,
+    composition_place,
     placement_as_dict,
+    snapshot_pk,
 )
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
 from composer.specs import spec_normalise
@@ -68,7 +68,7 @@ def composition_preview(*, tenant: Tenant, spec: Mapping[str, Any]) -> Placement
     clean = spec_normalise(spec)
     host = composition_check_fabric(spec=clean)
     composition_check_quotas(tenant=tenant, spec=clean)
-    return _place(tenant, clean, host)
+    return composition_place(tenant, clean, host)
 
 
 # --- request -------------------------------------------------------------------------------
@@ -180,7 +180,7 @@ def _place_and_claim(
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
     for attempt in (1, 2):
-        outcome = _place(composition.tenant, spec, host)
+        outcome = composition_place(composition.tenant, spec, host)
         if isinstance(outcome, Rejection):
             composition_transition(
                 composition,
@@ -195,11 +195,11 @@ def _place_and_claim(
         # The host the request named is a row in hand already; any other is read once.
         placed_host = (
             host
-            if host is not None and host.pk == _pk(outcome.host)
-            else Host.objects.get(pk=_pk(outcome.host))
+            if host is not None and host.pk == snapshot_pk(outcome.host)
+            else Host.objects.get(pk=snapshot_pk(outcome.host))
         )
-        claims = [Claim(_pk(p.device)) for p in outcome.devices] + [
-            Claim(_pk(p.device), p.gib) for p in outcome.memory
+        claims = [Claim(snapshot_pk(p.device)) for p in outcome.devices] + [
+            Claim(snapshot_pk(p.device), p.gib) for p in outcome.memory
         ]
         try:
             allocations_claim(composition=composition, claims=claims, host=placed_host, actor=actor)

@@ -163,9 +163,9 @@ def _undo_half_done(job: Job, reason: str) -> None:
                 composition=target, driver=None, reason=f"{reason} Rolled back.", source=source
             )
         else:
-            from composer.services.heal.undo import _rollback
+            from composer.services.heal.undo import heal_rollback
 
-            _rollback(target, None, f"Self-heal rolled back: {reason}", source)
+            heal_rollback(target, None, f"Self-heal rolled back: {reason}", source)
     except ComposerError:
         logger.exception("job %s: could not undo what it left half-done", job.pk)
 

@@ -1,23 +1,22 @@
-"""Unbinding with retries, and the bindings still to undo (`UnbindPending`) that hold a device.
+"""The bindings still to undo (`UnbindPending`) that hold a device, and their retries.
 
-A rollback (compose or heal) or a heal's swap unbinds what it no longer wants. A transient
-driver error is tried again at once, with back-off, a few times within a few seconds
-(COMPOSER_UNBIND_ATTEMPTS, COMPOSER_UNBIND_BACKOFF_MS). What still fails is not kept on
-the composition: its allocation is released (a FAILED composition never holds a device),
-and an `UnbindPending` row takes the device over instead. A whole device stays BOUND to the
-host, a memory slice's GiB stay in its device's `allocated_gib`, so no claim can have it
-while it is still bound on the fabric; the reconciler retries the unbind
-(`unbinds_pending_retry`) and gives the device back once the manager confirms.
+A rollback (compose or heal) or a heal's swap unbinds what it no longer wants through
+`fabric.reconfig` (`undo`: a transient driver error tried again at once, with back-off, a
+few times within a few seconds: COMPOSER_UNBIND_ATTEMPTS, COMPOSER_UNBIND_BACKOFF_MS). What
+still fails is not kept on the composition: its allocation is released (a FAILED
+composition never holds a device), and an `UnbindPending` row takes the device over
+instead. A whole device stays BOUND to the host, a memory slice's GiB stay in its device's
+`allocated_gib`, so no claim can have it while it is still bound on the fabric; the
+reconciler retries the unbind (`unbinds_pending_retry`) and gives the device back once the
+manager confirms.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
@@ -25,6 +24,7 @@ from django.utils import timezone
 from composer.choices import AllocationState
 from composer.models import Allocation, Composition, UnbindPending
 from composer.services.allocations import slices_give_back
+from fabric import reconfig
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.base import DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -38,41 +38,10 @@ __all__ = [
     "allocation_release_unbind_pending",
     "device_unbound",
     "unbind_held_states",
-    "unbind_with_retries",
     "unbinds_pending_retry",
 ]
 
 SOURCE = "reconciliation"
-
-
-def unbind_with_retries(
-    driver: FabricDriver, binding_id: str, *, sleep: Callable[[float], None] = time.sleep
-) -> DriverError | None:
-    """Unbind `binding_id`; a transient error is tried again after COMPOSER_UNBIND_BACKOFF_MS,
-    doubling, up to COMPOSER_UNBIND_ATTEMPTS tries in all. Returns None once it is unbound,
-    or the last error (a permanent one at once: trying again would not change the answer)."""
-    attempts = max(1, int(getattr(settings, "COMPOSER_UNBIND_ATTEMPTS", 3)))
-    delay = max(0, int(getattr(settings, "COMPOSER_UNBIND_BACKOFF_MS", 250))) / 1000
-    error: DriverError | None = None
-    for attempt in range(1, attempts + 1):
-        try:
-            driver.unbind(binding_id=binding_id)
-            return None
-        except DriverError as exc:
-            error = exc
-            if exc.permanent or attempt == attempts:
-                break
-            logger.info(
-                "unbind of %s failed (%s); try %s of %s in %.2f s",
-                binding_id,
-                exc.message,
-                attempt + 1,
-                attempts,
-                delay,
-            )
-            sleep(delay)
-            delay *= 2
-    return error
 
 
 def allocation_release_unbind_pending(
@@ -178,7 +147,7 @@ def unbinds_pending_retry(*, manager_ids: Sequence[int] | None = None) -> list[P
         try:
             driver = drivers.get(row.host.manager_id) or get_driver(row.host.manager)
             drivers[row.host.manager_id] = driver
-            failure = unbind_with_retries(driver, row.binding_id)
+            failure = reconfig.unbind(driver, row.binding_id)
             error = failure.message if failure is not None else None
         except DriverError as exc:  # no driver for its manager
             error = exc.message

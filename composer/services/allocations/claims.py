@@ -24,7 +24,7 @@ from fabric.services.history import change_record
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Claim", "allocation_mark_bound", "allocations_claim"]
+__all__ = ["Claim", "allocation_mark_bound", "allocations_claim", "composition_source"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +35,8 @@ class Claim:
     gib: int | None = None
 
 
-def _source(composition: Composition) -> str:
+def composition_source(composition: Composition) -> str:
+    """The audit's source for a change a composition made: "composition 12"."""
     return f"composition {composition.pk}"
 
 
@@ -84,7 +85,7 @@ def allocations_claim(
                             {"state": (DeviceState.FREE, DeviceState.RESERVED)},
                             message=f"Reserved for composition {composition.name}",
                             actor=actor,
-                            source=_source(composition),
+                            source=composition_source(composition),
                         )
                     )
                 else:
@@ -233,7 +234,7 @@ def _claim_slices(
                 changes,
                 message=f"{gib} GiB reserved for composition {composition.name}",
                 actor=actor,
-                source=_source(composition),
+                source=composition_source(composition),
             )
         )
     return records

@@ -16,7 +16,7 @@ from django.utils import timezone
 from composer.choices import AllocationState
 from composer.models import Allocation, Composition
 from composer.selectors.allocations import allocation_held_states
-from composer.services.allocations.claims import _source
+from composer.services.allocations.claims import composition_source
 from fabric.capacity import SLICEABLE_STATES, held_state
 from fabric.choices import ChangeAction, DeviceState
 from fabric.models import ChangeRecord, Device
@@ -87,7 +87,7 @@ def allocations_release(
                         claimed=claimed.get(device.pk),
                         message=message,
                         actor=actor,
-                        source=source or _source(composition),
+                        source=source or composition_source(composition),
                     )
                 )
             if device.pk not in whole:
@@ -112,7 +112,7 @@ def allocations_release(
                         changes,
                         message=message,
                         actor=actor,
-                        source=source or _source(composition),
+                        source=source or composition_source(composition),
                     )
                 )
         ChangeRecord.objects.bulk_create(records)

@@ -20,11 +20,13 @@ class HealRejected(ComposerError):
     status_code = 409
 
 
-def _records(composition: Composition) -> list[dict[str, Any]]:
+def healing_records(composition: Composition) -> list[dict[str, Any]]:
+    """The replacements a heal of `composition` claimed and has not swapped in yet."""
     return list((composition.placement or {}).get(HEALING_KEY) or [])
 
 
-def _active(ids: Sequence[int]) -> list[Allocation]:
+def active_allocations(ids: Sequence[int]) -> list[Allocation]:
+    """The allocations of `ids` not released yet, with their devices, in id order."""
     return list(
         Allocation.objects.select_related("device")
         .filter(pk__in=list(ids), released_at__isnull=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -14,30 +13,30 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
-from composer.errors import BindingFailed, ComposerError, InvalidTransition
+from composer.errors import ComposerError, InvalidTransition
 from composer.lease import STOP_WITHOUT_UNDO, lease_confirm
 from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.runner import ProgressFn, for_tenants, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
 from composer.services.bindings import (
-    _bind,
-    _matches,
+    allocation_bind,
     allocation_label,
     allocation_words,
+    allocations_verify,
     bindings_adopt,
 )
-from composer.services.composition_jobs import _composition, job_failure_reason
+from composer.services.composition_jobs import job_composition, job_failure_reason
 from composer.services.compositions import COMPOSITION_TARGET
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
 from composer.services.heal.common import (
     HEAL_ROUNDS,
     HealRejected,
-    _active,
-    _records,
+    active_allocations,
+    healing_records,
 )
-from composer.services.heal.spares import _replace_one
-from composer.services.heal.undo import _rollback, _swap
+from composer.services.heal.spares import spare_claim
+from composer.services.heal.undo import heal_rollback, spare_swap_in
 from composer.services.recovery import composition_recover
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
@@ -156,7 +155,7 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
     driver_ref: list[FabricDriver | None] = [None]
 
     def work(progress: ProgressFn) -> dict[str, Any]:
-        composition = _composition(job)
+        composition = job_composition(job)
         source = f"heal job {job.pk}"
         if composition.state == CompositionState.READY:
             logger.info(
@@ -185,15 +184,17 @@ def composition_heal_run(job: Job, *, retryable: bool = True) -> Job:
             if exc.permanent or not retryable:
                 lease_confirm(job)  # a successor's spares are not this run's to undo
                 reason = job_failure_reason(exc, kind="heal")
-                _rollback(composition, driver_ref[0], f"Self-heal rolled back: {reason}", source)
+                heal_rollback(
+                    composition, driver_ref[0], f"Self-heal rolled back: {reason}", source
+                )
             raise
         except HealRejected as exc:
             lease_confirm(job)
-            _rollback(composition, driver_ref[0], exc.message, source)
+            heal_rollback(composition, driver_ref[0], exc.message, source)
             raise
         except BaseException as exc:
             lease_confirm(job)
-            _rollback(
+            heal_rollback(
                 composition,
                 driver_ref[0],
                 f"Self-heal rolled back: {job_failure_reason(exc, kind='heal')}",
@@ -218,7 +219,7 @@ def _heal(
     driver_ref[0] = driver
     replaced: list[dict[str, Any]] = []
     for _ in range(HEAL_ROUNDS):
-        records = _records(composition)
+        records = healing_records(composition)
         busy = {r["failed"] for r in records} | {a for r in records for a in r["replacements"]}
         problems = [
             p for p in composition_unhealthy_devices(composition) if p.allocation_id not in busy
@@ -237,21 +238,21 @@ def _heal(
             logger.warning(
                 "%s is lost; looking for a spare", problem.sentence(), extra=for_tenants()
             )
-            records.append(_replace_one(job, composition, problem, host, source))
+            records.append(spare_claim(job, composition, problem, host, source))
             step += 1
             progress(step, total, f"Claimed a spare for {problem.device_name}")
         mark = partial(_mark_bound, host=host, source=source)
         for record in records:
-            spares = [a for a in _active(record["replacements"]) if not a.binding_id]
+            spares = [a for a in active_allocations(record["replacements"]) if not a.binding_id]
             if spares and (job.attempts > 1 or job.resumes):
                 # Resuming: a bind made just before the worker died may not be recorded.
                 bindings_adopt(driver, spares, host, mark)
-            for allocation in _active(record["replacements"]):
+            for allocation in active_allocations(record["replacements"]):
                 _bind_replacement(driver, allocation, host, source)
             step += 1
             progress(step, total, f"Bound the spare for {record['name']}")
-        reported = driver.bindings()
-        _verify(records, reported, host)
+        spares = [a for record in records for a in active_allocations(record["replacements"])]
+        reported = allocations_verify(driver, spares, host)
         step += 1
         progress(step, total, "Verified the spares on the fabric manager")
         logger.info(
@@ -260,7 +261,7 @@ def _heal(
             extra=for_tenants(f"Verified the spare(s) on {host.name}."),
         )
         for record in records:
-            replaced.append(_swap(job, composition, record, driver, reported, host, source))
+            replaced.append(spare_swap_in(job, composition, record, driver, reported, host, source))
             step += 1
             progress(step, total, f"Released {record['name']}")
     else:
@@ -315,7 +316,7 @@ def _bind_replacement(
             extra=for_tenants(f"{words} is already bound; skipped."),
         )
         return
-    binding = _bind(driver, allocation, host)
+    binding = allocation_bind(driver, allocation, host)
     # Committed before moving on: a redelivered job finds it and does not bind again.
     allocation_mark_bound(
         allocation=allocation, binding_id=binding.binding_id, host=host, source=source
@@ -333,22 +334,6 @@ def _mark_bound(allocation: Allocation, binding: Binding, *, host: Host, source:
     allocation_mark_bound(
         allocation=allocation, binding_id=binding.binding_id, host=host, source=source
     )
-
-
-def _verify(records: Sequence[dict[str, Any]], reported: list[Binding], host: Host) -> None:
-    by_id = {b.binding_id: b for b in reported}
-    missing = [
-        a.device.name
-        for record in records
-        for a in _active(record["replacements"])
-        if a.binding_id not in by_id or not _matches(by_id[a.binding_id], a, host)
-    ]
-    if missing:
-        raise BindingFailed(
-            f"Verification failed: the fabric manager does not report {', '.join(missing)} "
-            f"bound to {host.name}.",
-            permanent=True,
-        )
 
 
 # --- reconciliation -----------------------------------------------------------------------------

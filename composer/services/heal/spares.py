@@ -22,14 +22,14 @@ from composer.services.allocations import (
 )
 from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
-    _pick_dict,
-    _pk,
-    _snapshot,
+    pick_as_dict,
+    placement_snapshot,
+    snapshot_pk,
 )
 from composer.services.heal.common import (
     HEALING_KEY,
     HealRejected,
-    _records,
+    healing_records,
 )
 from fabric.capacity import PARTITIONABLE_KIND, is_partitionable
 from fabric.choices import DeviceKind
@@ -45,7 +45,7 @@ def _placement_lock() -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
 
 
-def _replace_one(
+def spare_claim(
     job: Job, composition: Composition, problem: DeviceProblem, host: Host, source: str
 ) -> dict[str, Any]:
     """Place and claim the spare for one lost allocation; record it; return the record.
@@ -59,14 +59,14 @@ def _replace_one(
             Composition.objects.select_for_update().select_related("tenant").get(pk=composition.pk)
         )
         _placement_lock()
-        records = _records(locked)
+        records = healing_records(locked)
         for attempt in (1, 2):
             request, snapshot, what = _replacement_request(locked, lost, host, records)
             outcome = place(request, snapshot)
             if isinstance(outcome, Rejection):
                 raise HealRejected(_no_spare(what, request, outcome, host, locked, lost, records))
-            claims = [Claim(_pk(p.device)) for p in outcome.devices] + [
-                Claim(_pk(p.device), p.gib) for p in outcome.memory
+            claims = [Claim(snapshot_pk(p.device)) for p in outcome.devices] + [
+                Claim(snapshot_pk(p.device), p.gib) for p in outcome.memory
             ]
             try:
                 created = allocations_claim(
@@ -80,7 +80,7 @@ def _replace_one(
                         "requests twice; try healing again."
                     ) from exc
                 continue
-            picks = [_pick_dict(p) for p in (*outcome.devices, *outcome.memory)]
+            picks = [pick_as_dict(p) for p in (*outcome.devices, *outcome.memory)]
             record = {
                 "failed": lost.pk,
                 "device": f"device:{lost.device_id}",
@@ -195,7 +195,7 @@ def _replacement_request(
     """
     spec = composition.spec or {}
     device = lost.device
-    snapshot = _snapshot()
+    snapshot = placement_snapshot()
     host_ref = f"host:{host.pk}"
     if host_ref not in snapshot.hosts:
         raise HealRejected(

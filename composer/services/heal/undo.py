@@ -14,10 +14,16 @@ from composer.errors import InvalidTransition, StaleState
 from composer.models import Allocation, Composition, Job
 from composer.runner import for_tenants
 from composer.services.allocations import allocations_release
-from composer.services.bindings import allocation_unbind, manager_bindings
-from composer.services.heal.common import HEALED_KEY, HEALING_KEY, _active, _records
+from composer.services.bindings import allocation_unbind, allocations_unbind
+from composer.services.heal.common import (
+    HEALED_KEY,
+    HEALING_KEY,
+    active_allocations,
+    healing_records,
+)
 from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
+from fabric import reconfig
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
 from fabric.models import Host
@@ -49,7 +55,7 @@ def _release(
     )
 
 
-def _swap(
+def spare_swap_in(
     job: Job,
     composition: Composition,
     record: dict[str, Any],
@@ -58,7 +64,10 @@ def _swap(
     host: Host,
     source: str,
 ) -> dict[str, Any]:
-    """Unbind and release the lost device, put the spare in the plan, drop the record."""
+    """Unbind and release the lost device, put the spare in the plan, drop the record.
+
+    After the spare is bound and verified (`reported` is what the verification read): a
+    lost device whose unbind fails is released with an `UnbindPending` row holding it."""
     lost = Allocation.objects.select_related("device").filter(pk=record["failed"]).first()
     not_undone: dict[str, str] = {}
     if lost is not None and lost.released_at is None:
@@ -118,7 +127,7 @@ def _swap(
     return {"failed": record["name"], "replacement": names, "unbind_pending": sorted(not_undone)}
 
 
-def _rollback(
+def heal_rollback(
     composition: Composition, driver: FabricDriver | None, reason: str, source: str
 ) -> None:
     """Undo what this heal claimed and bound, back to DEGRADED with `reason`. Safe twice.
@@ -136,15 +145,15 @@ def _rollback(
         reason,
         extra=for_tenants(reason if reason.startswith(said) else f"{said}: {reason}"),
     )
-    records = _records(composition)
-    spares = _active([pk for r in records for pk in r["replacements"]])
+    records = healing_records(composition)
+    spares = active_allocations([pk for r in records for pk in r["replacements"]])
     host = composition.host
     left: dict[int, dict[str, str]] = {}
     if spares and host is not None:
         try:
             driver = driver or get_driver(host.manager)
-            reported = manager_bindings(driver)
-            left = {a.pk: allocation_unbind(driver, a, host, reported) for a in spares}
+            reported = reconfig.reported_bindings_or_none(driver)
+            left = allocations_unbind(driver, spares, host, reported)
         except DriverError as exc:  # no driver at all: what was bound stays recorded
             logger.error(
                 "heal rollback of composition %s: %s",

@@ -11,13 +11,15 @@ every binding reported was made before the claims were read:
 - an orphan: nothing claims it. It is unbound (with retries); if that fails, an
   `UnbindPending` row holds the device (BOUND to that host) until a later run unbinds it;
 - missing: an active allocation of a READY or DEGRADED composition records a binding the
-  manager no longer reports. It is bound again (the database says the tenant holds it), and
+  manager no longer reports. It is bound again (the database says the tenant holds it; a
+  bind that timed out is looked for in the manager's report, as a job's is), and
   reported; a failed bind is reported and tried again at the next run. A device out of
   service (failed, in maintenance, critical) is left to the health path, which degrades
   the composition and heals it from a spare.
 
-Only the driver's protocol is used (`bindings`, `bind`, `unbind`), so the same code faces
-the simulated manager and real ones.
+The manager is reached through `fabric.reconfig` only (its bindings read, bind with the
+reconciliation of a timeout, unbind with retries), on the driver's protocol, so the same
+code faces the simulated manager and real ones.
 """
 
 from __future__ import annotations
@@ -36,7 +38,9 @@ from composer.models import (
     UnbindPending,
 )
 from composer.services.allocations import allocation_mark_bound
-from composer.services.unbinds import device_unbound, unbind_with_retries
+from composer.services.bindings import JobNarrator, allocation_target
+from composer.services.unbinds import device_unbound
+from fabric import reconfig
 from fabric.capacity import is_out_of_service
 from fabric.choices import ChangeAction, DeviceState
 from fabric.drivers.base import Binding, DriverError, FabricDriver
@@ -57,7 +61,7 @@ def manager_reconcile(manager: FabricManager) -> list[ReconcileFinding]:
     findings (unsaved). A manager that cannot be read is a finding, nothing else is done."""
     try:
         driver = get_driver(manager)
-        reported = driver.bindings()
+        reported = reconfig.reported_bindings(driver)
     except DriverError as exc:
         return [
             ReconcileFinding(
@@ -123,7 +127,7 @@ def _orphans(
         device, host = devices.get(binding.device_id), hosts.get(binding.host_id)
         name = device.name if device else binding.device_id
         where = host.name if host else binding.host_id
-        error = unbind_with_retries(driver, binding.binding_id)
+        error = reconfig.unbind(driver, binding.binding_id)
         finding = ReconcileFinding(
             kind=FindingKind.ORPHAN,
             manager=manager,
@@ -201,10 +205,9 @@ def _missing(
         action=f"{name} was no longer bound to {host.name}; bound it again",
     )
     try:
-        binding = driver.bind(
-            device_id=allocation.device.external_id,
-            host_id=host.external_id,
-            size_gib=allocation.gib,
+        # After a timeout the manager is asked whether the bind happened.
+        binding = reconfig.bind(
+            driver, allocation_target(allocation, host), narrator=JobNarrator(host)
         )
     except DriverError as exc:
         finding.outcome = FindingOutcome.REPORTED
@@ -220,7 +223,7 @@ def _missing(
         if still is None or still.state not in SETTLED or not _active(allocation):
             # It changed meanwhile (a decompose began): the new binding is undone again, and
             # a failure leaves it to the next run's orphan check.
-            error = unbind_with_retries(driver, binding.binding_id)
+            error = reconfig.unbind(driver, binding.binding_id)
             finding.outcome = FindingOutcome.REPORTED
             finding.action = f"{name} was missing; its composition changed meanwhile"
             finding.detail = error.message if error is not None else ""

@@ -302,7 +302,7 @@ def test_a_compose_that_lost_its_lease_does_not_roll_back_on_a_later_error(
         raise DriverError("device is bound to another request", permanent=True)
 
     monkeypatch.setattr(SimulatedDriver, "bind", bind_then_refused)
-    monkeypatch.setattr("composer.services.bindings._parallel_binds", lambda count: 1)
+    monkeypatch.setattr("fabric.reconfig.binds.bind_parallelism", lambda count: 1)
 
     composition_compose_run(job)
 

@@ -21,10 +21,10 @@ from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
 from composer.services.compositions import composition_request
 from fabric.drivers.base import DriverError, FabricDriver
-from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
 from tests.support.rollback import assert_rolled_back
+from tests.support.slow_binds import slow_binds
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -45,23 +45,7 @@ def sessions() -> int:
 def calls(monkeypatch: pytest.MonkeyPatch, settings: Any) -> list[tuple[str, float, float, int]]:
     """Every bind the manager is asked for: (device, start, end, thread), each taking
     BIND_MS of simulated latency."""
-    settings.COMPOSER_SIMULATOR_LATENCY_SCALE = 1.0
-    fabric = store.fabric_get("sim")
-    for operation in store.OPERATIONS:
-        store.latency_set(fabric=fabric, operation=operation, ms=0)
-    store.latency_set(fabric=fabric, operation="bind", ms=BIND_MS)
-    seen: list[tuple[str, float, float, int]] = []
-    real = SimulatedDriver.bind
-
-    def bind(self: SimulatedDriver, **kwargs: Any) -> Any:
-        start = time.monotonic()
-        try:
-            return real(self, **kwargs)
-        finally:
-            seen.append((kwargs["device_id"], start, time.monotonic(), threading.get_ident()))
-
-    monkeypatch.setattr(SimulatedDriver, "bind", bind)
-    return seen
+    return slow_binds(settings, monkeypatch, bind_ms=BIND_MS)
 
 
 def request(acme: Any, alice: Any) -> Composition:
@@ -145,7 +129,7 @@ def test_a_time_limit_while_binds_are_in_flight_records_them_then_rolls_back(
     def interrupted(*args: Any, **kwargs: Any) -> Any:
         raise SoftTimeLimitExceeded()  # as the signal would, while the job waits on binds
 
-    monkeypatch.setattr("composer.services.bindings.wait", interrupted)
+    monkeypatch.setattr("fabric.reconfig.binds.wait", interrupted)
     composition = request(acme, alice)
 
     assert_rolled_back(composition, driver)

@@ -251,6 +251,26 @@ def test_a_missing_binding_is_reported_and_bound_again(
     assert_agreement(driver)
 
 
+def test_a_missing_binding_bound_again_by_a_bind_that_timed_out_is_recorded(
+    synced: FabricManager, driver: FabricDriver, acme: Any, alice: Any
+) -> None:
+    """The bind happened though its reply timed out: the manager is asked, and what it
+    reports is recorded (else the next run would unbind it as an orphan, then find the
+    allocation missing again)."""
+    composition = compose(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, "m")
+    [allocation] = composition.allocations.all()
+    driver.unbind(binding_id=allocation.binding_id)
+    fault("bind", "timeout", 1)
+
+    run = reconcile_run()
+
+    [finding] = findings(run, FindingKind.MISSING)
+    assert finding.outcome == FindingOutcome.REPAIRED
+    allocation.refresh_from_db()
+    assert [b.binding_id for b in driver.bindings()] == [allocation.binding_id]
+    assert_agreement(driver)
+
+
 def test_a_decompose_refused_an_unbind_releases_and_leaves_the_binding_to_the_reconciler(
     synced: FabricManager,
     driver: FabricDriver,
