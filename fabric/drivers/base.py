@@ -6,6 +6,11 @@ payload: inventory sync, health polling and the composition jobs talk only in th
 
 References between reported objects use the manager's external ids, never console primary
 keys: a driver knows nothing about the console's tables. Inventory sync resolves them.
+
+A driver reports what the manager says and nothing more: each element's own health, not
+what a fault takes with it (the console derives that from the topology it holds:
+fabric.health.propagation). Racks and power feeds are optional: a manager that has none
+reports none (and elements name none).
 """
 
 from __future__ import annotations
@@ -307,9 +312,13 @@ class FabricDriver(Protocol):
     """
 
     def discover(self) -> Inventory:
-        """Report everything the manager knows: racks down to links, with current health.
+        """Report everything the manager knows: racks down to links, each with its own
+        current health as the manager reports it.
 
-        Read-only. Raises DriverError when the manager cannot be read.
+        Racks and power feeds only where the manager has them. Faults are not
+        propagated: an enclosure that failed is reported failed, its devices as the manager
+        reads them; the console derives the rest. Read-only. Raises DriverError when the
+        manager cannot be read.
         """
         ...
 
@@ -331,7 +340,12 @@ class FabricDriver(Protocol):
         ...
 
     def health(self) -> list[HealthReading]:
-        """A health reading for every element, with faults propagated to what they affect."""
+        """A health reading for every element the manager can read, with its own health
+        and metrics: the raw readings. Not propagated: a manager that reports only
+        "enclosure failed" (or "power feed failed", "switch failed", ...) is enough, since the
+        console's health poll derives what the fault takes with it from the topology it holds
+        (fabric.health.propagation) and gives an element it could not read what it inherits.
+        Read-only. Raises DriverError when the manager cannot be read."""
         ...
 
     def probe(self) -> ProbeReport:
