@@ -9,8 +9,10 @@ keys: a driver knows nothing about the console's tables. Inventory sync resolves
 
 A driver reports what the manager says and nothing more: each element's own health, not
 what a fault takes with it (the console derives that from the topology it holds:
-fabric.health.propagation). Racks and power feeds are optional: a manager that has none
-reports none (and elements name none).
+fabric.health.propagation). Racks, power feeds and link latency are optional: a manager
+that has no racks or power feeds reports none (and elements name none), and a link whose
+latency the manager does not give reports `latency_ns` 0 (or `attributes
+["latency_reported"]` False); placement then estimates it from hop counts and says so.
 """
 
 from __future__ import annotations
@@ -166,7 +168,11 @@ class PortInfo:
 
 @dataclass(frozen=True, slots=True)
 class LinkInfo:
-    """A link between two ports; `state` "up" | "degraded" | "down", bandwidth in GB/s."""
+    """A link between two ports; `state` "up" | "degraded" | "down", bandwidth in GB/s.
+
+    `latency_ns` 0 means the manager gives no latency for it (so does
+    `attributes["latency_reported"]` False, whatever the figure): never a guess of the
+    driver's; the console estimates it from hop counts where it needs one."""
 
     external_id: str
     a_port_id: str
@@ -315,7 +321,7 @@ class FabricDriver(Protocol):
         """Report everything the manager knows: racks down to links, each with its own
         current health as the manager reports it.
 
-        Racks and power feeds only where the manager has them. Faults are not
+        Racks, power feeds and link latency only where the manager has them. Faults are not
         propagated: an enclosure that failed is reported failed, its devices as the manager
         reads them; the console derives the rest. Read-only. Raises DriverError when the
         manager cannot be read.

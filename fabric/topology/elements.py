@@ -12,6 +12,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from fabric.latency import ESTIMATED_HOP_LATENCY_NS
+
+__all__ = [
+    "ESTIMATED_HOP_LATENCY_NS",
+    "LINK_DOWN",
+    "NODE_KINDS",
+    "Edge",
+    "FabricGraph",
+    "Node",
+    "Path",
+    "SinglePoints",
+    "paused_gc",
+]
+
 NODE_KINDS = ("rack", "host", "switch", "enclosure", "device")
 LINK_DOWN = "down"  # fabric.choices.LinkState.DOWN, spelt out so this module stays pure
 
@@ -38,7 +52,9 @@ class Node:
 @dataclass(frozen=True, slots=True)
 class Edge:
     """A link, between the owners of its two ports. `id` is "link:<pk>"; `a_port` and
-    `b_port` are the ports' names (a link's name needs them: `fabric.topology.names`)."""
+    `b_port` are the ports' names (a link's name needs them: `fabric.topology.names`).
+    `latency_estimated`: the manager gives no latency for it, and `latency_ns` is
+    ESTIMATED_HOP_LATENCY_NS (`fabric.topology.load` sets both)."""
 
     id: str
     pk: int
@@ -50,6 +66,7 @@ class Edge:
     health: str
     a_port: str = ""
     b_port: str = ""
+    latency_estimated: bool = False
 
     def other(self, node_id: str) -> str:
         """The far end of the link, seen from `node_id`."""
