@@ -15,9 +15,7 @@ import pytest
 from django.utils import timezone
 
 from fabric.choices import AlertState, DeviceState, Health, LinkState
-from fabric.drivers.base import HealthReading
 from fabric.health.poll import PollOutcome, health_poll
-from fabric.health.readings import MODELS
 from fabric.models import (
     Alert,
     ChangeRecord,
@@ -32,35 +30,7 @@ from fabric.models import (
     Switch,
 )
 from fabric.services.sync import inventory_sync
-
-
-class RawDriver:
-    """Reports every element the console holds as ok, except `faults` ((kind, external id)
-    -> health); with `only`, reports the faults alone (nothing else could be read)."""
-
-    def __init__(self, manager: FabricManager) -> None:
-        self.manager = manager
-        self.faults: dict[tuple[str, str], str] = {}
-        self.only = False
-
-    def health(self) -> list[HealthReading]:
-        readings = []
-        for kind, model in MODELS.items():
-            for external_id in model._default_manager.filter(manager=self.manager).values_list(
-                "external_id", flat=True
-            ):
-                health = self.faults.get((kind, external_id), "ok")
-                if self.only and health == "ok":
-                    continue
-                readings.append(
-                    HealthReading(
-                        target_kind=kind,  # type: ignore[arg-type]
-                        external_id=external_id,
-                        health=health,  # type: ignore[arg-type]
-                        detail="reported by the manager" if health != "ok" else "",
-                    )
-                )
-        return readings
+from tests.support.raw_driver import RawDriver
 
 
 class Clock:
