@@ -12,20 +12,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
-from fabric.latency import ESTIMATED_HOP_LATENCY_NS
-
-__all__ = [
-    "ESTIMATED_HOP_LATENCY_NS",
-    "LINK_DOWN",
-    "NODE_KINDS",
-    "Edge",
-    "FabricGraph",
-    "Node",
-    "Path",
-    "SinglePoints",
-    "paused_gc",
-]
-
 NODE_KINDS = ("rack", "host", "switch", "enclosure", "device")
 LINK_DOWN = "down"  # fabric.choices.LinkState.DOWN, spelt out so this module stays pure
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import heapq
 from itertools import count
 
+from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 from fabric.topology.elements import (
-    ESTIMATED_HOP_LATENCY_NS,
     LINK_DOWN,
     NODE_KINDS,
     Edge,
