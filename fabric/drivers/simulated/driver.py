@@ -3,8 +3,11 @@
 It behaves like a real manager where it matters to the console: every call takes time,
 calls can fail transiently, permanently or by timing out (injected per operation), binds
 are serialised per device by a row lock so that many workers cannot double-bind, and
-injected element faults propagate to what depends on them. The sensor values of its health
-readings are modelled in `fabric.drivers.simulated.metrics`.
+injected element faults are reported on the element they were injected on, as a real
+manager reports "enclosure failed": what they take with them the console derives from its
+own topology (fabric.health.propagation). The manager's own rule still follows them: it
+refuses to bind a device or host that is failed or unpowered. The sensor values of its
+health readings are modelled in `fabric.drivers.simulated.metrics`.
 """
 
 from __future__ import annotations
