@@ -129,12 +129,13 @@ class AlertSource(models.TextChoices):
     HOST = "host", "Host"
     ENCLOSURE = "enclosure", "Enclosure"
     POWER_FEED = "power_feed", "Power feed"
+    RACK = "rack", "Rack"  # a manager that reports racks may report one failed
     FABRIC_MANAGER = "fabric_manager", "Fabric manager"  # the manager itself is unreachable
 
 
 class SampleTarget(models.TextChoices):
-    """The elements whose health is sampled at each poll (racks and ports are not: a rack's
-    health is its feeds', a port's is its owner's or its link's)."""
+    """The elements whose health is sampled at each poll (racks and ports are not: a rack
+    has no sensors of its own, a port's health is its owner's or its link's)."""
 
     DEVICE = "device", "Device"
     LINK = "link", "Link"

@@ -207,7 +207,8 @@ _structures_lock = threading.Lock()
 def _structure(graph: FabricGraph, hosts: list[Node], enclosures: list[Node]) -> _Structure:
     """The `_Structure` of `graph`, reused from an earlier snapshot when everything it is
     computed from is the same, compared by value, never by age: every link (ends and
-    their kinds, state, latency, bandwidth, in the order the search visits them), and the
+    their kinds, state, latency and whether it is estimated, bandwidth, in the order the
+    search visits them), and the
     ids of the active hosts and enclosures. Any change there is a new key, so a memoised
     value can never be stale; device and host state, health and attributes are not in it
     and are read fresh by every snapshot."""
@@ -215,7 +216,7 @@ def _structure(graph: FabricGraph, hosts: list[Node], enclosures: list[Node]) ->
     key = (
         tuple(
             (e.id, e.a, nodes[e.a].kind, e.b, nodes[e.b].kind, e.state, e.latency_ns,
-             e.bandwidth_gbps)
+             e.bandwidth_gbps, e.latency_estimated)
             for e in graph.edges.values()
         ),
         tuple(h.id for h in hosts),
@@ -248,7 +249,7 @@ def _derive(graph: FabricGraph, hosts: list[Node], active: set[str]) -> _Structu
                 if nodes[end].kind == "host":
                     uplink[end] = uplink.get(end, 0.0) + edge.bandwidth_gbps
     # Equal figures share one Reach: thousands of host-enclosure pairs have the same few.
-    interned: dict[tuple[int, float, int], Reach] = {}
+    interned: dict[tuple[int, float, int, int], Reach] = {}
     reach: dict[str, dict[str, Reach]] = {}
     for host in hosts:
         mine = reach[host.id] = {}

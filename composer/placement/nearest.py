@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from composer.placement.request import DeviceItem, Note, PlacementRequest
 from composer.placement.snapshot import DeviceInfo, Snapshot
 from composer.placement.spread import SPREADS, behind_switches, spread_counts
+from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 
 __all__ = [
     "Wanted",
@@ -212,6 +213,17 @@ def nearest_group_policy(
     )
 
 
+def _estimated(snapshot: Snapshot) -> str:
+    """Said after a latency ceiling when some paths' latency is estimated: the fabric
+    manager gives none for some links, and each such hop counts a stated figure."""
+    if not any(r.estimated_hops for reach in snapshot.reach.values() for r in reach.values()):
+        return ""
+    return (
+        " (latency estimated from hop counts where the fabric manager reports none: "
+        f"{ESTIMATED_HOP_LATENCY_NS} ns a hop)"
+    )
+
+
 def nearest_policy(
     request: PlacementRequest,
     snapshot: Snapshot,
@@ -231,14 +243,14 @@ def nearest_policy(
             relax = relax.rstrip(",")
         if ceiling is not None:
             return Note(
-                f"{what}, but not within {ceiling} ns of one host; raise the latency "
-                f"ceiling or relax {relax}, or wait."
+                f"{what}, but not within {ceiling} ns of one host{_estimated(snapshot)}; "
+                f"raise the latency ceiling or relax {relax}, or wait."
             )
         return Note(f"{policy_message(request, items, reason)[:-1]}; relax {relax} or wait.")
     if reason == "latency":
         return Note(
             f"Enough devices are free but not within {request.max_latency_ns} ns of one "
-            "host; raise the latency ceiling or wait."
+            f"host{_estimated(snapshot)}; raise the latency ceiling or wait."
         )
     if reason == "slice":
         return Note(

@@ -109,6 +109,7 @@ def plan_on_host(
             path.latency_ns,
             path.bottleneck_gbps,
             gib,
+            path.estimated_hops,
         )
 
     picks = tuple(pick(d) for d in chosen)

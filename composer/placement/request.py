@@ -81,7 +81,8 @@ class PlacementRequest:
 
 @dataclass(frozen=True, slots=True)
 class DevicePick:
-    """A whole device (or, with `gib`, a slice of a CXL memory device) and its path."""
+    """A whole device (or, with `gib`, a slice of a CXL memory device) and its path.
+    `estimated_hops`: links of the path whose latency is estimated (the manager gives none)."""
 
     device: str
     name: str
@@ -90,6 +91,7 @@ class DevicePick:
     latency_ns: int
     bottleneck_gbps: float
     gib: int | None = None
+    estimated_hops: int = 0
 
 
 MemorySlice = DevicePick  # a pick with `gib` set

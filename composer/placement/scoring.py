@@ -5,7 +5,8 @@ Pure Python. Preferences, strongest first:
 1. devices behind the host's own switch (shortest path, no inter-switch link used);
 2. fragmentation: take from enclosures that are already partly used before untouched
    ones, and from the smallest free block that fits, so large free blocks stay whole;
-3. lower latency.
+3. lower latency (estimated from hop counts, and said to be, where the fabric manager gives
+   none).
 
 Hosts are ranked by how the request's cores fit them and by the CPU:GPU balance they leave.
 By default compositions spread across hosts: the host with the most free cores first, and
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 
 from composer.placement.request import DevicePick, Note, PlacementRequest
 from composer.placement.snapshot import HostInfo, Snapshot
+from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 
 __all__ = [
     "balance",
@@ -32,6 +34,7 @@ __all__ = [
     "enclosure_order",
     "group_balance",
     "host_rank",
+    "latency_words",
     "plan_score",
     "spreads",
     "tenant_host_penalty",
@@ -63,6 +66,19 @@ def enclosure_order(snapshot: Snapshot, host: HostInfo, free_in: dict[str, int])
         )
 
     return key
+
+
+def latency_words(mean_latency: float, picks: Sequence[DevicePick]) -> str:
+    """The mean path latency, said as measured or as estimated: where the fabric manager
+    gives no latency for some links of the paths, each of them counts a stated
+    ESTIMATED_HOP_LATENCY_NS (routing over them is by hop count), never a silent 0."""
+    if not any(p.estimated_hops for p in picks):
+        return f"mean path latency {mean_latency:.0f} ns."
+    return (
+        f"mean path latency about {mean_latency:.0f} ns, estimated from hop counts: the "
+        "fabric manager reports no latency for some links on these paths, and each such hop "
+        f"is counted as {ESTIMATED_HOP_LATENCY_NS} ns."
+    )
 
 
 def spreads(request: PlacementRequest) -> bool:
@@ -134,7 +150,7 @@ def plan_score(
         penalty += LATENCY_PER_US * mean_latency / 1000
         inside = len(picks) - outside
         own_names = ", ".join(snapshot.switch_name(s) for s in host.switches) or "none"
-        latency = f"mean path latency {mean_latency:.0f} ns."
+        latency = latency_words(mean_latency, picks)
         sentences.append(
             Note(
                 f"{inside} of {len(picks)} devices sit behind the host's own switch "

@@ -82,11 +82,14 @@ class DeviceInfo:
 
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """The best path from a host to an enclosure: latency (ns) and bottleneck (GB/s)."""
+    """The best path from a host to an enclosure: latency (ns) and bottleneck (GB/s).
+    `estimated_hops`: its links whose latency the fabric manager does not give, each
+    counted as `fabric.topology.graph.ESTIMATED_HOP_LATENCY_NS` in `latency_ns`."""
 
     latency_ns: int
     bottleneck_gbps: float
     hops: int = 0
+    estimated_hops: int = 0
 
 
 @dataclass(frozen=True, slots=True)

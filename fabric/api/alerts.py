@@ -55,6 +55,7 @@ SOURCE_VIEWS = {
     AlertSource.HOST: "api:host_detail",
     AlertSource.ENCLOSURE: "api:enclosure_detail",
     AlertSource.POWER_FEED: "api:power_feed_detail",
+    AlertSource.RACK: "api:rack_detail",
     AlertSource.FABRIC_MANAGER: "api:fabric_manager_detail",
 }
 

@@ -53,7 +53,8 @@ class TopologyView(APIView):
         description=(
             "Cytoscape.js elements: `nodes` (racks, hosts, switches, enclosures, devices; "
             "`parent` makes racks and enclosures compound), `edges` (links with latency_ns, "
-            "bandwidth_gbps, state), `collapsed`, `counts` and `legend`."
+            "latency_estimated (true where the fabric manager gives no latency and a per-hop "
+            "estimate stands in), bandwidth_gbps, state), `collapsed`, `counts` and `legend`."
         ),
     )
     def get(self, request: Request) -> Response:

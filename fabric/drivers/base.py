@@ -6,6 +6,13 @@ payload: inventory sync, health polling and the composition jobs talk only in th
 
 References between reported objects use the manager's external ids, never console primary
 keys: a driver knows nothing about the console's tables. Inventory sync resolves them.
+
+A driver reports what the manager says and nothing more: each element's own health, not
+what a fault takes with it (the console derives that from the topology it holds:
+fabric.health.propagation). Racks, power feeds and link latency are optional: a manager
+that has no racks or power feeds reports none (and elements name none), and a link whose
+latency the manager does not give reports `latency_ns` 0 (or `attributes
+["latency_reported"]` False); placement then estimates it from hop counts and says so.
 """
 
 from __future__ import annotations
@@ -161,7 +168,11 @@ class PortInfo:
 
 @dataclass(frozen=True, slots=True)
 class LinkInfo:
-    """A link between two ports; `state` "up" | "degraded" | "down", bandwidth in GB/s."""
+    """A link between two ports; `state` "up" | "degraded" | "down", bandwidth in GB/s.
+
+    `latency_ns` 0 means the manager gives no latency for it (so does
+    `attributes["latency_reported"]` False, whatever the figure): never a guess of the
+    driver's; the console estimates it from hop counts where it needs one."""
 
     external_id: str
     a_port_id: str
@@ -307,9 +318,13 @@ class FabricDriver(Protocol):
     """
 
     def discover(self) -> Inventory:
-        """Report everything the manager knows: racks down to links, with current health.
+        """Report everything the manager knows: racks down to links, each with its own
+        current health as the manager reports it.
 
-        Read-only. Raises DriverError when the manager cannot be read.
+        Racks, power feeds and link latency only where the manager has them. Faults are not
+        propagated: an enclosure that failed is reported failed, its devices as the manager
+        reads them; the console derives the rest. Read-only. Raises DriverError when the
+        manager cannot be read.
         """
         ...
 
@@ -331,7 +346,12 @@ class FabricDriver(Protocol):
         ...
 
     def health(self) -> list[HealthReading]:
-        """A health reading for every element, with faults propagated to what they affect."""
+        """A health reading for every element the manager can read, with its own health
+        and metrics: the raw readings. Not propagated: a manager that reports only
+        "enclosure failed" (or "power feed failed", "switch failed", ...) is enough, since the
+        console's health poll derives what the fault takes with it from the topology it holds
+        (fabric.health.propagation) and gives an element it could not read what it inherits.
+        Read-only. Raises DriverError when the manager cannot be read."""
         ...
 
     def probe(self) -> ProbeReport:

@@ -33,20 +33,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fabric.models import FabricManager
-from fabric.topology.domains import DomainSpec, derive_domains
+from fabric.topology.domains import DomainSpec, domain_of
 from fabric.topology.graph import FabricGraph
 from fabric.topology.load import load_graph
 from fabric.topology.radius import Impact, ImpactCounts, domain_impact
 
 __all__ = ["BlastRadius", "radius_json", "stored_counts"]
-
-_DOMAIN_KEYS = {
-    "switch": ("switch",),
-    "enclosure": ("enclosure", "memory_box"),
-    "power_feed": ("power_feed",),
-    "link": ("link",),
-    "fabric_manager": ("fabric_manager",),
-}
 
 
 class BlastRadius:
@@ -55,7 +47,6 @@ class BlastRadius:
     def __init__(self, manager: FabricManager) -> None:
         self.manager = manager
         self._graph: FabricGraph | None = None
-        self._specs: dict[str, DomainSpec] | None = None
 
     @property
     def graph(self) -> FabricGraph:
@@ -64,25 +55,9 @@ class BlastRadius:
         return self._graph
 
     def spec(self, source_type: str, source_id: int) -> DomainSpec | None:
-        """The failure domain that fails with the source; None when it takes nothing."""
-        graph = self.graph
-        node = f"{source_type}:{source_id}"
-        if source_type == "device":
-            if node not in graph.nodes:
-                return None
-            return DomainSpec(node, "device", graph.nodes[node].name, frozenset({node}))
-        if source_type == "host":
-            if node not in graph.nodes:
-                return None
-            parts = frozenset({node, *graph.adjacency.get(node, ())})
-            return DomainSpec(node, "host", graph.nodes[node].name, parts)
-        if self._specs is None:
-            self._specs = {spec.key: spec for spec in derive_domains(graph)}
-        for prefix in _DOMAIN_KEYS.get(source_type, ()):
-            spec = self._specs.get(f"{prefix}:{source_id}")
-            if spec is not None:
-                return spec
-        return None
+        """The failure domain that fails with the source; None when it takes nothing
+        (`fabric.topology.domains.domain_of`, the walk the health poll propagates along)."""
+        return domain_of(self.graph, f"{source_type}:{source_id}")
 
     def impact(self, source_type: str, source_id: int) -> tuple[FabricGraph, Impact] | None:
         """What fails and what loses something when the source fails (contributors

@@ -26,8 +26,8 @@ Error counters are per period as the manager reports them (Redfish's
 `CurrentPeriod`), so no rule needs the previous sample. A failed element reports only
 `element_failed`: its other readings (temperature 0, power off) follow from the failure
 and would only repeat it; a failed memory device's poison count goes into the message.
-`explained_by_ancestor` says when an element's trouble is its ancestor's, so that its
-conditions fold into the ancestor's alert.
+`explained_by_ancestor` says when an element's trouble is what it inherited from a reported
+fault, so that its conditions fold into that fault's alert.
 """
 
 from __future__ import annotations
@@ -274,9 +274,10 @@ def manager_condition(error: str | None, *, name: str = "") -> Condition | None:
 
 
 def explained_by_ancestor(health: str, ancestors: Iterable[str]) -> bool:
-    """Whether an element's trouble is its ancestor's (its power feed, its enclosure, the
-    owner of its link's port): the ancestor is at least as unwell. Such an element's
-    conditions fold into the ancestor's alert instead of opening their own, so a failed
-    power feed is one alert whose blast radius lists what it took down, not hundreds."""
+    """Whether an element's trouble is its cause's: what it inherited from a reported fault
+    (fabric.health.propagation: its power feed, its enclosure, the switch its link leaves)
+    is at least as unwell. Such an element's conditions fold into the cause's alert instead
+    of opening their own, so a failed power feed is one alert whose blast radius lists what
+    it took down, not hundreds."""
     rank = HEALTH_RANK.get(health, 0)
     return rank > 0 and any(HEALTH_RANK.get(a, 0) >= rank for a in ancestors)

@@ -2,10 +2,15 @@
 
 One poll, in one transaction under the manager's lock:
 
-1. `driver.health()`: a reading for every element. A DriverError instead feeds the
-   `manager_unreachable` rule (a critical alert about the fabric manager, closed when
-   polls succeed again); nothing else changes then.
-2. The health columns follow the readings (`health` of racks, power feeds, switches,
+1. `driver.health()`: a reading for every element, its own health as the manager sees it.
+   A DriverError instead feeds the `manager_unreachable` rule (a critical alert about the
+   fabric manager, closed when polls succeed again); nothing else changes then.
+2. What the reported faults take with them is derived from the topology the console holds
+   (fabric.health.propagation, along the failure domains every blast radius is measured
+   on): a failed rack, power feed or enclosure fails its devices, a failed switch, host or
+   link takes its links down, a port follows its owner, a degraded domain degrades its
+   gear and devices. An element the manager could not read at all gets what it inherits.
+   The health columns follow the readings (`health` of racks, power feeds, switches,
    hosts, enclosures, devices, ports and links; a link's `state` up/degraded/down too),
    each change written as a ChangeRecord (source "health poll"), in a few grouped
    UPDATEs. A device's `state` follows from two states only
@@ -23,10 +28,10 @@ One poll, in one transaction under the manager's lock:
    minute rather than 3,600, while every change and every unwell reading is kept.
 4. The rules (fabric/health/rules.py, pure) decide per element and rule, with what they
    remembered (`HealthCondition` rows); alerts open, repeat (duplicates fold into
-   `occurrences`), escalate, de-escalate and close. An element whose trouble is an
-   ancestor's (a device in a failed enclosure, an enclosure on a failed power feed, a link
-   whose switch failed) opens no alert of its own: it folds into the ancestor's, whose
-   blast radius lists it. Elements in maintenance (or behind an enclosure or switch in
+   `occurrences`), escalate, de-escalate and close. An element whose trouble it inherited
+   (a device in a failed enclosure, an enclosure on a failed power feed, a link whose switch
+   failed) opens no alert of its own: it folds into the cause's, whose blast radius lists
+   it. Elements in maintenance (or behind an enclosure or switch in
    maintenance) open no new alerts either; their open ones still close on recovery.
 5. A new alert's blast radius is computed with fabric.topology (the graph loaded once per
    poll, only when something opens), including what the registered impact contributors

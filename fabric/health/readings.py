@@ -14,9 +14,11 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from fabric.capacity import held_state
-from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
+from fabric.choices import ChangeAction, DeviceState, Health, LinkState
 from fabric.drivers.base import HealthReading
 from fabric.health import rules
+from fabric.health.derived import effects_of, reading_derived, unreported
+from fabric.health.rows import ElementRow, in_maintenance, inventory_rows
 from fabric.holders import held_states
 from fabric.models import (
     ChangeRecord,
@@ -32,7 +34,6 @@ from fabric.models import (
     Switch,
 )
 from fabric.models.base import DiscoveredModel
-from fabric.topology.names import End, link_names
 
 __all__ = ["METRIC_COLUMNS", "SAMPLED", "HealthChange", "ReadingsResult", "apply_readings"]
 
@@ -51,6 +52,9 @@ MODELS: dict[str, type[DiscoveredModel]] = {
     "link": Link,
 }
 SAMPLED = frozenset({"device", "link", "switch", "host", "enclosure", "power_feed"})
+# What the rules read (and may raise an alert about): the sampled elements, and racks, which
+# a manager may report failed (no sample: a rack has no sensors of its own).
+RULED = SAMPLED | {"rack"}
 # The metric vocabulary of HealthReading.metrics: these have their own HealthSample columns;
 # `power_on` (1 or 0) becomes `power_state`; `link_width_max` and `link_speed_max_gts` are the
 # link's nominal width and speed; anything else is kept in `HealthSample.metrics` (JSON).
@@ -93,105 +97,6 @@ class ReadingsResult:
     decisions: dict[Key, rules.Decision] = field(default_factory=dict)
     names: dict[tuple[str, int], str] = field(default_factory=dict)
     seen: set[tuple[str, int]] = field(default_factory=set)  # elements read this poll
-
-
-# --- the inventory as the poll needs it -------------------------------------------------------
-
-
-@dataclass(slots=True)
-class ElementRow:
-    """One console row a reading maps to, with what folding and the rules need."""
-
-    kind: str
-    pk: int
-    name: str
-    health: str
-    state: str = ""
-    ancestors: tuple[tuple[str, int], ...] = ()
-    width_nominal: float | None = None
-    speed_nominal: float | None = None
-
-
-def inventory_rows(manager: FabricManager) -> dict[tuple[str, str], ElementRow]:
-    """(kind, external id) -> row, for every present element of `manager`: eight queries."""
-    rows: dict[tuple[str, str], ElementRow] = {}
-    names: dict[str, dict[int, str]] = defaultdict(dict)
-    for kind, model in (("rack", Rack), ("power_feed", PowerFeed)):
-        for pk, ext, name, health in model.objects.filter(
-            manager=manager, is_present=True
-        ).values_list("pk", "external_id", "name", "health"):
-            rows[kind, ext] = ElementRow(kind, pk, name, health)
-    for kind, gear in (("switch", Switch), ("host", Host), ("enclosure", Enclosure)):
-        for pk, ext, name, health, state, feed in (
-            gear.objects.filter(manager=manager)
-            .exclude(state=ComponentState.ABSENT)
-            .values_list("pk", "external_id", "name", "health", "state", "power_feed_id")
-        ):
-            ancestors = (("power_feed", feed),) if feed else ()
-            rows[kind, ext] = ElementRow(kind, pk, name, health, state, ancestors)
-            names[kind][pk] = name
-    for pk, ext, name, health, state, enclosure in (
-        Device.objects.filter(manager=manager)
-        .exclude(state=DeviceState.ABSENT)
-        .values_list("pk", "external_id", "name", "health", "state", "enclosure_id")
-    ):
-        rows["device", ext] = ElementRow(
-            "device", pk, name, health, state, (("enclosure", enclosure),) if enclosure else ()
-        )
-    ports: dict[int, tuple[End, tuple[str, int], float, float]] = {}
-    for pk, ext, name, health, switch, host, enclosure, lanes, speed in Port.objects.filter(
-        manager=manager, is_present=True
-    ).values_list(
-        "pk", "external_id", "name", "health", "switch_id", "host_id", "enclosure_id", "lanes",
-        "speed_gts",
-    ):  # fmt: skip
-        owner = (
-            ("switch", switch) if switch else ("host", host) if host else ("enclosure", enclosure)
-        )
-        rows["port", ext] = ElementRow("port", pk, name, health, "", (owner,))
-        end = (names[owner[0]].get(owner[1], owner[0]), name)
-        ports[pk] = (end, owner, float(lanes), float(speed))
-    links = list(
-        Link.objects.filter(manager=manager, is_present=True).values_list(
-            "pk", "external_id", "health", "state", "a_port_id", "b_port_id"
-        )
-    )
-    unknown = ("?", "?")
-    link_name = link_names(
-        {
-            pk: (
-                ports[a_port][0] if a_port in ports else unknown,
-                ports[b_port][0] if b_port in ports else unknown,
-            )
-            for pk, _, _, _, a_port, b_port in links
-        }
-    )
-    for pk, ext, health, state, a_port, b_port in links:
-        a, b = ports.get(a_port), ports.get(b_port)
-        owners = tuple(end[1] for end in (a, b) if end is not None)
-        rows["link", ext] = ElementRow(
-            "link",
-            pk,
-            link_name[pk],
-            health,
-            state,
-            owners,
-            width_nominal=a[2] if a else None,
-            speed_nominal=a[3] if a else None,
-        )
-    return rows
-
-
-def in_maintenance(row: ElementRow, by_key: Mapping[tuple[str, int], ElementRow]) -> bool:
-    """An operator took it (or the enclosure, switch or host it hangs off) out of service."""
-    if row.state == DeviceState.MAINTENANCE:  # same value as ComponentState.MAINTENANCE
-        return True
-    return any(
-        (ancestor := by_key.get(key)) is not None
-        and ancestor.kind in ("switch", "enclosure", "host")
-        and ancestor.state == ComponentState.MAINTENANCE
-        for key in row.ancestors
-    )
 
 
 def metric(metrics: Mapping[str, float], name: str) -> float | None:
@@ -318,6 +223,18 @@ def device_states_follow(
                 records[pk].changes["state"] = [before, after]
 
 
+def _link_state(state: str, health: str) -> str:
+    """A link's state: as the manager reports it, down whenever it failed (a failed link
+    carries nothing); where the manager gives none, what its health says ("" for unknown:
+    the column keeps what it had)."""
+    if health == Health.CRITICAL:
+        return LinkState.DOWN
+    if state in _LINK_STATES:
+        return state
+    by_health: dict[str, str] = {Health.OK: LinkState.UP, Health.WARNING: LinkState.DEGRADED}
+    return by_health.get(health, "")
+
+
 def apply_readings(
     manager: FabricManager,
     readings: Sequence[HealthReading],
@@ -334,12 +251,25 @@ def apply_readings(
     """
     inventory = inventory_rows(manager)
     by_key = {(row.kind, row.pk): row for row in inventory.values()}
+    # What the reported faults take with them, from the topology the console holds: the
+    # driver reports each element's own health only (fabric.health.propagation).
+    effects = effects_of(
+        manager, ((r.target_kind, r.external_id, r.health) for r in readings), inventory
+    )
+    if effects:
+        reported: set[tuple[str, str]] = {(r.target_kind, r.external_id) for r in readings}
+        readings = [*readings, *unreported(effects, reported)]
     matched: list[tuple[ElementRow, HealthReading, str]] = []
     health_now: dict[tuple[str, int], str] = {}
+    inherited: dict[tuple[str, int], str] = {}
     for reading in readings:
         row = inventory.get((reading.target_kind, reading.external_id))
         if row is None:
             continue  # not in the console yet (or absent): the next sync adds it
+        effect = effects.get((reading.target_kind, reading.external_id))
+        if effect is not None:
+            reading = reading_derived(reading, effect)
+            inherited[row.kind, row.pk] = effect.health
         health: str = reading.health if reading.health in _HEALTH_VALUES else Health.UNKNOWN
         matched.append((row, reading, health))
         health_now[row.kind, row.pk] = health
@@ -352,8 +282,8 @@ def apply_readings(
     ts = now.timestamp()
     for row, reading, health in matched:
         link_state = ""
-        if row.kind == "link" and reading.state in _LINK_STATES:
-            link_state = reading.state
+        if row.kind == "link":
+            link_state = _link_state(reading.state, health)
         changed = health != row.health or (link_state and link_state != row.state)
         if changed:
             column_updates[row.kind, health, link_state].append(row.pk)
@@ -375,15 +305,14 @@ def apply_readings(
             records.append(record)
             if row.kind == "device":
                 device_records[row.pk] = record
-        if row.kind not in SAMPLED:
+        if row.kind not in RULED:
             continue
-        if full or changed or health != Health.OK:
+        if row.kind in SAMPLED and (full or changed or health != Health.OK):
             samples.append(sample(manager, row, reading, health, now))
         quiet = in_maintenance(row, by_key)
-        ancestors = [
-            health_now.get(key, by_key[key].health) for key in row.ancestors if key in by_key
-        ]
-        folded = rules.explained_by_ancestor(health, ancestors)
+        # Trouble it inherited from a reported fault folds into that fault's alert.
+        cause = inherited.get((row.kind, row.pk))
+        folded = rules.explained_by_ancestor(health, [cause] if cause else [])
         remembered = previous.get((row.kind, row.pk), {})
         if health == Health.OK and not remembered and not reading.metrics:
             continue  # nothing can hold and nothing is remembered: skip the rules

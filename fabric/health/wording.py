@@ -21,6 +21,7 @@ _SOURCES = {
     "host": "A host",
     "enclosure": "An enclosure",
     "power_feed": "A power feed",
+    "rack": "A rack",
     "fabric_manager": "The fabric manager",
 }
 # What is wrong with it, after "<source> your compositions depend on".

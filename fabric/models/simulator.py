@@ -37,8 +37,11 @@ class SimulatedElement(models.Model):
     """One element of a simulated fabric (rack, power feed, switch, port, link, host, ...).
 
     `data` holds what discovery reports about it; `fault` is the injected fault on the
-    element itself ("", "failed" or "degraded"). Faults propagate when health is read: a
-    failed power feed fails its rack's gear, a failed enclosure its devices.
+    element itself ("", "failed" or "degraded"). The simulated manager reports each
+    element's own fault, as a real manager does; what a fault takes with it the console
+    derives (fabric.health.propagation). Its bind rule follows the faults through the
+    physical dependencies (a failed power feed's gear, a failed enclosure's devices are
+    refused: fabric.drivers.simulated.propagation).
     """
 
     class Kind(models.TextChoices):

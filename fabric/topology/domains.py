@@ -21,7 +21,10 @@ domain is evaluated as frozen: its hosts and devices are degraded ("bindings fro
 nothing is counted as failed, and no reachability is lost.
 
 What a domain's failure takes (what is lost, what is degraded, for whom) is its blast
-radius: fabric.topology.radius. See docs/topology.md.
+radius: fabric.topology.radius. `domain_of(graph, element)` is what one failed element takes
+with it: the health poll propagates a reported fault along it (fabric.health.propagation)
+and an alert's blast radius is measured on it (fabric.health.blast), so both walk the
+topology the same way. See docs/topology.md.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "DomainSpec",
     "derive_domains",
     "domain_members",
+    "domain_of",
     "with_parts",
 ]
 
@@ -171,3 +175,43 @@ def domain_members(graph: FabricGraph, spec: DomainSpec) -> tuple[list[str], lis
         [n.id for n in members if n.kind == "device"],
         [n.id for n in members if n.kind == "host"],
     )
+
+
+# Alert sources and reported faults by element kind -> the domain keys they may be.
+_DOMAIN_PREFIXES = {
+    "rack": ("rack",),
+    "power_feed": ("power_feed",),
+    "switch": ("switch",),
+    "enclosure": ("enclosure", "memory_box"),
+    "link": ("link",),
+    "fabric_manager": ("fabric_manager",),
+}
+
+
+def domain_of(graph: FabricGraph, element: str) -> DomainSpec | None:
+    """What `element` ("<kind>:<pk>": a rack, power feed, switch, enclosure, link, fabric
+    manager, host or device) takes with it when it fails; None when it is not in the graph
+    (or, a power feed or manager, supplies or runs nothing in it).
+
+    A failure domain's own spec for the kinds that are domains (`derive_domains`, derived
+    once per graph); a host takes itself and its links; a device only itself.
+    """
+    kind, _, pk = element.partition(":")
+    if kind == "device":
+        node = graph.nodes.get(element)
+        return (
+            None if node is None else DomainSpec(element, "device", node.name, frozenset({element}))
+        )
+    if kind == "host":
+        node = graph.nodes.get(element)
+        if node is None:
+            return None
+        return DomainSpec(
+            element, "host", node.name, frozenset({element, *graph.adjacency[element]})
+        )
+    specs = graph.memo("domains.by_key", lambda: {s.key: s for s in derive_domains(graph)})
+    for prefix in _DOMAIN_PREFIXES.get(kind, ()):
+        spec = specs.get(f"{prefix}:{pk}")
+        if spec is not None:
+            return spec
+    return None

@@ -38,7 +38,9 @@ class Node:
 @dataclass(frozen=True, slots=True)
 class Edge:
     """A link, between the owners of its two ports. `id` is "link:<pk>"; `a_port` and
-    `b_port` are the ports' names (a link's name needs them: `fabric.topology.names`)."""
+    `b_port` are the ports' names (a link's name needs them: `fabric.topology.names`).
+    `latency_estimated`: the manager gives no latency for it, and `latency_ns` is
+    ESTIMATED_HOP_LATENCY_NS (`fabric.topology.load` sets both)."""
 
     id: str
     pk: int
@@ -50,6 +52,7 @@ class Edge:
     health: str
     a_port: str = ""
     b_port: str = ""
+    latency_estimated: bool = False
 
     def other(self, node_id: str) -> str:
         """The far end of the link, seen from `node_id`."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 from itertools import count
 
+from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 from fabric.topology.elements import (
     LINK_DOWN,
     NODE_KINDS,
@@ -30,6 +31,7 @@ from fabric.topology.elements import (
 )
 
 __all__ = [
+    "ESTIMATED_HOP_LATENCY_NS",
     "LINK_DOWN",
     "NODE_KINDS",
     "Edge",
@@ -253,27 +255,34 @@ def enclosure_distances(
     *,
     max_latency_ns: int | None = None,
     exclude: frozenset[str] = frozenset(),
-) -> dict[str, tuple[int, float, int]]:
-    """(latency_ns, bottleneck_gbps, hops) of the best path from a host to every enclosure
-    it reaches, nearest first: the figures of `reachable_enclosures` without building each
-    path's node and link tuples (placement asks this of every host, and needs no more)."""
+) -> dict[str, tuple[int, float, int, int]]:
+    """(latency_ns, bottleneck_gbps, hops, estimated hops) of the best path from a host to
+    every enclosure it reaches, nearest first: the figures of `reachable_enclosures` without
+    building each path's node and link tuples (placement asks this of every host, and needs
+    no more). The estimated hops are the path's links whose latency the manager does not
+    give (`Edge.latency_estimated`): each counts ESTIMATED_HOP_LATENCY_NS in the latency."""
     reached, best, previous = _search(graph, host_id, max_latency_ns, exclude)
     edges = graph.edges
-    # node -> (bottleneck, hops) along its best route; routes share prefixes.
-    known: dict[str, tuple[float, int]] = {host_id: (float("inf"), 0)}
+    # node -> (bottleneck, hops, estimated hops) along its best route; routes share prefixes.
+    known: dict[str, tuple[float, int, int]] = {host_id: (float("inf"), 0, 0)}
 
-    def summary(node: str) -> tuple[float, int]:
+    def summary(node: str) -> tuple[float, int, int]:
         value = known.get(node)
         if value is None:
             before, link = previous[node]
-            bottleneck, hop_count = summary(before)
-            value = known[node] = (min(bottleneck, edges[link].bandwidth_gbps), hop_count + 1)
+            bottleneck, hop_count, estimated = summary(before)
+            edge = edges[link]
+            value = known[node] = (
+                min(bottleneck, edge.bandwidth_gbps),
+                hop_count + 1,
+                estimated + edge.latency_estimated,
+            )
         return value
 
-    result: dict[str, tuple[int, float, int]] = {}
+    result: dict[str, tuple[int, float, int, int]] = {}
     for enclosure in reached:
-        bottleneck, hop_count = summary(enclosure)
-        result[enclosure] = (best[enclosure], bottleneck, hop_count)
+        bottleneck, hop_count, estimated = summary(enclosure)
+        result[enclosure] = (best[enclosure], bottleneck, hop_count, estimated)
     return result
 
 

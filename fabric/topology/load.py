@@ -5,7 +5,8 @@ racks, power feeds, switches, hosts, enclosures, devices, links; five when `lean
 placement), each a `values_list()`, so no model instance is built (10,000 devices load in a
 few tens of milliseconds).
 Absent rows (state ABSENT, or `is_present` false) are left out, as are links with an absent
-port or an end that is not loaded.
+port or an end that is not loaded. A link whose manager gives no latency (stored as 0) counts
+ESTIMATED_HOP_LATENCY_NS and is marked `latency_estimated`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.db.models import QuerySet
 from fabric.capacity import capacity_split, is_partitionable
 from fabric.choices import ComponentState, DeviceState
 from fabric.models import Device, Enclosure, FabricManager, Host, Link, PowerFeed, Rack, Switch
-from fabric.topology.graph import Edge, FabricGraph, Node, paused_gc
+from fabric.topology.graph import ESTIMATED_HOP_LATENCY_NS, Edge, FabricGraph, Node, paused_gc
 
 __all__ = ["load_graph"]
 
@@ -184,8 +185,22 @@ def _load(
         a = _owner(a_sw, a_host, a_enc)
         b = _owner(b_sw, b_host, b_enc)
         if a in known and b in known:
+            # 0: the manager gives no latency; a stated estimate per hop stands in for it.
+            estimated = not latency
             edges.append(
-                Edge(f"link:{pk}", pk, a, b, latency, bandwidth, state, health, row[11], row[12])
+                Edge(
+                    f"link:{pk}",
+                    pk,
+                    a,
+                    b,
+                    ESTIMATED_HOP_LATENCY_NS if estimated else latency,
+                    bandwidth,
+                    state,
+                    health,
+                    row[11],
+                    row[12],
+                    estimated,
+                )
             )
 
     if rack_ids is not None:

@@ -136,6 +136,7 @@ def _elements(graph: FabricGraph, collapse: bool) -> dict[str, Any]:
                 "source": edge.a,
                 "target": edge.b,
                 "latency_ns": edge.latency_ns,
+                "latency_estimated": edge.latency_estimated,
                 "bandwidth_gbps": edge.bandwidth_gbps,
                 "state": edge.state,
                 "health": edge.health,

@@ -284,7 +284,9 @@
     // Derived data the style uses: a latency label on each link, counts on collapsed boxes.
     for (const edge of graph.edges || []) {
       const d = edge.data;
-      d.latency_label = d.latency_ns !== undefined ? `${d.latency_ns} ns` : "";
+      // An estimate (the manager gives no latency for the link) is never shown as measured.
+      const about = d.latency_estimated ? "~" : "";
+      d.latency_label = d.latency_ns !== undefined ? `${about}${d.latency_ns} ns` : "";
     }
     for (const node of graph.nodes || []) {
       const d = node.data;
@@ -442,9 +444,13 @@
       const parent = state.cy.getElementById(d.parent);
       add("In", parent.nonempty() ? parent.data("name") || parent.data("label") : d.parent);
     }
-    if (d.latency_ns !== undefined) add("Latency", fmtNs(d.latency_ns));
+    if (d.latency_ns !== undefined) {
+      add("Latency", d.latency_estimated
+        ? `${fmtNs(d.latency_ns)} (estimated: the fabric manager reports none)`
+        : fmtNs(d.latency_ns));
+    }
     if (d.bandwidth_gbps !== undefined) add("Bandwidth", fmtGbps(d.bandwidth_gbps));
-    const skip = new Set([...KNOWN_FIELDS, "name", "short", "latency_ns", "bandwidth_gbps", "latency_label"]);
+    const skip = new Set([...KNOWN_FIELDS, "name", "short", "latency_ns", "latency_estimated", "bandwidth_gbps", "latency_label"]);
     for (const key of Object.keys(d).sort()) {
       if (skip.has(key) || d[key] === null || d[key] === "" || typeof d[key] === "object") continue;
       add(title(key), String(d[key]));

@@ -3,8 +3,11 @@
 It behaves like a real manager where it matters to the console: every call takes time,
 calls can fail transiently, permanently or by timing out (injected per operation), binds
 are serialised per device by a row lock so that many workers cannot double-bind, and
-injected element faults propagate to what depends on them. The sensor values of its health
-readings are modelled in `fabric.drivers.simulated.metrics`.
+injected element faults are reported on the element they were injected on, as a real
+manager reports "enclosure failed": what they take with them the console derives from its
+own topology (fabric.health.propagation). The manager's own rule still follows them: it
+refuses to bind a device or host that is failed or unpowered. The sensor values of its
+health readings are modelled in `fabric.drivers.simulated.metrics`.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from fabric.drivers.base import (
 )
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.metrics import _metrics
-from fabric.drivers.simulated.propagation import CRITICAL, Effective, effective_health
+from fabric.drivers.simulated.propagation import CRITICAL, Effective, effective_health, own_health
 from fabric.models import SimulatedBinding, SimulatedElement, SimulatedFabric
 from fabric.partitioning import PARTITIONABLE_KINDS
 
@@ -143,20 +146,19 @@ class SimulatedDriver:
         )
 
     def discover(self) -> Inventory:
-        """Report every present element with its effective health (faults propagated).
+        """Report every present element with its own health (its injected fault alone).
 
-        Links report their state (up / degraded / down) from the same propagation.
+        Links report their state (up / degraded / down) from their own fault.
         Raises DriverError on injected faults or a missing fabric.
         """
         fabric, timed_out = self._begin("discover")
         elements = self._elements(fabric)
-        effective = effective_health(elements)
         buckets: dict[str, list[Any]] = {kind: [] for kind in _INFO_BY_KIND}
         for element in elements:
             cls = _INFO_BY_KIND.get(element.kind)
             if cls is None:
                 continue
-            eff = effective[element.external_id]
+            eff = own_health(element)
             extra = {"state": eff.link_state} if element.kind == Kind.LINK else {}
             buckets[element.kind].append(_info(cls, element, eff, **extra))
         if timed_out:
@@ -201,13 +203,12 @@ class SimulatedDriver:
         return result
 
     def health(self) -> list[HealthReading]:
-        """A reading for every present element, with faults propagated and sensor metrics.
+        """A reading for every present element: its own health and sensor metrics.
 
         Two queries (elements, bound devices) whatever the size: polls run every few seconds.
         """
         fabric, timed_out = self._begin("health")
         elements = self._elements(fabric)
-        effective = effective_health(elements)
         bound = set(
             SimulatedBinding.objects.filter(fabric=fabric).values_list("device_id", flat=True)
         )
@@ -215,12 +216,12 @@ class SimulatedDriver:
         now = time.time()
         readings = []
         for element in elements:
-            eff = effective[element.external_id]
+            eff = own_health(element)
             if element.kind == Kind.LINK:
                 state = eff.link_state
             else:
                 state = "unavailable" if eff.health == CRITICAL else "enabled"
-            # The model's choices and the propagation keep kind and health within the
+            # The model's choices and own_health keep kind and health within the
             # reading's literals; the columns are typed str.
             readings.append(
                 HealthReading(

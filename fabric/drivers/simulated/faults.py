@@ -9,9 +9,10 @@ The target is resolved by `fabric.services.fault_targets` (names, link ends, ext
 console ids), the one resolver of the page, the API and the command.
 
 For demos and tests of health, alerts, blast radius and self-healing. The fault is set in
-the simulated manager's own state, where every process sees it; the console learns of it
-(with propagation: a failed power feed takes its gear down) at the next discovery or
-health poll, exactly as it would from real hardware.
+the simulated manager's own state, where every process sees it; the manager reports it on
+the element it was injected on, and the console learns of it at the next discovery or
+health poll and derives what it takes with it (a failed power feed takes its gear down:
+fabric.health.propagation), exactly as it would from real hardware.
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
-"""How injected faults spread through the simulated data centre (pure: no database).
+"""How injected faults spread through the simulated data centre, as its manager's own bind
+rule sees them (pure: no database).
 
-An element's *own* fault is what someone injected on it; its *effective* health is what
-the manager reports, after propagation along the physical dependencies:
+An element's *own* fault is what someone injected on it, and its own health is what the
+simulated manager reports for it (`own_health`): like a real manager it says "enclosure
+failed", and the console derives what that takes with it (fabric.health.propagation). The
+*effective* health, after propagation along the physical dependencies, is what the manager
+itself acts on: it refuses to bind a device or host that is failed or unpowered.
 
 - a failed power feed fails the switches, hosts and enclosures it powers (a degraded
   feed degrades them); a rack is critical when all of its feeds fail;
@@ -52,7 +56,8 @@ class Effective:
 _FINE = Effective(OK)
 
 
-def _own(element: ElementLike) -> Effective:
+def own_health(element: ElementLike) -> Effective:
+    """The element's own health: its injected fault alone, what the manager reports."""
     health = _OWN.get(element.fault or "", OK)
     if health == OK:
         return _FINE
@@ -90,7 +95,7 @@ def effective_health(elements: Iterable[ElementLike]) -> dict[str, Effective]:
     result: dict[str, Effective] = {}
 
     for feed in by_kind.get("power_feed", ()):
-        result[feed.external_id] = _own(feed)
+        result[feed.external_id] = own_health(feed)
 
     feeds_by_rack: dict[str, list[str]] = {}
     for feed in by_kind.get("power_feed", ()):
@@ -105,25 +110,26 @@ def effective_health(elements: Iterable[ElementLike]) -> dict[str, Effective]:
         elif failed:
             result[rack.external_id] = Effective(WARNING, "running on reduced power")
         else:
-            result[rack.external_id] = _own(rack)
+            result[rack.external_id] = own_health(rack)
 
     for kind in ("switch", "host", "enclosure"):
         for item in by_kind.get(kind, ()):
             feed_id = item.data.get("power_feed_id")
             result[item.external_id] = _worst(
-                _own(item), _inherited(result.get(feed_id or ""), f"power feed {feed_id}")
+                own_health(item), _inherited(result.get(feed_id or ""), f"power feed {feed_id}")
             )
 
     for device in by_kind.get("device", ()):
         enclosure_id = device.data.get("enclosure_id")
         result[device.external_id] = _worst(
-            _own(device), _inherited(result.get(enclosure_id or ""), f"enclosure {enclosure_id}")
+            own_health(device),
+            _inherited(result.get(enclosure_id or ""), f"enclosure {enclosure_id}"),
         )
 
     for port in by_kind.get("port", ()):
         owner_kind, owner_id = port.data.get("owner_kind"), port.data.get("owner_id")
         result[port.external_id] = _worst(
-            _own(port),
+            own_health(port),
             _inherited(result.get(owner_id or ""), f"{owner_kind} {owner_id}", critical_only=True),
         )
 
@@ -134,6 +140,6 @@ def effective_health(elements: Iterable[ElementLike]) -> dict[str, Effective]:
             end = result.get(port_id)
             if end is not None and end.health == CRITICAL:
                 ends.append(Effective(CRITICAL, f"port {port_id} down: {end.detail}"))
-        result[link.external_id] = _worst(_own(link), *ends)
+        result[link.external_id] = _worst(own_health(link), *ends)
 
     return result

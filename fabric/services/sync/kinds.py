@@ -11,7 +11,7 @@ matching one.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fabric.capacity import held_state
@@ -28,6 +28,12 @@ from fabric.services.sync.diff import (
     SyncContext,
     sync_kind,
 )
+
+
+def latency_reported(attributes: Mapping[str, Any]) -> bool:
+    """Whether a link's latency is the manager's figure: not when its driver says
+    `latency_reported` False (the figure is then a placeholder of the manager's)."""
+    return attributes.get("latency_reported", True) is not False
 
 
 def bindings_by_device(
@@ -296,7 +302,8 @@ def apply_inventory(
         return {
             "a_port_id": a,
             "b_port_id": b,
-            "latency_ns": int(i.latency_ns),
+            # 0: the manager gives none (placement estimates it from hop counts, and says so).
+            "latency_ns": int(i.latency_ns) if latency_reported(i.attributes) else 0,
             "bandwidth_gbps": float(i.bandwidth_gbps),
             "state": i.state,
             "health": i.health,

@@ -13,6 +13,7 @@ from django.utils import timezone
 from fabric.choices import ChangeAction
 from fabric.drivers.base import DriverError
 from fabric.drivers.registry import get_driver
+from fabric.health.derived import inventory_derived
 from fabric.models import FabricManager
 from fabric.services.domains import domains_refresh
 from fabric.services.history import change_record
@@ -52,9 +53,11 @@ def inventory_sync(
     Side effects: adds/updates/marks absent inventory rows, writes ChangeRecords (one per
     changed row, plus a SYNCED record on the manager when anything changed), sets
     `manager.last_synced_at` / `last_sync_error`. Calls `on_progress(done, total, message)`
-    after each step. Raises DriverError (recorded as the manager's last_sync_error) when
-    the manager cannot be read; nothing is written then. Last, the manager's failure domains
-    are derived again from the new topology (`domains_refresh`). Each kind is written in its own
+    after each step. Health is the manager's, with the effects of the faults it reports
+    (fabric.health.derived: a failed enclosure's devices are written failed). Raises
+    DriverError (recorded as the manager's last_sync_error) when the manager cannot be read;
+    nothing is written then. Last, the manager's failure domains are derived again from the
+    new topology (`domains_refresh`). Each kind is written in its own
     transaction, so progress and log lines are visible while a large sync runs; an error
     while writing leaves the kinds before it synchronised, and the next sync converges.
     """
@@ -81,6 +84,9 @@ def inventory_sync(
         logger.error("inventory sync of %s failed: %s", manager.name, exc)
         raise
     result.bindings = len(bindings)
+    # The manager reports each element's own health; what its faults take with them is
+    # derived from the topology the console holds, as a health poll derives it.
+    inventory = inventory_derived(manager, inventory)
     counts = inventory.counts()
     logger.info(
         "discovered %s: %s",

@@ -19,6 +19,7 @@ from fabric.models import Alert, FabricManager
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
 from fabric.services.sync import inventory_sync
 from tests.support.compose import composed
+from tests.support.raw_driver import RawDriver
 
 pytestmark = pytest.mark.django_db
 
@@ -211,3 +212,23 @@ def test_every_tenant_holding_a_slice_of_a_device_hears_of_its_health(
             (memory.pk, composition.pk)
         ]
         assert cut["change_count"] == 1
+
+
+def test_a_manager_that_reports_only_a_failed_power_feed_degrades_the_composition_behind_it(
+    synced: FabricManager, ready: Composition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Raw readings only, as a real manager gives them: the feed failed, nothing else said."""
+    raw = RawDriver(synced)
+    raw.only = True
+    monkeypatch.setattr("fabric.health.poll.get_driver", lambda _manager: raw)
+    feed = enclosure_of(ready).power_feed
+    raw.faults["power_feed", feed.external_id] = "critical"
+
+    outcome = health_poll_run(manager=synced)
+
+    (alert,) = Alert.objects.filter(pk__in=outcome.opened)
+    assert (alert.source_type, alert.source_id) == ("power_feed", feed.pk)
+    assert [c["id"] for c in alert.blast_radius["compositions"]] == [ready.pk]
+    ready.refresh_from_db()
+    assert ready.state == CompositionState.DEGRADED
+    assert ready.allocations.get(device__kind="gpu").device.health == "critical"

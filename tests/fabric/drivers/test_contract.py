@@ -208,46 +208,49 @@ def test_binding_an_unknown_device_or_host_is_a_permanent_error(harness: Any) ->
         assert caught.value.permanent is True
 
 
-# -- health and fault propagation -----------------------------------------------------------
+# -- health: raw readings ------------------------------------------------------------------
+# A driver reports each element's own health; what a fault takes with it is the console's
+# to derive (tests/fabric/health/test_propagation.py, on raw readings, for any driver).
 
 
-def test_a_failed_power_feed_fails_its_enclosures_and_their_devices(harness: Any) -> None:
+@pytest.mark.parametrize("kind", ["power_feed", "enclosure", "switch", "link", "device"])
+def test_a_fault_is_reported_on_the_element_that_failed_and_nowhere_else(
+    harness: Any, kind: str
+) -> None:
     _needs(harness, "inject")
     inventory = harness.driver.discover()
-    feeds = {e.power_feed_id for e in inventory.enclosures}
-    feed = sorted(f for f in feeds if f)[0]
-    powered = {e.external_id for e in inventory.enclosures if e.power_feed_id == feed}
-    harness.inject("power_feed", feed, "fail")
+    target = getattr(
+        inventory, {"power_feed": "power_feeds", "switch": "switches"}.get(kind, f"{kind}s")
+    )[0].external_id
+    harness.inject(kind, target, "fail")
 
     readings = harness.driver.health()
-    assert _by_kind(readings, "power_feed")[feed].health == "critical"
-    enclosures = _by_kind(readings, "enclosure")
-    devices = _by_kind(readings, "device")
-    for enclosure in inventory.enclosures:
-        expected = "critical" if enclosure.external_id in powered else "ok"
-        assert enclosures[enclosure.external_id].health == expected, enclosure.external_id
-    for device in inventory.devices:
-        expected = "critical" if device.enclosure_id in powered else "ok"
-        assert devices[device.external_id].health == expected, device.external_id
-    assert any(devices[d].detail for d in devices if devices[d].health == "critical")
-
-    rediscovered = {d.external_id: d.health for d in harness.driver.discover().devices}
-    assert rediscovered == {
-        d.external_id: ("critical" if d.enclosure_id in powered else "ok")
-        for d in inventory.devices
+    unwell = {(r.target_kind, r.external_id) for r in readings if r.health != "ok"}
+    assert unwell == {(kind, target)}
+    (reading,) = [r for r in readings if r.external_id == target]
+    assert reading.health == "critical" and reading.detail
+    rediscovered = harness.driver.discover()
+    reported = {
+        i.external_id: i.health
+        for name in rediscovered.counts()
+        for i in getattr(rediscovered, name)
     }
+    assert {e for e, health in reported.items() if health != "ok"} == {target}
+    if kind == "link":
+        assert {x.state for x in rediscovered.links if x.external_id == target} == {"down"}
+    else:
+        assert {x.state for x in rediscovered.links} == {"up"}
+
+    harness.inject(kind, target, "recover")
+    assert {r.health for r in harness.driver.health()} == {"ok"}
 
 
-def test_a_failed_enclosure_fails_its_devices_and_a_failed_device_cannot_be_bound(
-    harness: Any,
-) -> None:
+def test_a_device_of_a_failed_enclosure_cannot_be_bound(harness: Any) -> None:
+    """The manager's own rule: it binds nothing it cannot power, whatever it reports."""
     _needs(harness, "inject")
     inventory = harness.driver.discover()
     gpu = _first(inventory, "gpu")
     harness.inject("enclosure", gpu.enclosure_id, "fail")
-    devices = _by_kind(harness.driver.health(), "device")
-    siblings = [d for d in inventory.devices if d.enclosure_id == gpu.enclosure_id]
-    assert {devices[d.external_id].health for d in siblings} == {"critical"}
     with pytest.raises(DriverError) as caught:
         harness.driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[0].external_id)
     assert caught.value.permanent is True
@@ -271,28 +274,6 @@ def test_a_bind_is_refused_when_the_power_feed_of_the_enclosure_or_of_the_host_f
         assert caught.value.permanent is True and "failed" in caught.value.message
         harness.inject("power_feed", feed, "recover")
     assert harness.driver.bind(device_id=gpu.external_id, host_id=host.external_id)
-
-
-def test_a_failed_switch_takes_its_ports_and_links_down(harness: Any) -> None:
-    _needs(harness, "inject")
-    inventory = harness.driver.discover()
-    switch = inventory.switches[0].external_id
-    ports = {p.external_id for p in inventory.ports if p.owner_id == switch}
-    touching = {
-        link.external_id
-        for link in inventory.links
-        if link.a_port_id in ports or link.b_port_id in ports
-    }
-    assert touching
-    harness.inject("switch", switch, "fail")
-
-    readings = harness.driver.health()
-    assert _by_kind(readings, "switch")[switch].health == "critical"
-    port_health = _by_kind(readings, "port")
-    assert {port_health[p].health for p in ports} == {"critical"}
-    links = {link.external_id: link for link in harness.driver.discover().links}
-    for link_id, link in links.items():
-        assert link.state == ("down" if link_id in touching else "up"), link_id
 
 
 def test_a_degraded_link_reports_degraded_and_recovers(harness: Any) -> None:

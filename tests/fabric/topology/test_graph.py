@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fabric.topology.graph import (
@@ -170,12 +172,16 @@ def test_enclosure_distances_are_the_figures_of_reachable_enclosures(
 ) -> None:
     graph = two_racks(down=down)
     paths = reachable_enclosures(graph, host)
-    figures = {e: (p.latency_ns, p.bottleneck_gbps, p.hops) for e, p in paths.items()}
-    assert enclosure_distances(graph, host) == figures
+
+    def figures(p: Any) -> tuple[int, float, int, int]:
+        estimated = sum(graph.edges[link].latency_estimated for link in p.links)
+        return (p.latency_ns, p.bottleneck_gbps, p.hops, estimated)
+
+    assert enclosure_distances(graph, host) == {e: figures(p) for e, p in paths.items()}
     assert list(enclosure_distances(graph, host)) == list(paths)  # nearest first, alike
     ceiling = frozenset({"switch:1"})
     assert enclosure_distances(graph, host, max_latency_ns=300, exclude=ceiling) == {
-        e: (p.latency_ns, p.bottleneck_gbps, p.hops)
+        e: figures(p)
         for e, p in reachable_enclosures(graph, host, max_latency_ns=300, exclude=ceiling).items()
     }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.health.readings import inventory_rows
+from fabric.health.rows import inventory_rows
 from fabric.services.fault_targets import fault_target_name, fault_target_resolve
 from fabric.topology.domains import derive_domains
 from fabric.topology.load import load_graph

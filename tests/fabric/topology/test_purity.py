@@ -33,5 +33,6 @@ def imports(path: Path) -> set[str]:
 def test_a_pure_module_imports_nothing_from_django_or_the_models(module: str) -> None:
     found = imports(TOPOLOGY / module)
     assert not {n for n in found if n.split(".")[0] in ("django", "rest_framework", "composer")}
-    fabric = {n for n in found if n.startswith("fabric.")}
+    # fabric.latency: plain values shared with placement (it imports nothing).
+    fabric = {n for n in found if n.startswith("fabric.")} - {"fabric.latency"}
     assert all(n.startswith("fabric.topology.") and n != "fabric.topology.load" for n in fabric)

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fabric.topology.domains import derive_domains
-from fabric.topology.graph import FabricGraph, paths_between
+from fabric.topology.graph import Edge, FabricGraph, paths_between
 from fabric.topology.radius import blast_radius
 from fabric.topology.render import AUTO_COLLAPSE_NODES, impact_json, path_json, topology_json
 from tests.fabric.topology.fabrics import device, link, node, two_racks
@@ -53,10 +53,20 @@ def test_edges_join_port_owners_with_latency_bandwidth_and_state() -> None:
         "source": "host:2",
         "target": "switch:1",
         "latency_ns": 100,
+        "latency_estimated": False,
         "bandwidth_gbps": 32.0,
         "state": "down",
         "health": "ok",
     }
+
+
+def test_a_link_whose_latency_is_estimated_says_so() -> None:
+    estimated = Edge(
+        "link:99", 99, "host:1", "switch:4", 200, 64.0, "up", "ok", latency_estimated=True
+    )
+    data = by_id(topology_json(two_racks(extra_links=(estimated,))))
+    assert (data["link:99"]["latency_ns"], data["link:99"]["latency_estimated"]) == (200, True)
+    assert data["link:1"]["latency_estimated"] is False
 
 
 def test_counts_cover_the_graph_and_what_is_drawn() -> None:
