@@ -24,6 +24,7 @@ class FabricManagerAdmin(AuditedAdmin):
         "driver",
         "endpoint",
         "is_enabled",
+        "has_credentials",
         "poll_interval_s",
         "last_synced_at",
         "has_error",
@@ -40,6 +41,12 @@ class FabricManagerAdmin(AuditedAdmin):
         "updated_at",
     )
     actions = ["sync_now"]
+
+    @admin.display(boolean=True, description="credentials")
+    def has_credentials(self, obj: FabricManager) -> bool:
+        """Whether some are stored; the ciphertext is not a form field (not editable), and
+        credentials are entered on the console's manager form, which encrypts them."""
+        return obj.has_credentials
 
     @admin.display(boolean=True, description="error")
     def has_error(self, obj: FabricManager) -> bool:
