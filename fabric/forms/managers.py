@@ -32,6 +32,15 @@ class WriteOnlyTextInput(forms.TextInput):
         return None
 
 
+def _checkbox(label: str, *, initial: bool = False) -> forms.BooleanField:
+    return forms.BooleanField(
+        required=False,
+        initial=initial,
+        label=label,
+        widget=forms.CheckboxInput({"class": "form-check-input"}),
+    )
+
+
 def _masked_settings(values: dict[str, Any]) -> str:
     """The settings as the textarea shows them: no TLS keys (they have their own fields),
     secret-looking values masked (submitting the mask keeps the stored value)."""
@@ -59,12 +68,7 @@ class ManagerForm(forms.Form):
         widget=forms.Textarea({**_MONO, "rows": 4}),
         help_text='The driver\'s options as a JSON object, e.g. {"fabric": "demo"}.',
     )
-    verify_tls = forms.BooleanField(
-        required=False,
-        initial=True,
-        label="Verify the manager's TLS certificate",
-        widget=forms.CheckboxInput({"class": "form-check-input"}),
-    )
+    verify_tls = _checkbox("Verify the manager's TLS certificate", initial=True)
     ca_bundle = forms.CharField(
         max_length=500,
         required=False,
@@ -88,17 +92,8 @@ class ManagerForm(forms.Form):
         widget=forms.PasswordInput({**_TEXT, "autocomplete": "off"}, render_value=False),
         help_text="Instead of a username and password.",
     )
-    clear_credentials = forms.BooleanField(
-        required=False,
-        label="Remove the stored credentials",
-        widget=forms.CheckboxInput({"class": "form-check-input"}),
-    )
-    is_enabled = forms.BooleanField(
-        required=False,
-        initial=True,
-        label="Enabled (synchronised and polled)",
-        widget=forms.CheckboxInput({"class": "form-check-input"}),
-    )
+    clear_credentials = _checkbox("Remove the stored credentials")
+    is_enabled = _checkbox("Enabled (synchronised and polled)", initial=True)
     health_poll_interval_s = forms.IntegerField(
         min_value=1,
         initial=30,

@@ -9,6 +9,8 @@ rendered back, not even after an error.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
@@ -60,16 +62,16 @@ def _form_page(
     )
 
 
-@operator_required
-def manager_create_view(request: HttpRequest) -> HttpResponse:
-    """The add form. POST: add the manager and go to its page; bad input comes back as
-    field errors and nothing is saved."""
-    if request.method != "POST":
-        return _form_page(request, ManagerForm())
-    form = ManagerForm(request.POST)
+def _submit(
+    request: HttpRequest,
+    form: ManagerForm,
+    save: Callable[..., tuple[FabricManager, str]],
+) -> HttpResponse:
+    """Save a posted form through `save` (a service, returning the manager and what to tell
+    the operator) and go to the manager's page; the service's errors go beside the fields."""
     if form.is_valid():
         try:
-            manager = manager_create(
+            manager, message = save(
                 data=form.manager_input(),
                 credentials=form.credentials_input(),
                 actor=request.user,
@@ -78,9 +80,23 @@ def manager_create_view(request: HttpRequest) -> HttpResponse:
         except ValidationError as exc:
             form.add_service_error(exc)
         else:
-            messages.success(request, f"Fabric manager {manager.name} added.")
+            messages.success(request, message)
             return _redirect(request, reverse("fabric:manager_detail", args=[manager.pk]))
     return _form_page(request, form, status=400)
+
+
+@operator_required
+def manager_create_view(request: HttpRequest) -> HttpResponse:
+    """The add form. POST: add the manager and go to its page; bad input comes back as
+    field errors and nothing is saved."""
+    if request.method != "POST":
+        return _form_page(request, ManagerForm())
+
+    def save(**kwargs: Any) -> tuple[FabricManager, str]:
+        manager = manager_create(**kwargs)
+        return manager, f"Fabric manager {manager.name} added."
+
+    return _submit(request, ManagerForm(request.POST), save)
 
 
 @operator_required
@@ -89,26 +105,13 @@ def manager_edit_view(request: HttpRequest, pk: int) -> HttpResponse:
     manager = get_object_or_404(FabricManager, pk=pk)
     if request.method != "POST":
         return _form_page(request, ManagerForm(manager=manager))
-    form = ManagerForm(request.POST, manager=manager)
-    if form.is_valid():
-        try:
-            changed = manager_update(
-                manager=manager,
-                data=form.manager_input(),
-                credentials=form.credentials_input(),
-                actor=request.user,
-                remote_addr=_remote_addr(request),
-            )
-        except ValidationError as exc:
-            form.add_service_error(exc)
-        else:
-            messages.success(
-                request,
-                f"Fabric manager {manager.name} saved"
-                + (f" ({', '.join(changed)} changed)." if changed else "; nothing changed."),
-            )
-            return _redirect(request, reverse("fabric:manager_detail", args=[manager.pk]))
-    return _form_page(request, form, status=400)
+
+    def save(**kwargs: Any) -> tuple[FabricManager, str]:
+        changed = manager_update(manager=manager, **kwargs)
+        done = f" ({', '.join(changed)} changed)." if changed else "; nothing changed."
+        return manager, f"Fabric manager {manager.name} saved{done}"
+
+    return _submit(request, ManagerForm(request.POST, manager=manager), save)
 
 
 @operator_required

@@ -120,3 +120,22 @@ def test_rotation_without_a_key_writes_nothing_and_says_why(settings: Any) -> No
     settings.COMPOSER_CREDENTIALS_KEYS = []
     with pytest.raises(CommandError, match="no encryption key is set"):
         call_command("rotate_credentials", stdout=StringIO())
+
+
+def test_a_sync_and_a_poll_of_a_manager_no_key_opens_fail_with_the_reason(
+    settings: Any,
+) -> None:
+    from fabric.health.poll import health_poll
+    from fabric.services.sync import inventory_sync
+
+    settings.COMPOSER_CREDENTIALS_KEYS = [OLD_KEY]
+    manager = _with_credentials(token=SECRET)
+    settings.COMPOSER_CREDENTIALS_KEYS = [NEW_KEY]
+    with pytest.raises(DriverError, match="cannot be decrypted"):
+        inventory_sync(manager=manager)
+    manager.refresh_from_db()
+    assert manager.name in manager.last_sync_error and SECRET not in manager.last_sync_error
+    outcome = health_poll(manager=manager)
+    assert not outcome.ok
+    manager.refresh_from_db()
+    assert "cannot be decrypted" in manager.last_health_poll_error

@@ -150,3 +150,30 @@ def test_tenant_members_get_404_and_never_the_managers(
         assert b"fm.internal.example" not in response.content
     manager.refresh_from_db()
     assert manager.is_enabled and FabricManager.objects.count() == 1
+
+
+class SlowDriver:
+    """A manager that takes longer to answer than the console waits."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        pass
+
+    def probe(self) -> Any:
+        import time
+
+        time.sleep(2)
+        raise AssertionError("never read: the test stopped waiting")
+
+
+def test_a_manager_that_does_not_answer_in_time_is_reported_so(
+    api_as: Any, admin_user: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fabric.drivers.registry import DRIVERS
+
+    monkeypatch.setitem(DRIVERS, "slow", f"{__name__}.SlowDriver")
+    settings.COMPOSER_PROBE_TIMEOUT_S = 0.2
+    manager = FabricManagerFactory.create(name="fm-slow", driver="slow")
+    body = api_as(admin_user).post(f"{URL}{manager.pk}/test-connection/").json()
+    assert body["ok"] is False
+    assert "did not answer within 0.2 s" in body["error"]
+    assert body["elapsed_ms"] < 1500
