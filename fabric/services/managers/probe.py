@@ -54,8 +54,16 @@ class ProbeOutcome:
         """One line for the audit trail and messages."""
         if not self.ok:
             return f"failed: {self.error}"
-        held = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in self.counts.items() if n)
+        held = ", ".join(f"{n} {_kind_words(kind, n)}" for kind, n in self.counts.items() if n)
         return f"answered as {self.service}" + (f"; reports {held}" if held else "")
+
+
+def _kind_words(kind: str, count: int) -> str:
+    """ "power_feeds" -> "power feeds", or "power feed" for one ("switches" -> "switch")."""
+    words = kind.replace("_", " ")
+    if count != 1:
+        return words
+    return words[:-2] if words.endswith(("ches", "shes")) else words.removesuffix("s")
 
 
 def probe_timeout_s() -> float:

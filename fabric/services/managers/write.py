@@ -137,7 +137,10 @@ def manager_update(
             current,
             ChangeAction.CHANGED,
             changes,
-            message="fabric manager changed",
+            # The history pages mask the "credentials" entry (its key looks secret); the
+            # message says in words what happened to them.
+            message="fabric manager changed"
+            + (f"; credentials {changes['credentials'][1]}" if "credentials" in changes else ""),
             actor=actor,
             source=source,
             remote_addr=remote_addr,

@@ -110,7 +110,11 @@ def test_test_connection_reports_what_the_manager_holds(api_as: Any, admin_user:
     assert body["counts"]["devices"] == 9 and body["counts"]["switches"] == 3
     assert body["composition_methods"] == ["bind"]
     record = ChangeRecord.objects.get(action=ChangeAction.TESTED)
-    assert record.target_id == manager.pk and record.message.startswith("connection test ok")
+    assert record.target_id == manager.pk
+    assert record.message == (
+        "connection test ok: answered as simulated fabric sim; reports 1 rack, 2 power feeds, "
+        "3 switches, 3 hosts, 5 enclosures, 9 devices, 34 ports, 12 links"
+    )
 
 
 def test_test_connection_says_why_it_failed_and_never_500s(

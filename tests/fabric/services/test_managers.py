@@ -156,6 +156,14 @@ def test_an_edit_replaces_or_removes_credentials_and_says_so_in_words() -> None:
         for r in ChangeRecord.objects.filter(action=ChangeAction.CHANGED).order_by("id")
     ]
     assert changes == [["stored", "replaced"], ["stored", "removed"]]
+    assert list(
+        ChangeRecord.objects.filter(action=ChangeAction.CHANGED)
+        .order_by("id")
+        .values_list("message", flat=True)
+    ) == [
+        "fabric manager changed; credentials replaced",
+        "fabric manager changed; credentials removed",
+    ]
 
 
 def test_an_unchanged_save_writes_nothing() -> None:
