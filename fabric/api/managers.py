@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException
@@ -172,6 +177,14 @@ def _origin(request: Request) -> dict[str, Any]:
     ),
     destroy=extend_schema(
         summary="Delete a fabric manager (operators)",
+        responses={
+            204: None,
+            409: OpenApiResponse(
+                # The API's one error shape (a component every error response refers to).
+                response={"$ref": "#/components/schemas/Error"},
+                description="Still in use (`manager_in_use`): the detail says what holds it.",
+            ),
+        },
         description=(
             "Removes the manager and the inventory it reported. Refused with 409 "
             "(`manager_in_use`) while any of its devices is bound or held by a composition, "

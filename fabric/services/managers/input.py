@@ -18,6 +18,7 @@ from django.core.exceptions import ValidationError
 from fabric.credentials import BadCredentialsKey, NoCredentialsKey, encrypt
 from fabric.models import FabricManager
 from fabric.secrets import MASK, is_secret_key
+from fabric.validators import check_text_fields, text_problem
 
 # Settings keys that have fields of their own (the TLS options).
 TLS_KEYS = ("verify_tls", "ca_bundle")
@@ -212,6 +213,30 @@ def settings_check(
     return merged
 
 
+def _json_text_problem(value: Any, *, where: str = "Settings") -> str | None:
+    """Why a settings value cannot be stored as given, or None: keys are names, strings
+    free text (`fabric.validators.text_problem`: no NUL, which PostgreSQL refuses, no
+    unpaired surrogate, no terminal escape or other control character)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            problem = text_problem(str(key))
+            if problem:
+                return f"{where}: key {str(key)!r}: {problem}"
+            problem = _json_text_problem(item, where=f"{where}: {key}")
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for item in value:
+            problem = _json_text_problem(item, where=where)
+            if problem:
+                return problem
+    elif isinstance(value, str):
+        problem = text_problem(value, multiline=True)
+        if problem:
+            return f"{where}: {problem}"
+    return None
+
+
 def manager_build(*, data: ManagerInput, manager: FabricManager | None = None) -> FabricManager:
     """An unsaved manager with `data` applied (a copy of `manager` for an edit), checked.
 
@@ -221,6 +246,17 @@ def manager_build(*, data: ManagerInput, manager: FabricManager | None = None) -
     without storing them.
     """
     errors: dict[str, list[str]] = {}
+    try:
+        check_text_fields(
+            names={"name": data.name, "endpoint": data.endpoint, "ca_bundle": data.ca_bundle}
+        )
+    except ValidationError as exc:
+        errors.update(exc.message_dict)
+    problem = _json_text_problem(data.settings)
+    if problem:
+        errors.setdefault("settings", []).append(problem)
+    if errors:
+        raise ValidationError(errors)
     previous = dict(manager.settings or {}) if manager is not None else {}
     built = FabricManager() if manager is None else FabricManager.objects.get(pk=manager.pk)
     built.name = data.name.strip()

@@ -72,6 +72,9 @@ def test_an_operator_adds_a_manager_from_the_form(
         ),
         ({"health_poll_interval_s": "0"}, "health_poll_interval_s", "at least 1 second"),
         ({"ca_bundle": "/nonexistent/ca.pem"}, "ca_bundle", "no file at /nonexistent"),
+        ({"settings": '{"fabric": "a\\u0000b"}'}, "settings", "Settings: fabric: Contains a"),
+        ({"settings": '{"a\\u001bb": 1}'}, "settings", "(a terminal escape)"),
+        ({"name": "fm\x1b[31m"}, "name", "a terminal escape"),
     ],
 )
 def test_bad_input_comes_back_beside_the_field_and_saves_nothing(
