@@ -3,6 +3,7 @@ delete, with errors beside the fields; tenant members get 404 on every one of th
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import Any
 
@@ -226,3 +227,22 @@ def test_tenant_members_get_404_on_every_manager_page(
         assert b"fm.internal.example" not in response.content
     manager.refresh_from_db()
     assert manager.is_enabled and FabricManager.objects.count() == 1
+
+
+def test_the_edit_form_masks_secret_looking_settings_and_saving_keeps_them(
+    admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    manager = FabricManagerFactory.create(
+        name="fm-legacy", settings={"fabric": "lab", "api_key": "legacy-789"}
+    )
+    client = client_as(admin_user)
+    page = client.get(reverse("fabric:manager_edit", args=[manager.pk])).content.decode()
+    assert "legacy-789" not in page and "********" in page
+    form = page.split('name="settings"', 1)[1].split(">", 1)[1].split("</textarea>", 1)[0]
+    response = client.post(
+        reverse("fabric:manager_edit", args=[manager.pk]),
+        _form(name="fm-legacy", endpoint="", settings=html.unescape(form)),
+    )
+    assert response.status_code == 302
+    manager.refresh_from_db()
+    assert manager.settings == {"fabric": "lab", "api_key": "legacy-789", "verify_tls": True}
