@@ -54,6 +54,10 @@ def _redirect(request: HttpRequest, url: str) -> HttpResponse:
 def _form_page(
     request: HttpRequest, form: ManagerForm, *, status: int = 200, probe: ProbeOutcome | None = None
 ) -> HttpResponse:
+    for name in form.errors:
+        if name in form.fields:  # outline the inputs at fault, as the messages beside them
+            attrs = form.fields[name].widget.attrs
+            attrs["class"] = f"{attrs.get('class', '')} is-invalid".strip()
     return render(
         request,
         "fabric/manager_form.html",

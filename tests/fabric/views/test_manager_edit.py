@@ -86,11 +86,12 @@ def test_bad_input_comes_back_beside_the_field_and_saves_nothing(
     client_as: Callable[[Any], Client],
 ) -> None:
     response = client_as(admin_user).post(
-        reverse("fabric:manager_create"), _form(**{"password": SECRET, **changes})
+        reverse("fabric:manager_create"), _form(**{"username": "ops", "password": SECRET, **changes})
     )
     assert response.status_code == 400
     body = response.content.decode()
     assert f'id="error-{field}"' in body
+    assert body.count("is-invalid") == 1  # the input at fault is outlined, no other
     assert words in body
     assert SECRET not in body  # a password is never rendered back, not even after an error
     assert not FabricManager.objects.filter(name="fm-page").exists()
