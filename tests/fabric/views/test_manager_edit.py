@@ -86,7 +86,8 @@ def test_bad_input_comes_back_beside_the_field_and_saves_nothing(
     client_as: Callable[[Any], Client],
 ) -> None:
     response = client_as(admin_user).post(
-        reverse("fabric:manager_create"), _form(**{"username": "ops", "password": SECRET, **changes})
+        reverse("fabric:manager_create"),
+        _form(**{"username": "ops", "password": SECRET, **changes}),
     )
     assert response.status_code == 400
     body = response.content.decode()
