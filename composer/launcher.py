@@ -191,6 +191,25 @@ def console_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def demo_credentials_keys(env: dict[str, str], var_dir: Path) -> None:
+    """Give the demo a key for fabric managers' credentials when the environment names none.
+
+    Kept in `var/credentials.key` (readable by its owner only), so credentials saved in one
+    run still decrypt in the next. A deployment sets COMPOSER_CREDENTIALS_KEYS itself.
+    """
+    if env.get("COMPOSER_CREDENTIALS_KEYS", "").strip():
+        return
+    from cryptography.fernet import Fernet
+
+    path = var_dir / "credentials.key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(Fernet.generate_key())
+        log.info("made a key for fabric managers' credentials in %s", path)
+    env["COMPOSER_CREDENTIALS_KEYS"] = path.read_text().strip()
+
+
 def banner(port: str, password: str) -> str:
     """What the user reads once the console answers: where, who may log in, how to stop."""
     url = console_url(port)
@@ -212,6 +231,7 @@ def main() -> int:
         return 1
     var_dir = Path(env.get("COMPOSER_VAR_DIR", ROOT / "var"))
     var_dir.mkdir(parents=True, exist_ok=True)
+    demo_credentials_keys(env, var_dir)
     port = env.get("PORT", "8000")
     launcher = Launcher()
     signal.signal(signal.SIGINT, launcher.request_stop)

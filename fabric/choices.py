@@ -91,6 +91,8 @@ class ChangeAction(models.TextChoices):
     RETURNED = "returned", "Returned"  # reported again after being absent
     FAULT = "fault", "Fault injected"  # simulated fabric only
     SYNCED = "synced", "Synchronised"  # a fabric manager's inventory was synchronised
+    DELETED = "deleted", "Deleted"  # removed by an operator (a fabric manager)
+    TESTED = "tested", "Connection tested"  # an operator tested a fabric manager's connection
 
 
 class FailureDomainKind(models.TextChoices):

@@ -94,6 +94,9 @@ class JobViewSet(ReadOnlyViewSet):
     request=None,
     responses={
         202: OpenApiResponse(JobSerializer, description="The queued job."),
+        400: OpenApiResponse(
+            ErrorSerializer, description="The manager is disabled (field `manager`)."
+        ),
     },
 )
 class FabricManagerSyncView(GenericAPIView):

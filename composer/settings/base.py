@@ -341,6 +341,12 @@ SPECTACULAR_SETTINGS = {
 }
 
 COMPOSER_DEMO_PASSWORD = env_str("COMPOSER_DEMO_PASSWORD", "demo")
+# Fernet keys that encrypt fabric managers' credentials (fabric/credentials.py), newest
+# first: the first encrypts, any of them decrypts, so keys rotate with `manage.py
+# rotate_credentials`. Without one, credentials cannot be saved (`make run` makes one).
+COMPOSER_CREDENTIALS_KEYS = env_list("COMPOSER_CREDENTIALS_KEYS", [])
+# How long the console's "Test connection" waits for a manager's answer (in the request).
+COMPOSER_PROBE_TIMEOUT_S = env_int("COMPOSER_PROBE_TIMEOUT_S", 10)
 # Multiplies the simulated fabric manager's latencies: 1.0 realistic, 0.0 no waiting (tests).
 COMPOSER_SIMULATOR_LATENCY_SCALE = float(env_str("COMPOSER_SIMULATOR_LATENCY_SCALE", "1.0"))
 

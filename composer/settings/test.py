@@ -12,7 +12,7 @@ import uuid
 
 from composer.settings.base import *  # noqa: F403
 from composer.settings.base import DATABASES, VAR_DIR
-from composer.settings.env import env_bool
+from composer.settings.env import env_bool, env_list
 
 DEBUG = False
 SECRET_KEY = "test-only-key"
@@ -47,6 +47,12 @@ if os.environ.get("REDIS_URL"):
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# A fixed key for the tests' managers' credentials (never used anywhere else), unless the
+# environment names keys (a test of rotation sets its own through `settings`).
+COMPOSER_CREDENTIALS_KEYS = env_list(
+    "COMPOSER_CREDENTIALS_KEYS", ["QUs3a1RmQ2hvc2VuRm9yVGhlVGVzdHNPbmx5MTIzNDU="]
+)
+COMPOSER_PROBE_TIMEOUT_S = 5
 LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True

@@ -1,10 +1,11 @@
-"""The admin of fabric managers (with *Synchronise inventory now*) and of the simulated
+"""The admin of fabric managers (read-only, with *Synchronise inventory now*) and of the simulated
 manager's own tables: its settings, its elements (read-only: faults go through the audited
 actions) and its bindings.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.contrib import admin, messages
@@ -14,23 +15,36 @@ from django.http import HttpRequest
 from fabric.admin.base import AuditedAdmin
 from fabric.drivers.base import DriverError
 from fabric.models import FabricManager, SimulatedBinding, SimulatedElement, SimulatedFabric
+from fabric.secrets import mask_endpoint, mask_secrets
 from fabric.services.sync import inventory_sync
 
 
 @admin.register(FabricManager)
 class FabricManagerAdmin(AuditedAdmin):
+    """Read-only, with *Synchronise inventory now*: managers are added, changed and deleted
+    on the console's own pages (`fabric.services.managers`), which check every field,
+    encrypt the credentials and refuse to delete what compositions hold. Here the endpoint
+    and settings are shown masked, the credentials only as whether some are stored."""
+
     list_display = (
         "name",
         "driver",
-        "endpoint",
+        "masked_endpoint",
         "is_enabled",
-        "poll_interval_s",
+        "has_credentials",
         "last_synced_at",
         "has_error",
     )
     list_filter = ("driver", "is_enabled")
-    search_fields = ("name", "endpoint")
-    readonly_fields = (
+    search_fields = ("name",)
+    fields = (
+        "name",
+        "driver",
+        "masked_endpoint",
+        "masked_settings",
+        "is_enabled",
+        "has_credentials",
+        "health_poll_interval_s",
         "last_synced_at",
         "last_sync_error",
         "last_health_poll_at",
@@ -39,7 +53,30 @@ class FabricManagerAdmin(AuditedAdmin):
         "created_at",
         "updated_at",
     )
+    readonly_fields = fields
     actions = ["sync_now"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="endpoint")
+    def masked_endpoint(self, obj: FabricManager) -> str:
+        return mask_endpoint(obj.endpoint) if obj.endpoint else ""
+
+    @admin.display(description="settings")
+    def masked_settings(self, obj: FabricManager) -> str:
+        return json.dumps(mask_secrets(obj.settings or {}), sort_keys=True)
+
+    @admin.display(boolean=True, description="credentials")
+    def has_credentials(self, obj: FabricManager) -> bool:
+        """Whether some are stored (what they are is shown nowhere)."""
+        return obj.has_credentials
 
     @admin.display(boolean=True, description="error")
     def has_error(self, obj: FabricManager) -> bool:

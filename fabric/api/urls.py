@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from fabric.api import alerts, topology, views
+from fabric.api import alerts, managers, topology, views
 from fabric.api.routers import Router
 
 router = Router()
@@ -17,7 +17,7 @@ router.register("hosts", views.HostViewSet, basename="host")
 router.register("enclosures", views.EnclosureViewSet, basename="enclosure")
 router.register("switches", views.SwitchViewSet, basename="switch")
 router.register("links", views.LinkViewSet, basename="link")
-router.register("fabric-managers", views.FabricManagerViewSet, basename="fabric_manager")
+router.register("fabric-managers", managers.FabricManagerViewSet, basename="fabric_manager")
 router.register("racks", views.RackViewSet, basename="rack")
 router.register("power-feeds", views.PowerFeedViewSet, basename="power_feed")
 router.register("failure-domains", topology.FailureDomainViewSet, basename="failure_domain")

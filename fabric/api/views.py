@@ -26,7 +26,6 @@ from fabric.api.permissions import IsOperatorOr404
 from fabric.models import (
     Device,
     Enclosure,
-    FabricManager,
     Host,
     Link,
     Pool,
@@ -274,24 +273,6 @@ class LinkViewSet(OperatorViewSet):
     queryset = Link.objects.select_related("manager", *_LINK_END_RELATIONS).order_by("pk")
     serializer_class = serializers.LinkSerializer
     filterset_class = filters.LinkFilterSet
-
-
-@extend_schema_view(
-    list=extend_schema(
-        summary="List fabric managers (operators)",
-        description=(
-            "Values of settings keys that look secret (containing password, secret, token, "
-            "key, credential, private) and passwords in the endpoint URL are masked."
-        ),
-    ),
-    retrieve=extend_schema(summary="One fabric manager (operators)"),
-)
-class FabricManagerViewSet(OperatorViewSet):
-    """Fabric managers; start an inventory sync with POST .../fabric-managers/{id}/sync/."""
-
-    queryset = FabricManager.objects.order_by("name", "pk")
-    serializer_class = serializers.FabricManagerSerializer
-    filterset_class = filters.FabricManagerFilterSet
 
 
 @extend_schema_view(

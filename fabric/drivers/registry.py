@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django.utils.module_loading import import_string
 
+from fabric.credentials import decrypt
 from fabric.drivers.base import Credentials, DriverError, FabricDriver
 
 if TYPE_CHECKING:
@@ -20,8 +21,11 @@ DRIVERS: dict[str, str] = {
 }
 
 
-def get_driver(manager: FabricManager) -> FabricDriver:
+def get_driver(manager: FabricManager, *, credentials: Credentials | None = None) -> FabricDriver:
     """Construct the driver for `manager` with its endpoint, settings and credentials.
+
+    `credentials` replaces the stored ones (a connection test of values an operator has
+    entered but not saved); by default the stored ones are decrypted.
 
     Raises a permanent DriverError for a driver name that is not registered (a
     configuration mistake that retrying cannot fix) or whose class cannot be imported.
@@ -44,12 +48,15 @@ def get_driver(manager: FabricManager) -> FabricDriver:
         driver_class(
             endpoint=manager.endpoint,
             settings=dict(manager.settings or {}),
-            credentials=manager_credentials(manager),
+            credentials=manager_credentials(manager) if credentials is None else credentials,
         ),
     )
 
 
 def manager_credentials(manager: FabricManager) -> Credentials:
-    """The secrets `manager`'s driver signs in with (none yet: a manager's settings carry
-    no secret the drivers use)."""
-    return {}
+    """The secrets `manager`'s driver signs in with, decrypted ({} when it has none).
+
+    Raises a permanent DriverError naming the manager when they cannot be decrypted (no
+    key, or not the key they were saved with): see `fabric.credentials.decrypt`.
+    """
+    return decrypt(manager)

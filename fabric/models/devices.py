@@ -20,14 +20,26 @@ class FabricManager(TimeStampedModel):
     """The software that runs one fabric (its switches and bindings), reached through a driver.
 
     `driver` names an entry of `fabric.drivers.registry.DRIVERS`; `settings` holds the
-    driver's options (for the simulated driver: which simulated fabric, latencies). The
-    endpoint and settings are fabric internals: tenants never see them.
+    driver's options (for the simulated driver: which simulated fabric, latencies; for any
+    driver that speaks TLS, `verify_tls` and `ca_bundle`). The endpoint and settings are
+    fabric internals: tenants never see them. The credentials the driver signs in with are
+    only in `credentials_ciphertext`, encrypted (`fabric.credentials`); nothing shows them.
+
+    Operators add, change, disable and delete managers from the console
+    (`fabric.services.managers`); a disabled one is neither synchronised nor polled.
     """
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(
+        max_length=100,
+        unique=True,
+        error_messages={"unique": "Another fabric manager already has this name."},
+    )
     driver = models.CharField(max_length=40)
     endpoint = models.CharField(max_length=300, blank=True)
     settings = models.JSONField(default=dict, blank=True)
+    # A Fernet token of {"username", "password"} or {"token"}; "" for none. Not editable:
+    # no ModelForm (the admin's included) ever renders it.
+    credentials_ciphertext = models.TextField(blank=True, default="", editable=False)
     is_enabled = models.BooleanField(default=True)
     poll_interval_s = models.PositiveIntegerField(default=30)
     last_synced_at = models.DateTimeField(null=True, blank=True)
@@ -56,12 +68,20 @@ class FabricManager(TimeStampedModel):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def has_credentials(self) -> bool:
+        """Whether credentials are stored (what they are is never shown)."""
+        return bool(self.credentials_ciphertext)
+
     def clean(self) -> None:
         from fabric.drivers.registry import DRIVERS
 
         if self.driver not in DRIVERS:
             raise ValidationError(
-                {"driver": f"Unknown driver {self.driver!r}; one of {sorted(DRIVERS)}."}
+                {
+                    "driver": f"Unknown driver {self.driver!r}; choose one of "
+                    f"{', '.join(sorted(DRIVERS))}."
+                }
             )
 
 

@@ -13,6 +13,14 @@ from fabric.views.components import (
 )
 from fabric.views.devices import device_detail, device_list
 from fabric.views.health import maintenance
+from fabric.views.manager_edit import (
+    manager_create_view,
+    manager_delete_view,
+    manager_edit_view,
+    manager_enabled_view,
+    manager_test_entered_view,
+    manager_test_view,
+)
 from fabric.views.managers import manager_detail, manager_list
 from fabric.views.topology import failure_domain_list, failure_domain_what_if, topology
 
@@ -26,8 +34,14 @@ __all__ = [
     "host_detail",
     "host_list",
     "maintenance",
+    "manager_create_view",
+    "manager_delete_view",
     "manager_detail",
+    "manager_edit_view",
+    "manager_enabled_view",
     "manager_list",
+    "manager_test_entered_view",
+    "manager_test_view",
     "switch_detail",
     "switch_list",
     "topology",

@@ -262,3 +262,22 @@ def test_the_readme_names_every_demo_login() -> None:
 
     for user in DEMO_USERS:
         assert f"**{user.username}**" in logins, user.username
+
+
+def test_the_demo_gets_a_credentials_key_kept_in_var(tmp_path: Path) -> None:
+    from cryptography.fernet import Fernet
+
+    from composer.launcher import demo_credentials_keys
+
+    env: dict[str, str] = {}
+    demo_credentials_keys(env, tmp_path)
+    key = env["COMPOSER_CREDENTIALS_KEYS"]
+    Fernet(key.encode())  # a usable key
+    assert (tmp_path / "credentials.key").stat().st_mode & 0o777 == 0o600
+    again: dict[str, str] = {}
+    demo_credentials_keys(again, tmp_path)
+    assert again["COMPOSER_CREDENTIALS_KEYS"] == key  # the next run opens what this one saved
+    chosen = {"COMPOSER_CREDENTIALS_KEYS": "set-by-the-operator"}
+    demo_credentials_keys(chosen, tmp_path / "other")
+    assert chosen["COMPOSER_CREDENTIALS_KEYS"] == "set-by-the-operator"
+    assert not (tmp_path / "other").exists()

@@ -186,3 +186,28 @@ def test_a_switch_put_in_maintenance_keeps_the_health_a_poll_wrote_meanwhile(
 
     switch.refresh_from_db()
     assert (switch.state, switch.health) == (ComponentState.MAINTENANCE, Health.CRITICAL)
+
+
+@pytest.mark.django_db
+def test_managers_are_read_only_in_the_admin_with_secrets_masked(
+    operator_client: Client, sim_manager: FabricManager
+) -> None:
+    FabricManager.objects.filter(pk=sim_manager.pk).update(
+        endpoint="https://ops:legacy-pw-123@fm.example",
+        settings={"fabric": "sim", "api_key": "legacy-key-456"},
+        credentials_ciphertext="gAAAA-ciphertext-never-shown",
+    )
+    for url in (_url(FabricManager, "changelist"), _url(FabricManager, "change", sim_manager.pk)):
+        response = operator_client.get(url)
+        assert response.status_code == 200
+        for secret in (b"legacy-pw-123", b"legacy-key-456", b"ciphertext-never-shown"):
+            assert secret not in response.content
+    assert operator_client.get(_url(FabricManager, "add")).status_code == 403
+    assert operator_client.post(_url(FabricManager, "delete", sim_manager.pk)).status_code == 403
+    assert (
+        operator_client.post(
+            _url(FabricManager, "change", sim_manager.pk), {"name": "renamed"}
+        ).status_code
+        == 403
+    )
+    assert FabricManager.objects.filter(pk=sim_manager.pk, name="sim").exists()

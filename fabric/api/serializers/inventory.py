@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from fabric.api.serializers.refs import (
@@ -11,7 +14,8 @@ from fabric.api.serializers.refs import (
     PortSerializer,
 )
 from fabric.models import Enclosure, FabricManager, Host, Link, PowerFeed, Rack, Switch
-from fabric.secrets import MASK, mask_endpoint
+from fabric.secrets import MASK, mask_endpoint, mask_secrets
+from fabric.services.managers.input import TLS_KEYS
 
 DISCOVERED_FIELDS = [
     "health",
@@ -162,8 +166,18 @@ class FabricManagerSerializer(serializers.HyperlinkedModelSerializer):
     endpoint = serializers.SerializerMethodField(
         help_text=f"Where the manager listens; a password in the URL reads {MASK!r}."
     )
-    settings = MaskedJSONField(
-        help_text=f"Driver options; values of secret-looking keys read {MASK!r}."
+    settings = serializers.SerializerMethodField(
+        help_text=f"Driver options (the TLS ones apart); values of secret-looking keys read "
+        f"{MASK!r}."
+    )
+    verify_tls = serializers.SerializerMethodField(
+        help_text="Whether the manager's TLS certificate is verified."
+    )
+    ca_bundle = serializers.SerializerMethodField(
+        help_text="The CA bundle the certificate is verified against; empty for the system's."
+    )
+    has_credentials = serializers.BooleanField(
+        read_only=True, help_text="Whether credentials are stored (they are never returned)."
     )
 
     class Meta:
@@ -175,6 +189,9 @@ class FabricManagerSerializer(serializers.HyperlinkedModelSerializer):
             "driver",
             "endpoint",
             "settings",
+            "verify_tls",
+            "ca_bundle",
+            "has_credentials",
             "is_enabled",
             "poll_interval_s",
             "last_synced_at",
@@ -189,3 +206,15 @@ class FabricManagerSerializer(serializers.HyperlinkedModelSerializer):
 
     def get_endpoint(self, manager: FabricManager) -> str:
         return mask_endpoint(manager.endpoint) if manager.endpoint else ""
+
+    @extend_schema_field({"type": "object", "additionalProperties": True})
+    def get_settings(self, manager: FabricManager) -> dict[str, Any]:
+        options = {k: v for k, v in (manager.settings or {}).items() if k not in TLS_KEYS}
+        masked: dict[str, Any] = mask_secrets(options)
+        return masked
+
+    def get_verify_tls(self, manager: FabricManager) -> bool:
+        return (manager.settings or {}).get("verify_tls") is not False
+
+    def get_ca_bundle(self, manager: FabricManager) -> str:
+        return str((manager.settings or {}).get("ca_bundle") or "")
