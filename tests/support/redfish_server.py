@@ -22,7 +22,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -102,8 +102,10 @@ class MockService:
             return 404, {"error": {"message": f"{path} not found"}}, {}
         body = copy.deepcopy(self.resources[path])
         if "$expand" in query and "Members" in body:
-            body["Members"] = [copy.deepcopy(self.resources.get(m, {"@odata.id": m}))
-                               for m in _ids(body["Members"])]
+            body["Members"] = [
+                copy.deepcopy(self.resources.get(m, {"@odata.id": m}))
+                for m in _ids(body["Members"])
+            ]
         return 200, body, {"ETag": self.etag(path)}
 
     # -- composing ---------------------------------------------------------------------
@@ -122,18 +124,22 @@ class MockService:
         old = _ids((self.resources[system].get("Links") or {}).get("ResourceBlocks"))
         for block in set(old) - set(blocks):
             links = self.resources[block].setdefault("Links", {})
-            links["ComputerSystems"] = [{"@odata.id": s} for s in
-                                        _ids(links.get("ComputerSystems")) if s != system]
+            links["ComputerSystems"] = [
+                {"@odata.id": s} for s in _ids(links.get("ComputerSystems")) if s != system
+            ]
             if not links["ComputerSystems"]:
-                self.resources[block].setdefault("CompositionStatus", {})[
-                    "CompositionState"] = "Unused"
+                self.resources[block].setdefault("CompositionStatus", {})["CompositionState"] = (
+                    "Unused"
+                )
         for block in set(blocks) - set(old):
             links = self.resources[block].setdefault("Links", {})
             links["ComputerSystems"] = [*links.get("ComputerSystems", []), {"@odata.id": system}]
-            self.resources[block].setdefault("CompositionStatus", {})[
-                "CompositionState"] = "Composed"
+            self.resources[block].setdefault("CompositionStatus", {})["CompositionState"] = (
+                "Composed"
+            )
         self.resources[system].setdefault("Links", {})["ResourceBlocks"] = [
-            {"@odata.id": b} for b in blocks]
+            {"@odata.id": b} for b in blocks
+        ]
 
     def new_member(self, collection: str, body: dict[str, Any], **extra: Any) -> str:
         path = f"{collection}/composer-{next(self.counter)}"
@@ -144,8 +150,11 @@ class MockService:
     def remove_member(self, path: str) -> None:
         for resource in self.resources.values():
             if isinstance(resource.get("Members"), list):
-                resource["Members"] = [m for m in resource["Members"]
-                                       if str(m.get("@odata.id", "")).rstrip("/") != path]
+                resource["Members"] = [
+                    m
+                    for m in resource["Members"]
+                    if str(m.get("@odata.id", "")).rstrip("/") != path
+                ]
         del self.resources[path]
 
     def compose(self, body: dict[str, Any]) -> Answer:
@@ -155,10 +164,20 @@ class MockService:
         if body["RequestType"] == "Apply":
             for stanza in stanzas:
                 blocks = _ids((stanza.get("Request") or {}).get("Links", {}).get("ResourceBlocks"))
-                holders = {s for b in blocks for s in _ids(
-                    (self.resources.get(b, {}).get("Links") or {}).get("ComputerSystems"))}
-                system = sorted(holders)[0] if holders else self.new_member(
-                    f"{ROOT}/Systems", {"Name": "Composed", "SystemType": "Composed"})
+                holders = {
+                    s
+                    for b in blocks
+                    for s in _ids(
+                        (self.resources.get(b, {}).get("Links") or {}).get("ComputerSystems")
+                    )
+                }
+                system = (
+                    sorted(holders)[0]
+                    if holders
+                    else self.new_member(
+                        f"{ROOT}/Systems", {"Name": "Composed", "SystemType": "Composed"}
+                    )
+                )
                 self.set_blocks(system, blocks)
                 stanza["Response"] = {"@odata.id": system}
         return 200, body, {}
@@ -194,8 +213,10 @@ class MockService:
             return 201, self.resources[system], {"Location": system}
         if path.endswith("/MemoryChunks") and path in self.resources:
             domain = self.resources[path.rsplit("/", 1)[0]]
-            used = sum(self.resources[m].get("MemoryChunkSizeMiB", 0)
-                       for m in _ids(self.resources[path]["Members"]))
+            used = sum(
+                self.resources[m].get("MemoryChunkSizeMiB", 0)
+                for m in _ids(self.resources[path]["Members"])
+            )
             if used + int(body.get("MemoryChunkSizeMiB") or 0) > domain.get("MemorySizeMiB", 0):
                 raise Refused(400, "not enough free memory in the domain")
             chunk = self.new_member(path, body)
@@ -223,8 +244,14 @@ class MockService:
             return 202, None, {"Location": monitor, "Retry-After": "0"}
         del self.tasks[monitor]
         if self.fail_tasks:
-            return 200, {"TaskState": "Exception", "Messages": [
-                {"Message": "The operation failed on the composition manager."}]}, {}
+            return (
+                200,
+                {
+                    "TaskState": "Exception",
+                    "Messages": [{"Message": "The operation failed on the composition manager."}],
+                },
+                {},
+            )
         return task["op"]()
 
 
@@ -234,6 +261,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in two writes: without this, delayed ACKs stall each one.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _authorised(self, path: str) -> bool:
         if path in (ROOT, f"{ROOT}/odata", f"{ROOT}/$metadata"):
@@ -261,10 +293,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def finish(self) -> None:
-        try:
+        with suppress(OSError, ValueError):
             super().finish()
-        except (OSError, ValueError):
-            pass
 
     def _handle(self, method: str) -> None:
         service = self.service
@@ -291,14 +321,17 @@ class _Handler(BaseHTTPRequestHandler):
                     return self._send((401, {"error": {"message": "bad credentials"}}, {}))
                 token = f"token-{next(service.counter)}"
                 service.tokens.add(token)
-                return self._send((201, {"Id": token}, {
-                    "X-Auth-Token": token, "Location": f"{path}/{token}"}))
+                return self._send(
+                    (201, {"Id": token}, {"X-Auth-Token": token, "Location": f"{path}/{token}"})
+                )
             if not self._authorised(path):
                 return self._send((401, {"error": {"message": "sign in"}}, {}))
             if method == "GET":
                 return self._send(service.get(path, parse_qs(url.query)))
             if service._touch in service.resources:
-                service.resources[service._touch]["Description"] = f"changed {next(service.counter)}"
+                service.resources[service._touch]["Description"] = (
+                    f"changed {next(service.counter)}"
+                )
                 service._touch = ""
             if service._reset and service._reset[0] == method:
                 applied = service._reset[1]
@@ -308,8 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._reset()
             if service.async_tasks:
                 headers = dict(self.headers.items())
-                return self._send(service.defer(
-                    lambda: service.run(method, path, body, headers)))
+                return self._send(service.defer(lambda: service.run(method, path, body, headers)))
             return self._send(service.run(method, path, body, self.headers))
 
     def do_GET(self) -> None:
@@ -338,7 +370,7 @@ def serve(folder: Path, *, tls: tuple[str, str] | None = None) -> Iterator[tuple
         context.load_cert_chain(*tls)
         server.socket = context.wrap_socket(server.socket, server_side=True)
         scheme = "https"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield service, f"{scheme}://127.0.0.1:{server.server_address[1]}"

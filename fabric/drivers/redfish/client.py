@@ -269,7 +269,7 @@ class Session:
             )
             return DriverError(
                 f"The TLS certificate of {self.endpoint} does not verify against {hint}; "
-                'set ca_bundle to its CA, or verify_tls false to trust it unverified.',
+                "set ca_bundle to its CA, or verify_tls false to trust it unverified.",
                 permanent=True,
             )
         if isinstance(cause, requests.exceptions.Timeout):
@@ -304,8 +304,9 @@ class Session:
                 permanent=True,
             )
         if status == 404:
-            raise DriverError(f"{self.endpoint} has no such resource to {what} (404){tail}",
-                              permanent=True)
+            raise DriverError(
+                f"{self.endpoint} has no such resource to {what} (404){tail}", permanent=True
+            )
         if status in (408, 429) or status >= 500:
             raise DriverError(
                 f"{self.endpoint} failed to {what} ({status}){tail}; trying again may help.",

@@ -20,7 +20,7 @@ from fabric.drivers.base import Binding, DriverError
 from fabric.drivers.redfish.client import Reply, Session
 from fabric.drivers.redfish.mapping import Index, health_of, rid
 from fabric.drivers.redfish.methods import COMPOSE_ACTION, EXPANDABLE, SPECIFIC, Methods
-from fabric.drivers.redfish.reader import link, refs
+from fabric.drivers.redfish.reader import link
 
 logger = logging.getLogger(__name__)
 
@@ -112,8 +112,10 @@ class BlockComposer:
     def _check_free(self, block: dict[str, Any], device_id: str) -> None:
         status = block.get("CompositionStatus") or {}
         if health_of(block) == "critical":
-            raise DriverError(f"Device {device_id!r} is failed (its resource block reports "
-                              "critical health).", permanent=True)
+            raise DriverError(
+                f"Device {device_id!r} is failed (its resource block reports critical health).",
+                permanent=True,
+            )
         if status.get("Reserved"):
             raise DriverError(f"Device {device_id!r} is reserved on the manager.", permanent=True)
         holders = [s.rstrip("/") for s in link(block, "ComputerSystems")]
@@ -158,8 +160,7 @@ class BlockComposer:
             self.session.follow(reply, f"compose a system for {host_id}")
             return
         raise DriverError(
-            f"The manager offers no way to compose a system on host {host_id!r}"
-            f"{self._offered()}.",
+            f"The manager offers no way to compose a system on host {host_id!r}{self._offered()}.",
             permanent=True,
         )
 
@@ -174,7 +175,9 @@ class BlockComposer:
         """Expandable composition: PATCH the system's blocks, refused (412) if it changed."""
         headers = {"If-Match": etag} if etag else {}
         reply = self.session.request(
-            "PATCH", system_id, body={"Links": {"ResourceBlocks": _blocks(blocks)}},
+            "PATCH",
+            system_id,
+            body={"Links": {"ResourceBlocks": _blocks(blocks)}},
             headers=headers,
         )
         self.session.follow(reply, what)
@@ -193,8 +196,7 @@ class BlockComposer:
             ],
         }
         for request_type in (["Preview"] if self.methods.compose_preview else []) + ["Apply"]:
-            body = {"RequestFormat": "Manifest", "RequestType": request_type,
-                    "Manifest": manifest}
+            body = {"RequestFormat": "Manifest", "RequestType": request_type, "Manifest": manifest}
             reply = self.session.request("POST", self.methods.compose_target, body=body)
             self.session.follow(reply, f"{what} ({request_type} of the Compose action)")
 
@@ -211,8 +213,9 @@ class BlockComposer:
         what = f"unbind {binding.device_id} from {binding.host_id}"
         if self._allowed(EXPANDABLE) and self.methods.expandable(system_id):
             self.patch_blocks(system_id, etag, remaining, what)
-        elif set(remaining) <= anchors and (self.methods.specific_target or
-                                            self.methods.compose_target):
+        elif set(remaining) <= anchors and (
+            self.methods.specific_target or self.methods.compose_target
+        ):
             headers = {"If-Match": etag} if etag else {}
             reply = self.session.request("DELETE", system_id, headers=headers)
             if reply.status != 404:
@@ -223,12 +226,6 @@ class BlockComposer:
                 f"{self._offered()}.",
                 permanent=True,
             )
-        logger.info("redfish %s: removed %s from %s", self.session.endpoint, block_id,
-                    binding.host_id)
-
-
-def system_ids(systems: Iterable[dict[str, Any]]) -> list[str]:
-    return [rid(s) for s in systems]
-
-
-__all__ = ["BlockComposer", "binding_id", "refs", "system_ids"]
+        logger.info(
+            "redfish %s: removed %s from %s", self.session.endpoint, block_id, binding.host_id
+        )

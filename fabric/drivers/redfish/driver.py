@@ -29,7 +29,7 @@ from fabric.drivers.redfish.compose import BlockComposer
 from fabric.drivers.redfish.mapping import Index, rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL, Methods, methods_of
-from fabric.drivers.redfish.reader import Reader, expand_supported, link, ref
+from fabric.drivers.redfish.reader import Reader, expand_supported, ref
 from fabric.drivers.redfish.walk import Snapshot, walk
 
 logger = logging.getLogger(__name__)
@@ -114,20 +114,33 @@ class RedfishDriver:
         hosts = [_with_reach(h, reach) for h in hosts]
         index.devices = {d.external_id: d for d in devices}
         inventory = Inventory(
-            racks=tuple(racks), power_feeds=tuple(feeds), switches=tuple(switches),
-            hosts=tuple(hosts), enclosures=tuple(enclosures), devices=tuple(devices),
-            ports=tuple(ports), links=tuple(links),
+            racks=tuple(racks),
+            power_feeds=tuple(feeds),
+            switches=tuple(switches),
+            hosts=tuple(hosts),
+            enclosures=tuple(enclosures),
+            devices=tuple(devices),
+            ports=tuple(ports),
+            links=tuple(links),
         )
         state = State(
-            snapshot=snap, inventory=inventory, index=index, reach=reach,
-            methods=methods_of(snap, reader), initiators=_initiators(snap, reach),
+            snapshot=snap,
+            inventory=inventory,
+            index=index,
+            reach=reach,
+            methods=methods_of(snap, reader),
+            initiators=_initiators(snap, reach),
             fabric_connections=dict(snap.endpoint_connections),
         )
         snap.requests = reader.requests  # methods_of may read capability objects
         with self._lock:
             self._state = state
-        logger.info("redfish %s: discovered %s in %s requests", self.endpoint,
-                    inventory.counts(), reader.requests)
+        logger.info(
+            "redfish %s: discovered %s in %s requests",
+            self.endpoint,
+            inventory.counts(),
+            reader.requests,
+        )
         return state
 
     def _known(self) -> State:
@@ -173,15 +186,21 @@ class RedfishDriver:
         return BlockComposer(self._session(), state.index, state.methods, self.prefer)
 
     def _slicer(self, state: State) -> MemorySlicer:
-        return MemorySlicer(self._session(), state.index, state.reach.element_endpoints,
-                            state.initiators, state.fabric_connections)
+        return MemorySlicer(
+            self._session(),
+            state.index,
+            state.reach.element_endpoints,
+            state.initiators,
+            state.fabric_connections,
+        )
 
     def _current(self, state: State) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Reader]:
         """Fresh reads of every system and every connection (the bindings' truth)."""
         reader = self._reader(self._session())
         systems = reader.members(ref(state.snapshot.root.get("Systems")))
         connections = [
-            c for fabric in state.snapshot.fabrics
+            c
+            for fabric in state.snapshot.fabrics
             for c in reader.members(ref(fabric.get("Connections")))
         ]
         return systems, connections, reader
@@ -260,24 +279,36 @@ class RedfishDriver:
         inventory = self.survey().inventory
         readings: list[HealthReading] = []
         for kind, items in (
-            ("rack", inventory.racks), ("power_feed", inventory.power_feeds),
-            ("switch", inventory.switches), ("host", inventory.hosts),
-            ("enclosure", inventory.enclosures), ("device", inventory.devices),
+            ("rack", inventory.racks),
+            ("power_feed", inventory.power_feeds),
+            ("switch", inventory.switches),
+            ("host", inventory.hosts),
+            ("enclosure", inventory.enclosures),
+            ("device", inventory.devices),
             ("port", inventory.ports),
         ):
             for item in items:
                 state = str(item.attributes.get("state") or "")
-                readings.append(HealthReading(
-                    target_kind=kind,  # type: ignore[arg-type]
-                    external_id=item.external_id, health=item.health, state=state,
-                    detail="" if item.health in ("ok", "unknown") else
-                    f"the manager reports {item.health} ({state or 'no state'})",
-                ))
+                readings.append(
+                    HealthReading(
+                        target_kind=kind,  # type: ignore[arg-type]
+                        external_id=item.external_id,
+                        health=item.health,
+                        state=state,
+                        detail=""
+                        if item.health in ("ok", "unknown")
+                        else f"the manager reports {item.health} ({state or 'no state'})",
+                    )
+                )
         for link_info in inventory.links:
-            readings.append(HealthReading(
-                target_kind="link", external_id=link_info.external_id,
-                health=link_info.health, state=link_info.state,
-            ))
+            readings.append(
+                HealthReading(
+                    target_kind="link",
+                    external_id=link_info.external_id,
+                    health=link_info.health,
+                    state=link_info.state,
+                )
+            )
         return readings
 
 
@@ -301,5 +332,3 @@ def _initiators(snap: Snapshot, reach: topology.Reach) -> dict[str, str]:
         if "Initiator" in roles and elements:
             hosts[rid(endpoint)] = elements[0]
     return hosts
-
-

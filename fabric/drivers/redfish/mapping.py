@@ -34,6 +34,7 @@ _PCIE_CLASS_KINDS = {
     "MassStorageController": "nvme",
 }
 _FAILED_STATES = frozenset({"Absent", "UnavailableOffline"})
+_HEALTH: dict[str, HealthValue] = {"OK": "ok", "Warning": "warning", "Critical": "critical"}
 
 
 def rid(resource: Mapping[str, Any]) -> str:
@@ -48,7 +49,7 @@ def health_of(resource: Mapping[str, Any]) -> HealthValue:
     if status.get("State") in _FAILED_STATES:
         return "critical"
     value = status.get("Health") or status.get("HealthRollup")
-    return {"OK": "ok", "Warning": "warning", "Critical": "critical"}.get(str(value), "unknown")
+    return _HEALTH.get(str(value), "unknown")
 
 
 def state_of(resource: Mapping[str, Any]) -> str:
@@ -109,8 +110,9 @@ def feeds_of(snap: Snapshot, rack_ids: set[str]) -> list[PowerFeedInfo]:
     """Power feeds from the service's PDUs (PowerEquipment), where it has them."""
     feeds = []
     for pdu in snap.pdus:
-        rack = next((c.rstrip("/") for c in link(pdu, "Chassis") if c.rstrip("/") in rack_ids),
-                    None)
+        rack = next(
+            (c.rstrip("/") for c in link(pdu, "Chassis") if c.rstrip("/") in rack_ids), None
+        )
         feeds.append(
             PowerFeedInfo(
                 external_id=rid(pdu),
@@ -125,8 +127,9 @@ def feeds_of(snap: Snapshot, rack_ids: set[str]) -> list[PowerFeedInfo]:
 
 
 def _fed_by(resource: Mapping[str, Any], feed_ids: set[str]) -> str | None:
-    return next((p.rstrip("/") for p in link(resource, "PoweredBy") if p.rstrip("/") in feed_ids),
-                None)
+    return next(
+        (p.rstrip("/") for p in link(resource, "PoweredBy") if p.rstrip("/") in feed_ids), None
+    )
 
 
 def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[DeviceInfo]:
@@ -143,8 +146,10 @@ def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[Devi
             return owner
         block = index.blocks.get(owner)
         if block:
-            return next((c.rstrip("/") for c in link(block, "Chassis")
-                         if c.rstrip("/") in chassis_ids), None)
+            return next(
+                (c.rstrip("/") for c in link(block, "Chassis") if c.rstrip("/") in chassis_ids),
+                None,
+            )
         return None
 
     def add(owner: str, resource: Mapping[str, Any], kind: str, **extra: Any) -> None:
@@ -218,14 +223,16 @@ def hosts_of(
 ) -> list[HostInfo]:
     """Systems as hosts, named by their compute block where they are composed around one,
     and free compute blocks (hosts that composition can build a system on)."""
-    compute = {rid(b): b for b in snap.blocks if set(b.get("ResourceBlockType") or []) &
-               COMPUTE_TYPES}
+    compute = {
+        rid(b): b for b in snap.blocks if set(b.get("ResourceBlockType") or []) & COMPUTE_TYPES
+    }
     index.blocks = {rid(b): b for b in snap.blocks}
     hosts: dict[str, HostInfo] = {}
     for system in snap.systems:
         system_id = rid(system)
-        anchors = [b.rstrip("/") for b in link(system, "ResourceBlocks")
-                   if b.rstrip("/") in compute]
+        anchors = [
+            b.rstrip("/") for b in link(system, "ResourceBlocks") if b.rstrip("/") in compute
+        ]
         host_id = anchors[0] if anchors else system_id
         index.systems[system_id] = system
         index.system_host[system_id] = host_id
@@ -244,8 +251,11 @@ def hosts_of(
             rack_id=next((rack_of[c] for c in chassis if c in rack_of), None),
             power_feed_id=_fed_by(system, feed_ids),
             health=health_of(system),
-            attributes={"state": state_of(system), "system": system_id,
-                        "system_type": _text(system, "SystemType")},
+            attributes={
+                "state": state_of(system),
+                "system": system_id,
+                "system_type": _text(system, "SystemType"),
+            },
         )
     for block_id, block in compute.items():
         if block_id in hosts:
@@ -274,9 +284,12 @@ def enclosures_of(
             continue
         held = kinds.get(rid(chassis), set())
         kind = (
-            "gpu_chassis" if "gpu" in held
-            else "cxl_memory_box" if "cxl_memory" in held
-            else "jbof" if "nvme" in held
+            "gpu_chassis"
+            if "gpu" in held
+            else "cxl_memory_box"
+            if "cxl_memory" in held
+            else "jbof"
+            if "nvme" in held
             else "io_chassis"
         )
         enclosures.append(
@@ -291,8 +304,10 @@ def enclosures_of(
                 rack_id=rack_of.get(rid(chassis)),
                 power_feed_id=_fed_by(chassis, feed_ids),
                 health=health_of(chassis),
-                attributes={"state": state_of(chassis),
-                            "chassis_type": _text(chassis, "ChassisType")},
+                attributes={
+                    "state": state_of(chassis),
+                    "chassis_type": _text(chassis, "ChassisType"),
+                },
             )
         )
     return enclosures

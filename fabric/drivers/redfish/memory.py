@@ -52,8 +52,11 @@ class MemorySlicer:
         chunk_domain = self._chunk_domain()
         found = []
         for connection in connections:
-            hosts = [self.initiators[e.rstrip("/")] for e in link(connection, "InitiatorEndpoints")
-                     if e.rstrip("/") in self.initiators]
+            hosts = [
+                self.initiators[e.rstrip("/")]
+                for e in link(connection, "InitiatorEndpoints")
+                if e.rstrip("/") in self.initiators
+            ]
             for info in connection.get("MemoryChunkInfo") or []:
                 chunk_id = (ref(info.get("MemoryChunk")) or "").rstrip("/")
                 domain = chunk_domain.get(chunk_id)
@@ -105,8 +108,7 @@ class MemorySlicer:
                 f"cannot bind {size_gib} GiB.",
                 permanent=True,
             )
-        initiator = next((e for e in self.endpoints.get(host_id, []) if e in self.initiators),
-                         None)
+        initiator = next((e for e in self.endpoints.get(host_id, []) if e in self.initiators), None)
         targets = [e for e in self.endpoints.get(device_id, []) if e not in self.initiators]
         connections = self.fabric_connections.get(initiator or "")
         if initiator is None or not targets or not connections:
@@ -117,19 +119,25 @@ class MemorySlicer:
             )
         what = f"bind {size_gib} GiB of {device_id} to {host_id}"
         reply = self.session.request(
-            "POST", collection,
-            body={"MemoryChunkSizeMiB": size_gib * GIB_MIB,
-                  "Links": {"Endpoints": [{"@odata.id": targets[0]}]}},
+            "POST",
+            collection,
+            body={
+                "MemoryChunkSizeMiB": size_gib * GIB_MIB,
+                "Links": {"Endpoints": [{"@odata.id": targets[0]}]},
+            },
         )
         created = self.session.follow(reply, f"{what} (create the memory chunk)")
         chunk_id = (created.location or str(created.body.get("@odata.id") or "")).rstrip("/")
-        chunk_id = chunk_id[chunk_id.find("/redfish/"):] if "/redfish/" in chunk_id else chunk_id
+        chunk_id = chunk_id[chunk_id.find("/redfish/") :] if "/redfish/" in chunk_id else chunk_id
         body = {
             "ConnectionType": "Memory",
-            "MemoryChunkInfo": [{"AccessCapabilities": ["Read", "Write"],
-                                 "MemoryChunk": {"@odata.id": chunk_id}}],
-            "Links": {"InitiatorEndpoints": [{"@odata.id": initiator}],
-                      "TargetEndpoints": [{"@odata.id": targets[0]}]},
+            "MemoryChunkInfo": [
+                {"AccessCapabilities": ["Read", "Write"], "MemoryChunk": {"@odata.id": chunk_id}}
+            ],
+            "Links": {
+                "InitiatorEndpoints": [{"@odata.id": initiator}],
+                "TargetEndpoints": [{"@odata.id": targets[0]}],
+            },
         }
         try:
             reply = self.session.request("POST", connections, body=body)
@@ -139,9 +147,14 @@ class MemorySlicer:
             raise
         connection_id = (done.location or str(done.body.get("@odata.id") or "")).rstrip("/")
         if "/redfish/" in connection_id:
-            connection_id = connection_id[connection_id.find("/redfish/"):]
-        logger.info("redfish %s: connected %s GiB of %s to %s", self.session.endpoint, size_gib,
-                    device_id, host_id)
+            connection_id = connection_id[connection_id.find("/redfish/") :]
+        logger.info(
+            "redfish %s: connected %s GiB of %s to %s",
+            self.session.endpoint,
+            size_gib,
+            device_id,
+            host_id,
+        )
         return Binding(slice_binding_id(connection_id), device_id, host_id, size_gib)
 
     def _used_gib(self, collection: str) -> int:

@@ -13,20 +13,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.drivers.base import LinkInfo, PortInfo, SwitchInfo
+from fabric.drivers.base import HealthValue, LinkInfo, PortInfo, SwitchInfo
 from fabric.drivers.redfish.mapping import Index, health_of, rid, state_of
 from fabric.drivers.redfish.reader import link, refs
 from fabric.drivers.redfish.walk import Snapshot
 
 _ROLES = {"UpstreamPort": "host", "DownstreamPort": "downstream", "InterswitchPort": "fabric"}
 _LINK_STATES = {"LinkUp": "up", "LinkDown": "down", "NoLink": "down"}
+_WORST_FIRST: tuple[HealthValue, ...] = ("critical", "warning", "ok")
 
 
 def switches_of(snap: Snapshot, rack_of: Mapping[str, str]) -> list[SwitchInfo]:
     """Each switch of each fabric; its rack is the rack of a chassis that lists it."""
-    in_chassis = {
-        s.rstrip("/"): rid(c) for c in snap.chassis for s in link(c, "Switches")
-    }
+    in_chassis = {s.rstrip("/"): rid(c) for c in snap.chassis for s in link(c, "Switches")}
     switches = []
     for fabric_id, switch in snap.switches:
         switch_id = rid(switch)
@@ -106,8 +105,8 @@ def links_of(snap: Snapshot, ports: list[PortInfo]) -> list[LinkInfo]:
     for port_id, port in raw.items():
         if port_id not in known:
             continue
-        for other in link(port, "ConnectedPorts"):
-            other = other.rstrip("/")
+        for named in link(port, "ConnectedPorts"):
+            other = named.rstrip("/")
             if other not in known or other == port_id:
                 continue
             a, b = sorted((port_id, other))
@@ -119,18 +118,16 @@ def links_of(snap: Snapshot, ports: list[PortInfo]) -> list[LinkInfo]:
             for status in statuses:
                 state = _LINK_STATES.get(status, state) if state != "down" else state
             healths = {health_of(e) for e in ends}
-            health = next(
-                (h for h in ("critical", "warning", "ok") if h in healths), "unknown"
-            )
+            health: HealthValue = next((h for h in _WORST_FIRST if h in healths), "unknown")
             if state == "up" and health == "warning":
                 state = "degraded"
-            speeds = [float(e.get("CurrentSpeedGbps") or 0) for e in ends]
+            slowest = min((float(e.get("CurrentSpeedGbps") or 0) for e in ends), default=0.0)
             links[(a, b)] = LinkInfo(
                 external_id=_link_id(a, b),
                 a_port_id=a,
                 b_port_id=b,
                 latency_ns=0,
-                bandwidth_gbps=min(speeds) / 8 if speeds and min(speeds) else 0.0,
+                bandwidth_gbps=slowest / 8,
                 state=state,
                 health="critical" if state == "down" else health,
                 attributes={"latency_reported": False},
@@ -165,53 +162,64 @@ def reach_of(snap: Snapshot, index: Index, ports: list[PortInfo]) -> Reach:
     }
     for _owner, resource in [*snap.processors, *snap.drives, *snap.network]:
         if rid(resource) in index.devices:
-            for endpoint in link(resource, "Endpoints"):
-                names.setdefault(endpoint.rstrip("/"), set()).add(rid(resource))
+            for listed in link(resource, "Endpoints"):
+                names.setdefault(listed.rstrip("/"), set()).add(rid(resource))
     for domain_id, chunks in index.chunks.items():
-        for chunk in chunks:
-            for endpoint in link(chunk, "Endpoints"):
-                names.setdefault(endpoint.rstrip("/"), set()).add(domain_id)
+        for chunk_resource in chunks:
+            for listed in link(chunk_resource, "Endpoints"):
+                names.setdefault(listed.rstrip("/"), set()).add(domain_id)
     chunk_domain = {rid(c): d for d, chunks in index.chunks.items() for c in chunks}
     for endpoint in snap.endpoints:
         endpoint_id = rid(endpoint)
         found = names.setdefault(endpoint_id, set())
         for entity in endpoint.get("ConnectedEntities") or []:
-            for target in refs(entity.get("EntityLink")):
-                target = target.rstrip("/")
+            for linked in refs(entity.get("EntityLink")):
+                target = linked.rstrip("/")
                 element = (
-                    target if target in index.devices or target in index.host_system
-                    else processor_host.get(target) or chunk_domain.get(target)
+                    target
+                    if target in index.devices or target in index.host_system
+                    else processor_host.get(target)
+                    or chunk_domain.get(target)
                     or index.system_host.get(target)
                 )
                 if element:
                     found.add(element)
         if not found:
-            found.update(owner_of_port[p.rstrip("/")] for p in link(endpoint, "Ports")
-                         if p.rstrip("/") in owner_of_port)
+            found.update(
+                owner_of_port[p.rstrip("/")]
+                for p in link(endpoint, "Ports")
+                if p.rstrip("/") in owner_of_port
+            )
         reach.endpoints[endpoint_id] = sorted(found)
     for endpoint_id, elements in reach.endpoints.items():
         for element in elements:
             reach.element_endpoints.setdefault(element, []).append(endpoint_id)
     for zone in [*snap.zones, *snap.resource_zones]:
         members = [e.rstrip("/") for e in link(zone, "Endpoints")]
-        elements = {el for e in members for el in reach.endpoints.get(e, [])}
-        for block in link(zone, "ResourceBlocks"):
-            block = block.rstrip("/")
-            elements.update(d for d, b in index.device_block.items() if b == block)
+        in_zone = {el for e in members for el in reach.endpoints.get(e, [])}
+        for linked_block in link(zone, "ResourceBlocks"):
+            block = linked_block.rstrip("/")
+            in_zone.update(d for d, b in index.device_block.items() if b == block)
             if block in index.host_anchor:
-                elements.add(block)
-        reach.zones[rid(zone)] = sorted(elements)
-        for element in elements:
+                in_zone.add(block)
+        reach.zones[rid(zone)] = sorted(in_zone)
+        for element in in_zone:
             reach.element_zones.setdefault(element, []).append(rid(zone))
     for connection in snap.connections:
-        hosts = {h for e in link(connection, "InitiatorEndpoints")
-                 for h in reach.endpoints.get(e.rstrip("/"), [])}
-        targets = {d for e in link(connection, "TargetEndpoints")
-                   for d in reach.endpoints.get(e.rstrip("/"), [])}
+        hosts = {
+            h
+            for e in link(connection, "InitiatorEndpoints")
+            for h in reach.endpoints.get(e.rstrip("/"), [])
+        }
+        targets = {
+            d
+            for e in link(connection, "TargetEndpoints")
+            for d in reach.endpoints.get(e.rstrip("/"), [])
+        }
         for info in connection.get("MemoryChunkInfo") or []:
-            for chunk in refs(info.get("MemoryChunk")):
-                if chunk.rstrip("/") in chunk_domain:
-                    targets.add(chunk_domain[chunk.rstrip("/")])
+            for chunk_id in refs(info.get("MemoryChunk")):
+                if chunk_id.rstrip("/") in chunk_domain:
+                    targets.add(chunk_domain[chunk_id.rstrip("/")])
         for device in targets:
             reach.reachable_from.setdefault(device, [])
             reach.reachable_from[device].extend(sorted(hosts - {device}))

@@ -136,7 +136,8 @@ def _fabrics(reader: Reader, snap: Snapshot) -> None:
         while True:
             known = {_id(r) for r in [*endpoints, *connections]}
             named = [
-                e for r in [*zones, *connections, *endpoints, *(s for _f, s in snap.switches)]
+                e
+                for r in [*zones, *connections, *endpoints, *(s for _f, s in snap.switches)]
                 for name in ("Endpoints", "InitiatorEndpoints", "TargetEndpoints", "Connections")
                 for e in link(r, name)
                 if e.rstrip("/") not in known
@@ -162,10 +163,15 @@ def _linked_ports(reader: Reader, snap: Snapshot) -> None:
     collections = {
         (ref(switch.get("Ports")) or "").rstrip("/"): _id(switch) for _f, switch in snap.switches
     }
-    known = {_id(p) for ports in [*snap.switch_ports.values(), *snap.owned_ports.values()]
-             for p in ports}
-    named = [c for ports in [*snap.switch_ports.values(), *snap.owned_ports.values()]
-             for p in ports for c in link(p, "ConnectedPorts")]
+    known = {
+        _id(p) for ports in [*snap.switch_ports.values(), *snap.owned_ports.values()] for p in ports
+    }
+    named = [
+        c
+        for ports in [*snap.switch_ports.values(), *snap.owned_ports.values()]
+        for p in ports
+        for c in link(p, "ConnectedPorts")
+    ]
     for port in reader.many(c for c in named if c.rstrip("/") not in known):
         parent = _id(port).rsplit("/", 1)[0]
         if parent in collections:

@@ -37,7 +37,9 @@ def mockup(name: str) -> Path:
     """The folder of one mockup, or skip the test naming what is missing."""
     folder = mockups_folder()
     if folder is None or not (folder / name / "index.json").is_file():
-        pytest.skip(f"the Redfish mockups are absent: no {MOCKUPS_NAME}/{name} beside the repository")
+        pytest.skip(
+            f"the Redfish mockups are absent: no {MOCKUPS_NAME}/{name} beside the repository"
+        )
     return folder / name
 
 

@@ -51,15 +51,19 @@ def test_expandable_composition_patches_the_system_with_its_etag(served: Served)
 
 
 def test_a_device_bound_elsewhere_is_refused_permanently(served: Served) -> None:
-    with served("public-composability") as (service, url):
+    with served("public-composability") as (_service, url):
         driver = driver_for(url)
         inventory = driver.discover()
         gpu = _free_device(driver, inventory, "gpu")
-        driver.bind(device_id=gpu.external_id,
-                    host_id="/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock1")
+        driver.bind(
+            device_id=gpu.external_id,
+            host_id="/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock1",
+        )
         with pytest.raises(DriverError) as caught:
-            driver.bind(device_id=gpu.external_id,
-                        host_id="/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock2")
+            driver.bind(
+                device_id=gpu.external_id,
+                host_id="/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock2",
+            )
         assert caught.value.permanent is True
         assert "already bound" in caught.value.message
 
@@ -129,7 +133,7 @@ def test_cxl_memory_slices_are_chunks_connected_to_the_host(served: Served) -> N
         assert binding in driver.bindings()
         assert driver.bind(device_id=domain, host_id=host, size_gib=64) == binding
         with pytest.raises(DriverError) as caught:
-            driver.bind(device_id=domain, host_id="/redfish/v1/Systems/Host1", size_gib=250)
+            driver.bind(device_id=domain, host_id="/redfish/v1/Systems/Host5", size_gib=250)
         assert caught.value.permanent is True and "GiB free" in caught.value.message
         gpu = next(d for d in inventory.devices if d.kind == "gpu")
         with pytest.raises(DriverError) as caught:

@@ -59,11 +59,11 @@ def _pool_devices(folder: Path) -> set[str]:
         rid, kind = r.get("@odata.id", "").rstrip("/"), str(r.get("@odata.type", ""))
         if "/Systems/" in rid:
             continue
-        if kind.startswith("#Processor.") and r.get("ProcessorType") in DEVICE_PROCESSORS:
-            found.add(rid)
-        elif kind.startswith("#Drive.") and r.get("Protocol") == "NVMe":
-            found.add(rid)
-        elif kind.startswith("#MemoryDomain."):
+        if (
+            (kind.startswith("#Processor.") and r.get("ProcessorType") in DEVICE_PROCESSORS)
+            or (kind.startswith("#Drive.") and r.get("Protocol") == "NVMe")
+            or kind.startswith("#MemoryDomain.")
+        ):
             found.add(rid)
     return found & _linked(folder)
 
@@ -115,7 +115,9 @@ def test_cxl_discovery_maps_fabric_links_reachability_and_partitionable_memory(
     assert pooled.memory_gib == 256 and pooled.attributes["partitionable"] is True
     assert pooled.enclosure_id == "/redfish/v1/Chassis/PooledCXLType3"
     assert {r.external_id for r in inventory.racks} == {"/redfish/v1/Chassis/CXLRack"}
-    gpu = next(d for d in inventory.devices if d.external_id.endswith("PooledCXLType2/Processors/GPU"))
+    gpu = next(
+        d for d in inventory.devices if d.external_id.endswith("PooledCXLType2/Processors/GPU")
+    )
     assert gpu.attributes["endpoints"] == ["/redfish/v1/Fabrics/CXL/Endpoints/T2"]
     assert gpu.attributes["zones"] == ["/redfish/v1/Fabrics/CXL/Zones/2"]
     assert gpu.attributes["reachable_from"] == ["/redfish/v1/Systems/Host2"]

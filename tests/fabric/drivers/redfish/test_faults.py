@@ -125,8 +125,9 @@ def test_refused_credentials_are_permanent_and_never_logged(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     with served("public-composability") as (_service, url):
-        driver = RedfishDriver(endpoint=url, credentials={"username": USERNAME,
-                                                          "password": "wrong-pass"})
+        driver = RedfishDriver(
+            endpoint=url, credentials={"username": USERNAME, "password": "wrong-pass"}
+        )
         with pytest.raises(DriverError) as caught:
             driver.probe()
         assert caught.value.permanent is True
@@ -151,14 +152,32 @@ def certificate(tmp_path: Path) -> tuple[str, str]:
         pytest.skip("openssl is not installed: no certificate to serve TLS with")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     return str(cert), str(key)
 
 
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 def test_tls_is_verified_by_default_against_a_ca_bundle_or_turned_off(
     certificate: tuple[str, str],
 ) -> None:
