@@ -250,7 +250,10 @@ def hosts_of(
             memory_gib=int((system.get("MemorySummary") or {}).get("TotalSystemMemoryGiB") or 0),
             rack_id=next((rack_of[c] for c in chassis if c in rack_of), None),
             power_feed_id=_fed_by(system, feed_ids),
-            health=health_of(system),
+            # A composed system may carry no Status; its compute block then speaks for it.
+            health=health_of(
+                system if system.get("Status") or not anchors else compute[anchors[0]]
+            ),
             attributes={
                 "state": state_of(system),
                 "system": system_id,

@@ -3,6 +3,7 @@ and CXL memory slices through memory chunks and connections."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -99,26 +100,24 @@ def test_the_compose_action_previews_then_applies(served: Served) -> None:
         assert binding in driver.bindings()
 
 
-def test_a_service_without_a_method_for_the_host_refuses_in_words(served: Served) -> None:
-    with served("public-constrained-composition") as (_service, url):
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("public-constrained-composition", "offers no way"),  # it composes by constraints
+        ("public-cxl", "no CompositionService"),
+    ],
+)
+def test_a_whole_device_the_service_cannot_compose_is_refused_in_words(
+    served: Served, name: str, words: str
+) -> None:
+    with served(name) as (_service, url):
         driver = driver_for(url)
         inventory = driver.discover()
-        device = _free_device(driver, inventory)
+        device = next(d for d in inventory.devices if d.kind != "cxl_memory")
         with pytest.raises(DriverError) as caught:
             driver.bind(device_id=device.external_id, host_id=inventory.hosts[0].external_id)
     assert caught.value.permanent is True
-    assert "offers no way" in caught.value.message
-
-
-def test_without_a_composition_service_a_whole_device_is_refused(served: Served) -> None:
-    with served("public-cxl") as (_service, url):
-        driver = driver_for(url)
-        inventory = driver.discover()
-        gpu = next(d for d in inventory.devices if d.kind == "gpu")
-        with pytest.raises(DriverError) as caught:
-            driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[0].external_id)
-    assert caught.value.permanent is True
-    assert "no CompositionService" in caught.value.message
+    assert words in caught.value.message
 
 
 def test_cxl_memory_slices_are_chunks_connected_to_the_host(served: Served) -> None:
@@ -143,3 +142,45 @@ def test_cxl_memory_slices_are_chunks_connected_to_the_host(served: Served) -> N
         assert driver.bindings() == before
         chunks = service.resources[f"{domain}/MemoryChunks"]["Members"]
         assert len(chunks) == 1, "the chunk made for the slice is gone with it"
+
+
+def test_concurrent_binds_of_one_device_from_one_driver_bind_it_once(served: Served) -> None:
+    with served("public-composability") as (_service, url):
+        driver = driver_for(url)
+        inventory = driver.discover()
+        gpu = _free_device(driver, inventory, "gpu").external_id
+        hosts = [h.external_id for h in inventory.hosts]
+        barrier = threading.Barrier(len(hosts))
+        outcomes: list[Any] = [None] * len(hosts)
+
+        def attempt(i: int) -> None:
+            barrier.wait(timeout=10)
+            try:
+                outcomes[i] = driver.bind(device_id=gpu, host_id=hosts[i])
+            except DriverError as exc:
+                outcomes[i] = exc
+
+        threads = [threading.Thread(target=attempt, args=(i,)) for i in range(len(hosts))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        bound = [b for b in driver.bindings() if b.device_id == gpu]
+    assert len(bound) == 1
+    assert [o for o in outcomes if isinstance(o, Binding)] == bound
+    assert all(o.permanent for o in outcomes if isinstance(o, DriverError)), outcomes
+
+
+def test_health_reads_each_element_status(served: Served) -> None:
+    with served("public-composability") as (service, url):
+        driver = driver_for(url)
+        gpu = _free_device(driver, driver.discover(), "gpu").external_id
+        service.resources[gpu]["Status"] = {"State": "Enabled", "Health": "Critical"}
+        readings = {(r.target_kind, r.external_id): r for r in driver.health()}
+    reading = readings[("device", gpu)]
+    assert (reading.health, reading.state) == ("critical", "enabled")
+    assert "critical" in reading.detail
+    assert (
+        readings[("host", "/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock1")].health
+        == "ok"
+    )

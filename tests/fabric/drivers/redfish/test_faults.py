@@ -19,14 +19,20 @@ HOST = "/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock1"
 GPU = "/redfish/v1/CompositionService/ResourceBlocks/OffloadBlock9/Processors/Block9GPU"
 
 
-def test_a_conflict_is_permanent_and_binds_nothing(served: Served) -> None:
+@pytest.mark.parametrize(
+    ("status", "permanent", "words"),
+    [(409, True, "in use or in conflict"), (412, True, "changed"), (503, False, "trying again")],
+)
+def test_an_http_refusal_is_permanent_or_transient_by_its_status(
+    served: Served, status: int, permanent: bool, words: str
+) -> None:
     with served("public-composability") as (service, url):
         driver = driver_for(url)
         driver.discover()
-        service.fail_next("PATCH", 409)
+        service.fail_next("PATCH", status)
         with pytest.raises(DriverError) as caught:
             driver.bind(device_id=GPU, host_id=HOST)
-        assert caught.value.permanent is True and "409" in caught.value.message
+        assert caught.value.permanent is permanent and words in caught.value.message
         assert [b for b in driver.bindings() if b.device_id == GPU] == []
 
 
@@ -41,16 +47,6 @@ def test_a_stale_etag_is_refused_permanently(served: Served) -> None:
         assert [b for b in driver.bindings() if b.device_id == GPU] == []
         # Read afresh, the bind goes through.
         assert driver.bind(device_id=GPU, host_id=HOST).device_id == GPU
-
-
-def test_a_server_error_is_transient(served: Served) -> None:
-    with served("public-composability") as (service, url):
-        driver = driver_for(url)
-        driver.discover()
-        service.fail_next("PATCH", 503)
-        with pytest.raises(DriverError) as caught:
-            driver.bind(device_id=GPU, host_id=HOST)
-        assert caught.value.permanent is False
 
 
 def test_a_slow_manager_times_out_transiently(served: Served) -> None:
