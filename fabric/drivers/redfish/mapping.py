@@ -126,10 +126,19 @@ def feeds_of(snap: Snapshot, rack_ids: set[str]) -> list[PowerFeedInfo]:
     return feeds
 
 
-def _fed_by(resource: Mapping[str, Any], feed_ids: set[str]) -> str | None:
-    return next(
-        (p.rstrip("/") for p in link(resource, "PoweredBy") if p.rstrip("/") in feed_ids), None
-    )
+def _fed_by(
+    resource: Mapping[str, Any], feed_ids: set[str], snap: Snapshot | None = None
+) -> str | None:
+    """The PDU that powers a chassis or system: `Links.PoweredBy`, else the PDU whose outlet
+    one of its power supplies (`PowerSubsystem`) is plugged into."""
+    powered_by = [p.rstrip("/") for p in link(resource, "PoweredBy") if p.rstrip("/") in feed_ids]
+    if powered_by or snap is None:
+        return powered_by[0] if powered_by else None
+    chassis = [rid(resource), *(c.rstrip("/") for c in link(resource, "Chassis"))]
+    for outlet in (o for c in chassis for o in snap.supply_outlets.get(c, [])):
+        if snap.outlet_pdu.get(outlet) in feed_ids:
+            return snap.outlet_pdu[outlet]
+    return None
 
 
 def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[DeviceInfo]:
@@ -249,7 +258,7 @@ def hosts_of(
             cores=int((system.get("ProcessorSummary") or {}).get("CoreCount") or 0),
             memory_gib=int((system.get("MemorySummary") or {}).get("TotalSystemMemoryGiB") or 0),
             rack_id=next((rack_of[c] for c in chassis if c in rack_of), None),
-            power_feed_id=_fed_by(system, feed_ids),
+            power_feed_id=_fed_by(system, feed_ids, snap),
             # A composed system may carry no Status; its compute block then speaks for it.
             health=health_of(
                 system if system.get("Status") or not anchors else compute[anchors[0]]
@@ -305,7 +314,7 @@ def enclosures_of(
                 serial=_text(chassis, "SerialNumber"),
                 slots=sum(1 for d in devices if d.enclosure_id == rid(chassis)),
                 rack_id=rack_of.get(rid(chassis)),
-                power_feed_id=_fed_by(chassis, feed_ids),
+                power_feed_id=_fed_by(chassis, feed_ids, snap),
                 health=health_of(chassis),
                 attributes={
                     "state": state_of(chassis),

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.drivers.redfish.reader import Reader, Resource, link, ref
+from fabric.drivers.redfish.reader import Reader, Resource, link, ref, refs
 
 # Where a device was found: the chassis (enclosure) or resource block that lists it.
 Found = tuple[str, Resource]
@@ -42,6 +42,8 @@ class Snapshot:
     network: list[Found] = field(default_factory=list)  # adapters and interfaces
     pcie_devices: list[Found] = field(default_factory=list)
     pdus: list[Resource] = field(default_factory=list)
+    outlet_pdu: dict[str, str] = field(default_factory=dict)  # PDU outlet -> PDU
+    supply_outlets: dict[str, list[str]] = field(default_factory=dict)  # chassis -> outlets
     system_processors: dict[str, list[str]] = field(default_factory=dict)  # system -> ids
     endpoint_connections: dict[str, str] = field(default_factory=dict)  # -> Connections
     systems_collection: Resource = field(default_factory=dict)
@@ -99,6 +101,13 @@ def _chassis(reader: Reader, snap: Snapshot) -> None:
         chassis = queue.pop(0)
         snap.chassis.append(chassis)
         _devices_of(reader, snap, _id(chassis), chassis)
+        subsystem = ref(chassis.get("PowerSubsystem"))
+        power = reader.get(subsystem) if subsystem else None
+        for supply in reader.members(ref((power or {}).get("PowerSupplies"))):
+            for outlet in link(supply, "Outlet"):
+                # The outlet may be named by absolute URL (a PDU served elsewhere).
+                path = outlet[outlet.find("/redfish/") :] if "/redfish/" in outlet else outlet
+                snap.supply_outlets.setdefault(_id(chassis), []).append(path.rstrip("/"))
         for adapter in reader.property_members(chassis, "FabricAdapters"):
             ports = reader.property_members(adapter, "Ports")
             snap.owned_ports.setdefault(_id(chassis), []).extend(ports)
@@ -203,3 +212,7 @@ def _power(reader: Reader, snap: Snapshot) -> None:
         return
     for name in ("RackPDUs", "FloorPDUs"):
         snap.pdus.extend(reader.members(ref(equipment.get(name))))
+    for pdu in snap.pdus:
+        outlets = reader.get(ref(pdu.get("Outlets")) or "") if ref(pdu.get("Outlets")) else None
+        for outlet in refs((outlets or {}).get("Members")):
+            snap.outlet_pdu[outlet.rstrip("/")] = _id(pdu)

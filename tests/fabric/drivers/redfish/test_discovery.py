@@ -153,3 +153,66 @@ def test_probe_names_the_service_its_counts_and_methods(served: Served) -> None:
     with served("public-compose-action") as (_service, url):
         report = driver_for(url).probe()
     assert set(report.composition_methods) == {"expandable", "specific", "compose-action"}
+
+
+def test_power_feeds_are_the_pdus_that_power_supplies_are_plugged_into(served: Served) -> None:
+    """A chassis's PowerSubsystem names the PDU outlet of each supply (here by absolute URL,
+    as a PDU served by its own Redfish service would be)."""
+    with served("public-composability") as (service, url):
+        add = service.resources.__setitem__
+        root, chassis = "/redfish/v1", "/redfish/v1/Chassis/ComposableEnclosure"
+        pdu, outlets = (
+            f"{root}/PowerEquipment/RackPDUs/1",
+            f"{root}/PowerEquipment/RackPDUs/1/Outlets",
+        )
+        service.resources[root]["PowerEquipment"] = {"@odata.id": f"{root}/PowerEquipment"}
+        add(
+            f"{root}/PowerEquipment",
+            {
+                "@odata.id": f"{root}/PowerEquipment",
+                "RackPDUs": {"@odata.id": f"{root}/PowerEquipment/RackPDUs"},
+            },
+        )
+        add(
+            f"{root}/PowerEquipment/RackPDUs",
+            {"@odata.id": f"{root}/PowerEquipment/RackPDUs", "Members": [{"@odata.id": pdu}]},
+        )
+        add(
+            pdu,
+            {
+                "@odata.id": pdu,
+                "Name": "PDU A",
+                "PowerCapacityVA": 17300,
+                "Status": {"State": "Enabled", "Health": "OK"},
+                "Outlets": {"@odata.id": outlets},
+            },
+        )
+        add(outlets, {"@odata.id": outlets, "Members": [{"@odata.id": f"{outlets}/A4"}]})
+        service.resources[chassis]["PowerSubsystem"] = {"@odata.id": f"{chassis}/PowerSubsystem"}
+        add(
+            f"{chassis}/PowerSubsystem",
+            {
+                "@odata.id": f"{chassis}/PowerSubsystem",
+                "PowerSupplies": {"@odata.id": f"{chassis}/PowerSubsystem/PowerSupplies"},
+            },
+        )
+        supply = f"{chassis}/PowerSubsystem/PowerSupplies/Bay1"
+        add(
+            f"{chassis}/PowerSubsystem/PowerSupplies",
+            {
+                "Members": [{"@odata.id": supply}],
+                "@odata.id": f"{chassis}/PowerSubsystem/PowerSupplies",
+            },
+        )
+        add(
+            supply,
+            {
+                "@odata.id": supply,
+                "Links": {"Outlet": {"@odata.id": f"https://pdu.example.net{outlets}/A4"}},
+            },
+        )
+        inventory = driver_for(url).discover()
+    assert [(f.external_id, f.capacity_kw) for f in inventory.power_feeds] == [(pdu, 17.3)]
+    enclosure = next(e for e in inventory.enclosures if e.external_id == chassis)
+    assert enclosure.power_feed_id == pdu
+    assert list(inventory.dangling_references()) == []
