@@ -94,7 +94,27 @@ class RedfishDriver:
         """A fresh discovery with all it read (kept for the binds that follow; tests and
         benchmarks read its snapshot, reachability and request count)."""
         session = self._session()
-        session.request("GET", "/redfish/v1/")  # signs in, reads the root when first used
+        # The root is read afresh each time: a manager's firmware may add a service to it.
+        root = session.check(session.request("GET", "/redfish/v1/"), "read the service root")
+        if "RedfishVersion" not in root.body:
+            raise DriverError(
+                f"{self.endpoint} answered 200, but not with a Redfish service root "
+                "(no RedfishVersion).",
+                permanent=True,
+            )
+        session.root = root.body
+        try:
+            return self._map(session)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            logger.warning("redfish %s: unreadable resources", self.endpoint, exc_info=True)
+            raise DriverError(
+                f"{self.endpoint} answered with resources that are not valid Redfish "
+                f"({type(exc).__name__}: {exc}).",
+                permanent=True,
+            ) from exc
+
+    def _map(self, session: Session) -> State:
+        """Walk the service and map what it holds; kept as this driver's known state."""
         reader = self._reader(session)
         snap = walk(reader)
         index = Index()

@@ -184,3 +184,13 @@ def test_tls_is_verified_by_default_against_a_ca_bundle_or_turned_off(
         assert driver_for(url, ca_bundle=certificate[0]).probe().counts["switches"] == 1
         report = driver_for(url, verify_tls=False).probe()
         assert any("TLS verification is off" in n for n in report.notes)
+
+
+def test_resources_that_are_not_valid_redfish_are_a_permanent_error(served: Served) -> None:
+    with served("public-cxl") as (service, url):
+        domain = "/redfish/v1/Chassis/PooledCXLType3/MemoryDomains/1"
+        service.resources[domain]["MemorySizeMiB"] = "a lot"
+        with pytest.raises(DriverError) as caught:
+            driver_for(url).discover()
+    assert caught.value.permanent is True
+    assert "not valid Redfish" in caught.value.message
