@@ -29,7 +29,7 @@ from fabric.drivers.redfish.compose import BlockComposer
 from fabric.drivers.redfish.mapping import Index, rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL, Methods, methods_of
-from fabric.drivers.redfish.reader import Reader, expand_supported, ref
+from fabric.drivers.redfish.reader import Reader, expand_query, ref
 from fabric.drivers.redfish.walk import Snapshot, walk
 
 logger = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class RedfishDriver:
 
     def _reader(self, session: Session) -> Reader:
         session_root = session.root or {}
-        return Reader(session, expand=expand_supported(session_root))
+        return Reader(session, expand=expand_query(session_root))
 
     def survey(self) -> State:
         """A fresh discovery with all it read (kept for the binds that follow; tests and

@@ -2,7 +2,7 @@
 
 Nothing here builds a path: every URI read is an `@odata.id` the service itself returned
 (the service root's links, a collection's Members, a resource's navigation properties).
-Collections are read with `$expand=.($levels=1)` when the service root advertises
+Collections are read with `$expand=.($levels=1)` (or `*`) when the service root advertises
 `ProtocolFeaturesSupported.ExpandQuery` (one request instead of one per member).
 """
 
@@ -40,13 +40,17 @@ def link(resource: Mapping[str, Any], name: str) -> list[str]:
     return refs((resource.get("Links") or {}).get(name))
 
 
-def expand_supported(root: Mapping[str, Any]) -> bool:
-    """Whether the service root advertises `$expand` (any level, without links)."""
+def expand_query(root: Mapping[str, Any]) -> str:
+    """The `$expand` value to read a collection with its members, or "" where the service
+    root does not advertise one: `.` (subordinate resources only) where `NoLinks` is
+    supported, else `*` where `ExpandAll` is; one level either way."""
     features = root.get("ProtocolFeaturesSupported") or {}
     expand = features.get("ExpandQuery") or {}
-    return isinstance(expand, Mapping) and bool(
-        expand.get("Levels") and (expand.get("NoLinks") or expand.get("ExpandAll"))
-    )
+    if not isinstance(expand, Mapping) or not expand.get("Levels"):
+        return ""
+    if expand.get("NoLinks"):
+        return ".($levels=1)"
+    return "*($levels=1)" if expand.get("ExpandAll") else ""
 
 
 class Reader:
@@ -55,7 +59,7 @@ class Reader:
     `requests` counts the HTTP requests made (the discovery benchmark reports it).
     """
 
-    def __init__(self, session: Session, *, expand: bool) -> None:
+    def __init__(self, session: Session, *, expand: str) -> None:
         self.session = session
         self.expand = expand
         self.cache: dict[str, Resource] = {}
@@ -92,7 +96,7 @@ class Reader:
         key = collection.rstrip("/")
         if key not in self.cache and self.expand:
             self.requests += 1
-            reply = self.session.request("GET", collection, args={"$expand": ".($levels=1)"})
+            reply = self.session.request("GET", collection, args={"$expand": self.expand})
             if reply.status == 404:
                 self.missing.append(collection)
                 return []

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fabric.drivers.redfish.reader import expand_query
 from tests.fabric.drivers.redfish.conftest import Served, driver_for, mockup
 
 MOCKUPS = [
@@ -216,3 +217,13 @@ def test_power_feeds_are_the_pdus_that_power_supplies_are_plugged_into(served: S
     enclosure = next(e for e in inventory.enclosures if e.external_id == chassis)
     assert enclosure.power_feed_id == pdu
     assert list(inventory.dangling_references()) == []
+
+
+def test_the_expand_query_follows_what_the_root_advertises() -> None:
+    def root(**expand: bool) -> dict[str, Any]:
+        return {"ProtocolFeaturesSupported": {"ExpandQuery": expand}}
+
+    assert expand_query(root(Levels=True, NoLinks=True, ExpandAll=True)) == ".($levels=1)"
+    assert expand_query(root(Levels=True, ExpandAll=True)) == "*($levels=1)"
+    assert expand_query(root(ExpandAll=True, NoLinks=True)) == ""
+    assert expand_query({}) == ""
