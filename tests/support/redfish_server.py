@@ -6,7 +6,8 @@ HTTP Basic too), ETags and If-Match (412), PATCH of a system's `Links.ResourceBl
 to the Systems collection and DELETE of a composed system, the Compose action (Preview /
 Apply), memory chunks and connections, a block composed twice refused (409), and 202 task
 monitors. Knobs on `MockService`: `delay_s`, `fail_next(method, status)`, `expire_sessions()`,
-`async_tasks`/`fail_tasks`, `reset_next(method, applied=...)`, `garbage_root`.
+`async_tasks`/`fail_tasks`, `reset_next(method, applied=...)`, `slow_next(method, s)`,
+`touch_before_next_write(path)`, `garbage_root`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class MockService:
         self._fail: list[tuple[str, int]] = []
         self._reset: tuple[str, bool] | None = None
         self._touch: str = ""
+        self._slow: dict[str, float] = {}
 
     # -- knobs -------------------------------------------------------------------------
 
@@ -74,6 +76,10 @@ class MockService:
     def touch_before_next_write(self, path: str) -> None:
         """Change `path` just before the next write: a client holding its ETag is stale."""
         self._touch = path
+
+    def slow_next(self, method: str, seconds: float) -> None:
+        """Apply the next `method` request, then wait `seconds` before answering it."""
+        self._slow[method] = seconds
 
     def expire_sessions(self) -> None:
         self.tokens.clear()
@@ -342,7 +348,11 @@ class _Handler(BaseHTTPRequestHandler):
             if service.async_tasks:
                 headers = dict(self.headers.items())
                 return self._send(service.defer(lambda: service.run(method, path, body, headers)))
-            return self._send(service.run(method, path, body, self.headers))
+            answer = service.run(method, path, body, self.headers)
+            slow = service._slow.pop(method, 0.0)
+        time.sleep(slow)  # outside the lock: the service goes on answering others meanwhile
+        with suppress(OSError):  # the client may have given up waiting
+            self._send(answer)
 
     def do_GET(self) -> None:
         self._handle("GET")

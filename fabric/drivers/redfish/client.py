@@ -122,7 +122,20 @@ class Session:
             )
         except RetriesExhaustedError as exc:
             raise self._unreachable(exc.__cause__) from exc
-        except (JsonDecodingError, ServerDownOrUnreachableError) as exc:
+        except ServerDownOrUnreachableError as exc:
+            status = getattr(getattr(exc, "response", None), "status", None) or 0
+            if status >= 500 or status in (408, 429):
+                raise DriverError(
+                    f"{self.endpoint} failed to answer for its service root ({status}); "
+                    "trying again may help.",
+                    permanent=False,
+                ) from exc
+            raise DriverError(
+                f"{self.endpoint} answered, but not as a Redfish service: its service root "
+                f"/redfish/v1/ answered {status or 'an error'}.",
+                permanent=True,
+            ) from exc
+        except JsonDecodingError as exc:
             raise DriverError(
                 f"{self.endpoint} answered, but not as a Redfish service: its service root "
                 f"/redfish/v1/ is not a Redfish document ({_first_line(exc)}).",
