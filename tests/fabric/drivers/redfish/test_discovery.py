@@ -79,6 +79,7 @@ def test_discovery_finds_everything_the_mockup_holds(served: Served, name: str) 
     assert list(inventory.dangling_references()) == []
     every = [i.external_id for kind in inventory.counts() for i in getattr(inventory, kind)]
     assert len(every) == len(set(every)), "external ids are unique across the inventory"
+    assert max(len(i) for i in every) <= 200, "external ids fit the console's columns"
     assert state.snapshot.missing == [] or all("/Systems/" in m for m in state.snapshot.missing)
 
     assert {s.external_id for s in inventory.switches} == _of_type(folder, "Switch")
