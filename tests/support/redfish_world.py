@@ -50,6 +50,13 @@ def _port(path: str, kind: str, connected: str) -> dict[str, Any]:
     }
 
 
+def _endpoint(path: str, role: str, kind: str, entity: str) -> dict[str, Any]:
+    return {
+        "@odata.id": path,
+        "ConnectedEntities": [{"EntityRole": role, "EntityType": kind, "EntityLink": _ref(entity)}],
+    }
+
+
 def world() -> dict[str, dict[str, Any]]:
     """Every resource of the world by its path."""
     r: dict[str, dict[str, Any]] = {}
@@ -244,22 +251,12 @@ def world() -> dict[str, dict[str, Any]]:
         }
         r[f"{cpu}/Ports"] = _collection(f"{cpu}/Ports", [f"{cpu}/Ports/1"])
         cable(f"{cpu}/Ports/1", "UpstreamPort")
-        r[endpoint] = {
-            "@odata.id": endpoint,
-            "ConnectedEntities": [
-                {"EntityRole": "Initiator", "EntityType": "Processor", "EntityLink": _ref(cpu)}
-            ],
-        }
+        r[endpoint] = _endpoint(endpoint, "Initiator", "Processor", cpu)
     targets = {f"{fabric}/Endpoints/TGPU{n}": g for n, g in enumerate(gpus)}
     targets[f"{fabric}/Endpoints/TMEM"] = domain
     for endpoint, entity in targets.items():
         endpoints.append(endpoint)
-        r[endpoint] = {
-            "@odata.id": endpoint,
-            "ConnectedEntities": [
-                {"EntityRole": "Target", "EntityType": "CXLDevice", "EntityLink": _ref(entity)}
-            ],
-        }
+        r[endpoint] = _endpoint(endpoint, "Target", "CXLDevice", entity)
 
     r[f"{V1}/Fabrics"] = _collection(f"{V1}/Fabrics", [fabric])
     r[fabric] = {

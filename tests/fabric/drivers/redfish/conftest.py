@@ -23,10 +23,11 @@ MOCKUPS_NAME = "shared/data/redfish-mockups"
 
 
 def mockups_folder() -> Path | None:
-    """Where the mockups are: $REDFISH_MOCKUPS, else shared/ beside an ancestor folder."""
+    """Where the mockups are: $REDFISH_MOCKUPS, else shared/ in the repository or beside it
+    (or beside a folder above it)."""
     if os.environ.get("REDFISH_MOCKUPS"):
         return Path(os.environ["REDFISH_MOCKUPS"])
-    for parent in REPO.parents:
+    for parent in (REPO, *REPO.parents):
         candidate = parent / MOCKUPS_NAME
         if candidate.is_dir():
             return candidate
