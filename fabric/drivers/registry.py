@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 DRIVERS: dict[str, str] = {
     "simulated": "fabric.drivers.simulated.driver.SimulatedDriver",
+    "redfish": "fabric.drivers.redfish.driver.RedfishDriver",
 }
 
 

@@ -9,8 +9,10 @@ tests that need a knob the harness lacks are skipped for it.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -28,12 +30,16 @@ from fabric.drivers.base import (
     HealthReading,
     Inventory,
 )
+from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.drivers.registry import get_driver
 from fabric.drivers.simulated import driver as simulated_driver
 from fabric.drivers.simulated import store
 from fabric.models import SimulatedElement
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
+from tests.support import redfish_server
+from tests.support.redfish_server import serve
+from tests.support.redfish_world import write_world
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,12 +66,57 @@ class SimulatedHarness:
         store.latency_set(fabric=self.fabric, operation=operation, ms=ms)
 
 
-HARNESSES = {"simulated": SimulatedHarness}
+class RedfishHarness:
+    """The Redfish driver over HTTP, against a small composable world (a mockup folder
+    written by tests/support/redfish_world.py) served with state by the test server.
+
+    It has no `inject` (a Redfish manager reports element faults, it is not told them; what
+    a fault takes with it is the console's to derive) and no `set_latency` (the latency
+    tests measure the simulator's own model). Operation faults are HTTP answers: a 503
+    (transient), a 409 (permanent), or a reply that comes after the driver's timeout.
+    """
+
+    name = "redfish"
+    _METHODS = {
+        "discover": "GET",
+        "bindings": "GET",
+        "health": "GET",
+        "bind": "PATCH",
+        "unbind": "PATCH",
+    }
+
+    def __init__(self) -> None:
+        self._folder = Path(tempfile.mkdtemp(prefix="redfish-world-"))
+        self._server = serve(write_world(self._folder))
+        self.service, url = self._server.__enter__()
+        self.driver: FabricDriver = RedfishDriver(
+            endpoint=url,
+            settings={"timeout_s": 1},
+            credentials={"username": redfish_server.USERNAME, "password": redfish_server.PASSWORD},
+        )
+
+    def fail_operation(self, operation: str, mode: str, count: int = 1) -> None:
+        method = self._METHODS[operation]
+        for _ in range(count):
+            if mode == "timeout":
+                self.service.slow_next(method, 1.5)
+            else:
+                self.service.fail_next(method, 503 if mode == "transient" else 409)
+
+    def close(self) -> None:
+        self._server.__exit__(None, None, None)
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+HARNESSES: dict[str, Any] = {"simulated": SimulatedHarness, "redfish": RedfishHarness}
 
 
 @pytest.fixture(params=sorted(HARNESSES))
-def harness(request: pytest.FixtureRequest, db: None) -> Any:
-    return HARNESSES[request.param]()
+def harness(request: pytest.FixtureRequest, db: None) -> Iterator[Any]:
+    built = HARNESSES[request.param]()
+    yield built
+    if hasattr(built, "close"):
+        built.close()
 
 
 def _needs(harness: Any, knob: str) -> None:

@@ -1,0 +1,1 @@
+"""The Redfish driver (`RedfishDriver`), registered as "redfish"; see docs/drivers.md."""

@@ -1,0 +1,354 @@
+"""The Redfish driver: a fabric manager that speaks DMTF Redfish (a Composition Service,
+Fabrics, Chassis and Systems), behind the same FabricDriver interface as every driver.
+
+Settings (the manager's `settings`, never secrets): `timeout_s` (each call, default 10),
+`task_timeout_s` (following a 202, default 60), `verify_tls` (default true), `ca_bundle`
+(a PEM file to verify the manager's certificate against), `composition_method` (one of
+"expandable", "specific", "compose-action" to use only that one; default: what fits).
+Credentials: {"username": ..., "password": ...}, used to sign in and for nothing else.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fabric.drivers.base import (
+    Binding,
+    DriverError,
+    HealthReading,
+    Inventory,
+    ProbeReport,
+)
+from fabric.drivers.redfish import mapping, topology
+from fabric.drivers.redfish.client import Options, Session, session_for
+from fabric.drivers.redfish.compose import BlockComposer
+from fabric.drivers.redfish.mapping import Index, rid
+from fabric.drivers.redfish.memory import MemorySlicer
+from fabric.drivers.redfish.methods import ALL, Methods, methods_of
+from fabric.drivers.redfish.reader import Reader, expand_query, ref
+from fabric.drivers.redfish.walk import Snapshot, walk
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class State:
+    """One discovery: what was read, what it maps to, and how the service composes."""
+
+    snapshot: Snapshot
+    inventory: Inventory
+    index: Index
+    reach: topology.Reach
+    methods: Methods
+    initiators: dict[str, str]  # initiator endpoint -> host
+    fabric_connections: dict[str, str]  # endpoint -> its fabric's Connections collection
+
+
+class RedfishDriver:
+    """Driver for one Redfish manager. Construction opens nothing; the first call signs in
+    (one session per manager and process, shared by every instance)."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str = "",
+        settings: Mapping[str, Any] | None = None,
+        credentials: Mapping[str, str] | None = None,
+    ) -> None:
+        self.endpoint = endpoint.rstrip("/")
+        self.settings = dict(settings or {})
+        self._credentials = dict(credentials or {})
+        self._lock = threading.Lock()
+        self._state: State | None = None
+        prefer = str(self.settings.get("composition_method") or "")
+        if prefer and prefer not in ALL:
+            raise DriverError(
+                f"Setting composition_method must be one of {', '.join(ALL)}; got {prefer!r}.",
+                permanent=True,
+            )
+        self.prefer = prefer
+
+    def __repr__(self) -> str:
+        return f"RedfishDriver(endpoint={self.endpoint!r})"  # never the credentials
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _session(self) -> Session:
+        if not self.endpoint.startswith(("http://", "https://")):
+            raise DriverError(
+                f"Endpoint {self.endpoint!r} is not an http(s) URL of a Redfish service.",
+                permanent=True,
+            )
+        options = Options.from_settings(self.settings)
+        return session_for(self.endpoint, self._credentials, options)
+
+    def _reader(self, session: Session) -> Reader:
+        session_root = session.root or {}
+        return Reader(session, expand=expand_query(session_root))
+
+    def survey(self) -> State:
+        """A fresh discovery with all it read (kept for the binds that follow; tests and
+        benchmarks read its snapshot, reachability and request count)."""
+        session = self._session()
+        # The root is read afresh each time: a manager's firmware may add a service to it.
+        root = session.check(session.request("GET", "/redfish/v1/"), "read the service root")
+        if "RedfishVersion" not in root.body:
+            raise DriverError(
+                f"{self.endpoint} answered 200, but not with a Redfish service root "
+                "(no RedfishVersion).",
+                permanent=True,
+            )
+        session.root = root.body
+        try:
+            return self._map(session)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            logger.warning("redfish %s: unreadable resources", self.endpoint, exc_info=True)
+            raise DriverError(
+                f"{self.endpoint} answered with resources that are not valid Redfish "
+                f"({type(exc).__name__}: {exc}).",
+                permanent=True,
+            ) from exc
+
+    def _map(self, session: Session) -> State:
+        """Walk the service and map what it holds; kept as this driver's known state."""
+        reader = self._reader(session)
+        snap = walk(reader)
+        index = Index()
+        index.blocks = {rid(b): b for b in snap.blocks}
+        racks, rack_of = mapping.racks_of(snap)
+        feeds = mapping.feeds_of(snap, {r.external_id for r in racks})
+        feed_ids = {f.external_id for f in feeds}
+        hosts = mapping.hosts_of(snap, index, rack_of, feed_ids)
+        chassis_ids = {rid(c) for c in snap.chassis if c.get("ChassisType") != "Rack"}
+        devices = mapping.devices_of(snap, index, chassis_ids)
+        enclosures = mapping.enclosures_of(snap, devices, rack_of, feed_ids)
+        switches = topology.switches_of(snap, rack_of)
+        ports = topology.ports_of(snap, index, chassis_ids)
+        links = topology.links_of(snap, ports)
+        reach = topology.reach_of(snap, index, ports)
+        devices = [_with_reach(d, reach) for d in devices]
+        hosts = [_with_reach(h, reach) for h in hosts]
+        index.devices = {d.external_id: d for d in devices}
+        inventory = Inventory(
+            racks=tuple(racks),
+            power_feeds=tuple(feeds),
+            switches=tuple(switches),
+            hosts=tuple(hosts),
+            enclosures=tuple(enclosures),
+            devices=tuple(devices),
+            ports=tuple(ports),
+            links=tuple(links),
+        )
+        state = State(
+            snapshot=snap,
+            inventory=inventory,
+            index=index,
+            reach=reach,
+            methods=methods_of(snap, reader),
+            initiators=_initiators(snap, reach),
+            fabric_connections=dict(snap.endpoint_connections),
+        )
+        snap.requests = reader.requests  # methods_of may read capability objects
+        with self._lock:
+            self._state = state
+        logger.info(
+            "redfish %s: discovered %s in %s requests",
+            self.endpoint,
+            inventory.counts(),
+            reader.requests,
+        )
+        return state
+
+    def _known(self) -> State:
+        with self._lock:
+            state = self._state
+        return state if state is not None else self.survey()
+
+    # -- FabricDriver --------------------------------------------------------------------
+
+    def discover(self) -> Inventory:
+        """Walk the service and report it (read-only; racks and feeds where it has them)."""
+        return self.survey().inventory
+
+    def probe(self) -> ProbeReport:
+        """Sign in, discover, and say what answered and how it composes."""
+        state = self.survey()
+        root = state.snapshot.root
+        service = f"Redfish {root.get('RedfishVersion') or '(version not given)'}"
+        product = ", ".join(str(root[k]) for k in ("Vendor", "Product") if root.get(k))
+        notes = []
+        if state.snapshot.composition is None:
+            notes.append("no CompositionService: whole devices cannot be bound through it")
+        elif not state.methods.names():
+            notes.append("the CompositionService offers no composition method this driver uses")
+        if state.inventory.links:
+            notes.append("no link latency reported: placement estimates it from hop counts")
+        if not state.inventory.power_feeds:
+            notes.append("no power feeds reported")
+        if not state.inventory.racks:
+            notes.append("no racks reported")
+        if not Options.from_settings(self.settings).verify_tls:
+            notes.append("TLS verification is off for this manager (verify_tls false)")
+        if state.snapshot.missing:
+            notes.append(f"{len(state.snapshot.missing)} linked resources were absent (404)")
+        return ProbeReport(
+            service=f"{service}, {product}" if product else service,
+            counts=state.inventory.counts(),
+            composition_methods=state.methods.names(),
+            notes=tuple(notes),
+        )
+
+    def _composer(self, state: State) -> BlockComposer:
+        return BlockComposer(self._session(), state.index, state.methods, self.prefer)
+
+    def _slicer(self, state: State) -> MemorySlicer:
+        return MemorySlicer(
+            self._session(),
+            state.index,
+            state.reach.element_endpoints,
+            state.initiators,
+            state.fabric_connections,
+        )
+
+    def _current(self, state: State) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Reader]:
+        """Fresh reads of every system and every connection (the bindings' truth)."""
+        reader = self._reader(self._session())
+        systems = reader.members(ref(state.snapshot.root.get("Systems")))
+        connections = [
+            c
+            for fabric in state.snapshot.fabrics
+            for c in reader.members(ref(fabric.get("Connections")))
+        ]
+        return systems, connections, reader
+
+    def _bindings(
+        self, state: State
+    ) -> tuple[list[Binding], dict[str, tuple[str, dict[str, Any]]]]:
+        systems, connections, reader = self._current(state)
+        composer, slicer = self._composer(state), self._slicer(state)
+        found: list[Binding] = []
+        sources: dict[str, tuple[str, dict[str, Any]]] = {}
+        for system in systems:
+            for binding in composer.bindings([system]):
+                found.append(binding)
+                sources[binding.binding_id] = ("block", system)
+        for connection in connections:
+            for binding in slicer.bindings([connection], reader):
+                found.append(binding)
+                sources[binding.binding_id] = ("memory", connection)
+        return found, sources
+
+    def bindings(self) -> list[Binding]:
+        """Every device in a composed system's resource blocks, every memory slice that a
+        connection gives a host; read fresh from the service."""
+        return self._bindings(self._known())[0]
+
+    def bind(self, *, device_id: str, host_id: str, size_gib: int | None = None) -> Binding:
+        """Compose the device (or connect a `size_gib` memory chunk of it) to the host."""
+        state = self._known()
+        if device_id not in state.index.devices or host_id not in {
+            h.external_id for h in state.inventory.hosts
+        }:
+            state = self.survey()  # it may have appeared since this driver last looked
+        device = state.index.devices.get(device_id)
+        if device is None:
+            raise DriverError(f"Unknown device {device_id!r}.", permanent=True)
+        if host_id not in {h.external_id for h in state.inventory.hosts}:
+            raise DriverError(f"Unknown host {host_id!r}.", permanent=True)
+        if size_gib is not None:
+            if size_gib <= 0:
+                raise DriverError(f"size_gib must be positive; got {size_gib}.", permanent=True)
+            if device.kind != "cxl_memory":
+                raise DriverError(
+                    f"Device {device_id!r} ({device.kind}) is not partitionable; bind it whole "
+                    "(size_gib=None).",
+                    permanent=True,
+                )
+            existing = [b for b in self._bindings(state)[0] if b.size_gib is not None]
+            return self._slicer(state).bind(device_id, host_id, size_gib, existing)
+        if state.snapshot.composition is None:
+            raise DriverError(
+                f"The manager at {self.endpoint} has no CompositionService: it cannot bind "
+                f"device {device_id!r} whole.",
+                permanent=True,
+            )
+        return self._composer(state).bind(device_id, host_id)
+
+    def unbind(self, *, binding_id: str) -> None:
+        """Undo a binding read back from the service; an unknown id is not an error."""
+        state = self._known()
+        bindings, sources = self._bindings(state)
+        binding = next((b for b in bindings if b.binding_id == binding_id), None)
+        if binding is None:
+            return
+        kind, source = sources[binding_id]
+        if kind == "memory":
+            self._slicer(state).unbind(source)
+            return
+        session = self._session()
+        reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
+        etag = reply.etag or str(reply.body.get("@odata.etag") or "")
+        self._composer(state).unbind(binding, reply.body, etag)
+
+    def health(self) -> list[HealthReading]:
+        """A reading per element from its `Status` (Health, else HealthRollup; State)."""
+        inventory = self.survey().inventory
+        readings: list[HealthReading] = []
+        for kind, items in (
+            ("rack", inventory.racks),
+            ("power_feed", inventory.power_feeds),
+            ("switch", inventory.switches),
+            ("host", inventory.hosts),
+            ("enclosure", inventory.enclosures),
+            ("device", inventory.devices),
+            ("port", inventory.ports),
+        ):
+            for item in items:
+                state = str(item.attributes.get("state") or "")
+                readings.append(
+                    HealthReading(
+                        target_kind=kind,  # type: ignore[arg-type]
+                        external_id=item.external_id,
+                        health=item.health,
+                        state=state,
+                        detail=""
+                        if item.health in ("ok", "unknown")
+                        else f"the manager reports {item.health} ({state or 'no state'})",
+                    )
+                )
+        for link_info in inventory.links:
+            readings.append(
+                HealthReading(
+                    target_kind="link",
+                    external_id=link_info.external_id,
+                    health=link_info.health,
+                    state=link_info.state,
+                )
+            )
+        return readings
+
+
+def _with_reach(info: Any, reach: topology.Reach) -> Any:
+    element = info.external_id
+    extra = {
+        "endpoints": sorted(reach.element_endpoints.get(element, [])),
+        "zones": sorted(reach.element_zones.get(element, [])),
+    }
+    if element in reach.reachable_from:
+        extra["reachable_from"] = sorted(set(reach.reachable_from[element]))
+    return replace(info, attributes={**info.attributes, **extra})
+
+
+def _initiators(snap: Snapshot, reach: topology.Reach) -> dict[str, str]:
+    """Endpoints whose entities are initiators, and the host each stands for."""
+    hosts: dict[str, str] = {}
+    for endpoint in snap.endpoints:
+        roles = {str(e.get("EntityRole")) for e in endpoint.get("ConnectedEntities") or []}
+        elements = reach.endpoints.get(rid(endpoint), [])
+        if "Initiator" in roles and elements:
+            hosts[rid(endpoint)] = elements[0]
+    return hosts
