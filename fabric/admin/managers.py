@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 
-from fabric.admin.base import AuditedAdmin
+from fabric.admin.base import AuditedAdmin, ReadOnlyAdmin
 from fabric.drivers.base import DriverError
 from fabric.models import FabricManager, SimulatedBinding, SimulatedElement, SimulatedFabric
 from fabric.secrets import mask_endpoint, mask_secrets
@@ -20,7 +20,7 @@ from fabric.services.sync import inventory_sync
 
 
 @admin.register(FabricManager)
-class FabricManagerAdmin(AuditedAdmin):
+class FabricManagerAdmin(ReadOnlyAdmin, AuditedAdmin):
     """Read-only, with *Synchronise inventory now*: managers are added, changed and deleted
     on the console's own pages (`fabric.services.managers`), which check every field,
     encrypt the credentials and refuse to delete what compositions hold. Here the endpoint
@@ -55,15 +55,6 @@ class FabricManagerAdmin(AuditedAdmin):
     )
     readonly_fields = fields
     actions = ["sync_now"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="endpoint")
     def masked_endpoint(self, obj: FabricManager) -> str:
