@@ -19,9 +19,9 @@ import logging
 from collections.abc import Callable, Collection, Sequence
 
 from composer.errors import BindingFailed
+from composer.joblog import for_tenants, job_log_adopter
 from composer.lease import LeaseLost
 from composer.models import Allocation, UnbindPending
-from composer.runner import for_tenants, job_log_adopter
 from fabric import reconfig
 from fabric.choices import DeviceKind
 from fabric.drivers.base import Binding, DriverError, FabricDriver

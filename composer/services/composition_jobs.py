@@ -26,9 +26,10 @@ from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.errors import BindingFailed, ComposerError, InvalidTransition, StaleState
+from composer.joblog import for_tenants
 from composer.lease import STOP_WITHOUT_UNDO, lease_confirm
 from composer.models import Allocation, Composition, Job
-from composer.runner import ProgressFn, for_tenants, run_job
+from composer.runner import ProgressFn, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
 from composer.services.bindings import (
     allocation_label,

@@ -194,7 +194,7 @@ def test_a_job_run_records_its_start_and_end_and_a_quick_one_nothing_between(
 def test_a_job_run_reports_progress_and_log_as_it_goes_once_a_second_has_passed(
     acme: Any, composition: Composition, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("composer.runner.PROGRESS_INTERVAL_S", 0.0)
+    monkeypatch.setattr("composer.joblog.PROGRESS_INTERVAL_S", 0.0)
     job = Job.objects.create(kind=JobKind.COMPOSE, tenant=acme, target_type="composition",
                              target_id=composition.pk, target_label="acme-train")  # fmt: skip
     run_job(job, _half_way)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from composer import runner
+from composer import joblog, runner
 from composer.choices import JobKind, JobStatus
 from composer.models import Job
 from composer.runner import JobRetry, run_job
@@ -71,7 +71,7 @@ def test_log_records_of_fabric_and_composer_loggers_become_log_lines(job: Job) -
     assert not [m for _, _, m in lines if m in ("too chatty to keep", "not ours")]
     # The handler is gone afterwards.
     assert not any(
-        isinstance(h, runner._JobLogHandler) for h in logging.getLogger("fabric").handlers
+        isinstance(h, joblog.JobLogHandler) for h in logging.getLogger("fabric").handlers
     )
 
 
@@ -213,14 +213,14 @@ def test_a_line_reaches_the_tenant_only_when_worded_for_it_and_never_from_fabric
     composer_log = logging.getLogger("composer.services.test")
 
     def work(progress: Any) -> None:
-        composer_log.info("bound gpu-1 (b-42)", extra=runner.for_tenants("Bound GPU gpu-1."))
-        composer_log.info("verified 1 binding(s) on host-1", extra=runner.for_tenants())
+        composer_log.info("bound gpu-1 (b-42)", extra=joblog.for_tenants("Bound GPU gpu-1."))
+        composer_log.info("verified 1 binding(s) on host-1", extra=joblog.for_tenants())
         composer_log.info("binding b-42 recorded")  # no words for tenants: operators only
-        fabric_log.info("manager fm-1 bound gpu-1 behind leaf-3", extra=runner.for_tenants())
+        fabric_log.info("manager fm-1 bound gpu-1 behind leaf-3", extra=joblog.for_tenants())
         try:
             raise ValueError("leaf-3 said no")
         except ValueError:
-            composer_log.exception("retry failed", extra=runner.for_tenants())
+            composer_log.exception("retry failed", extra=joblog.for_tenants())
 
     run_job(tenant_job, work)
     lines = {m: t for m, t in tenant_job.log_lines.values_list("message", "tenant_message")}

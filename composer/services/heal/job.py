@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, JobStatus
 from composer.errors import ComposerError, InvalidTransition
+from composer.joblog import for_tenants
 from composer.lease import STOP_WITHOUT_UNDO, lease_confirm
 from composer.models import Allocation, Composition, Job, UnbindPending
-from composer.runner import ProgressFn, for_tenants, run_job
+from composer.runner import ProgressFn, run_job
 from composer.selectors.health import composition_unhealthy_devices
 from composer.services.allocations import allocation_mark_bound
 from composer.services.bindings import (

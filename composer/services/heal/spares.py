@@ -10,11 +10,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from composer.errors import ClaimConflict
+from composer.joblog import for_tenants
 from composer.models import Allocation, Composition, Job
 from composer.placement.engine import place
 from composer.placement.request import DeviceItem, Placement, PlacementRequest, Rejection
 from composer.placement.snapshot import Snapshot
-from composer.runner import for_tenants
 from composer.selectors.health import DeviceProblem
 from composer.services.allocations import (
     Claim,

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.errors import InvalidTransition, StaleState
+from composer.joblog import for_tenants
 from composer.models import Allocation, Composition, Job
-from composer.runner import for_tenants
 from composer.services.allocations import allocations_release
 from composer.services.bindings import allocation_unbind, allocations_unbind
 from composer.services.heal.common import (

@@ -201,7 +201,7 @@ def test_a_compose_that_lost_its_lease_stops_without_rolling_back(
         return binding
 
     monkeypatch.setattr(SimulatedDriver, "bind", bind_then_lose_the_lease)
-    monkeypatch.setattr("composer.runner.PROGRESS_INTERVAL_S", 0.0)  # every step writes
+    monkeypatch.setattr("composer.joblog.PROGRESS_INTERVAL_S", 0.0)  # every step writes
 
     composition_compose_run(job)
 
