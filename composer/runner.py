@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.utils import timezone
 
 from composer import joblog
@@ -228,13 +228,13 @@ def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> J
                 job.pk,
                 attempt,
             )
-            handler.write()
+            _write_or_drop(handler, job)
             return job
         except (OperationalError, InterfaceError) as exc:
             # The database connection was cut (or a deadlock rolled the step back): the
             # steps are idempotent, so the job resumes rather than fails.
             _hand_over(job, attempt, exc, keeper)
-            handler.write()
+            _write_or_drop(handler, job)
             return job
         except DriverError as exc:
             if not exc.permanent and retryable:
@@ -283,17 +283,31 @@ def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> J
     return job
 
 
+def _write_or_drop(handler: JobLogHandler, job: Job) -> None:
+    """Write the job's last log lines if the database takes them: a run that stops without
+    ending its job must not raise out of the task for its log alone."""
+    try:
+        handler.write()
+    except DatabaseError as exc:
+        logger.warning("job %s: its last log lines were not written (%s)", job.pk, exc)
+
+
 def _hand_over(job: Job, attempt: int, exc: Exception, keeper: LeaseKeeper) -> None:
     """Resume `job` at once after a database error cut its run short, instead of failing
     it (the error says nothing about the job) or waiting for its lease to run out."""
     from composer.services.job_leases import job_hand_over
 
+    earlier = exc.__context__
     logger.warning(
-        "job %s: attempt %s lost its database connection (%s: %s); handing it over to resume",
+        "job %s: attempt %s lost its database connection (%s: %s)%s; handing it over to resume",
         job.pk,
         attempt,
         type(exc).__name__,
         str(exc).strip()[:300],
+        # What the run was handling when the database went (a refused bind...): not lost.
+        f" while handling {type(earlier).__name__}: {str(earlier)[:300]}"
+        if earlier is not None and not isinstance(earlier, DatabaseError)
+        else "",
     )
     keeper.stop()  # a renewal must not push the lease forward while it is handed over
     connection.close()  # Django does not reconnect a broken connection by itself

@@ -21,12 +21,14 @@ message of Celery's own waiting for its countdown; it is re-sent only once that 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from datetime import datetime, timedelta
 from typing import Any
 
 import redis
 from django.conf import settings
+from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 
@@ -40,6 +42,7 @@ __all__ = [
     "WAITING_FOR_QUEUE",
     "WAITING_FOR_WORKER",
     "broker_emptied",
+    "broker_marker_set",
     "job_enqueue",
     "job_task",
     "jobs_dispatch",
@@ -93,14 +96,22 @@ def job_enqueue(job: Job) -> bool:
             type(exc).__name__,
             exc,
         )
-        Job.objects.filter(pk=job.pk, status=JobStatus.QUEUED, dispatched_at__isnull=True).update(
-            message=WAITING_FOR_QUEUE
-        )
+        with contextlib.suppress(DatabaseError):  # only the words on the job's page
+            Job.objects.filter(
+                pk=job.pk, status=JobStatus.QUEUED, dispatched_at__isnull=True
+            ).update(message=WAITING_FOR_QUEUE)
         if job.status == JobStatus.QUEUED:
             job.message = WAITING_FOR_QUEUE
         return False
     now = timezone.now()
-    Job.objects.filter(pk=job.pk).update(dispatched_at=now)
+    try:
+        Job.objects.filter(pk=job.pk).update(dispatched_at=now)
+    except DatabaseError as exc:
+        # Runs after the commit of the request that made the job: raising here would answer
+        # an error for a change that was saved. Unrecorded, the job is sent again by the
+        # dispatch pass, and a duplicate delivery is a no-op.
+        logger.warning("job %s was queued but not recorded as sent (%s)", job.pk, exc)
+        return True
     job.dispatched_at = now
     return True
 
@@ -111,25 +122,52 @@ def _marker_key() -> str:
     return f"{settings.COMPOSER_EVENTS_CHANNEL_PREFIX}:broker-marker"
 
 
-def broker_emptied() -> bool:
-    """Whether the broker's Redis lost everything it held since the last call: restarted
-    without persistence, or flushed. Sets the marker again, so one loss is reported once.
-
-    The marker lives in the broker's own database, so it vanishes exactly when the queued
-    messages do (with persistence both survive a restart, and nothing is re-sent). The
-    first call of a new deployment also says True: re-sending then is harmless. False for
-    a broker that is not Redis, or that cannot be reached (the pass's sends fail anyway).
-    """
+def _broker_client() -> redis.Redis | None:
+    """A client of the broker's Redis, or None when the broker is not Redis (or its URL is
+    not one redis-py reads, such as a list of failover hosts)."""
     from composer import celery_app
 
     url = str(celery_app.conf.broker_url or "")
     if not url.startswith(("redis://", "rediss://", "unix://")):
-        return False
-    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+        return None
     try:
-        return bool(client.set(_marker_key(), "1", nx=True))
+        return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=2)
+    except Exception:  # a URL only kombu understands: no fast path, the slow one still works
+        return None
+
+
+def broker_emptied() -> bool:
+    """Whether the broker's Redis lost what it held: restarted without persistence, or
+    flushed. The marker lives in the broker's own database, so it vanishes with the queued
+    messages; `broker_marker_set` puts it back once every queued job was sent again, so a
+    loss is acted on until that is done, whatever fails in between.
+
+    With append-only persistence both survive a restart and nothing is re-sent. With
+    snapshots only, the marker survives while the messages sent after the last snapshot
+    are lost: those are caught by COMPOSER_JOB_REDISPATCH_S. The first pass of a new
+    deployment also says True (re-sending then is harmless). False for a broker that is
+    not Redis or that cannot be reached (the pass's sends fail anyway).
+    """
+    client = _broker_client()
+    if client is None:
+        return False
+    try:
+        return not client.exists(_marker_key())
     except redis.RedisError:
         return False
+    finally:
+        client.close()
+
+
+def broker_marker_set() -> None:
+    """Mark the broker as holding every queued job's message again (see broker_emptied)."""
+    client = _broker_client()
+    if client is None:
+        return
+    try:
+        client.set(_marker_key(), "1")
+    except redis.RedisError as exc:
+        logger.warning("the task queue's marker was not set (%s); the next pass sends again", exc)
     finally:
         client.close()
 
@@ -173,7 +211,9 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     due_now = _due(now)
-    if broker_emptied():
+    emptied = broker_emptied()
+    if emptied:
+        # A retry waiting out its back-off goes too: its message was lost with the rest.
         logger.warning(
             "the task queue lost its messages (Redis restarted without persistence, or "
             "was flushed): every queued job is sent again"
@@ -187,6 +227,7 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
     )
     sent: list[int] = []
     resent: list[int] = []
+    refused = False
     for pk, kind, dispatched_at in due:
         try:
             _send(pk, kind)
@@ -198,6 +239,7 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
                 type(exc).__name__,
                 exc,
             )
+            refused = True
             break
         sent.append(pk)
         if dispatched_at is not None:
@@ -213,4 +255,6 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
             len(sent),
             len(resent),
         )
+    if emptied and not refused and len(due) < DISPATCH_BATCH:
+        broker_marker_set()  # every queued job was sent again: the broker holds them all
     return len(sent)

@@ -68,7 +68,7 @@ def _note(job: Job, level: int, message: str, tenant_message: str) -> None:
     )
 
 
-def job_take_over(*, job: Job, by: str, now: datetime | None = None) -> bool:
+def job_take_over(*, job: Job, by: str, now: datetime | None = None, cut_short: str = "") -> bool:
     """Take RUNNING `job`, whose lease expired, from its dead worker: back to QUEUED to be
     run again (True), or FAILED past COMPOSER_JOB_MAX_RESUMES, with what it left half-done
     undone (False). `by` says who noticed ("the lease sweep", "a redelivery"), for the log.
@@ -85,7 +85,7 @@ def job_take_over(*, job: Job, by: str, now: datetime | None = None) -> bool:
     fence = {"attempts": job.attempts, "lease_expires_at": job.lease_expires_at}
     limit = int(getattr(settings, "COMPOSER_JOB_MAX_RESUMES", 3))
     if job.resumes >= limit:
-        return _give_up(job, holder, when, fence, limit)
+        return _give_up(job, holder, when, fence, limit, cut_short)
     try:
         job_transition(
             job,
@@ -119,12 +119,23 @@ def job_take_over(*, job: Job, by: str, now: datetime | None = None) -> bool:
     return True
 
 
-def _give_up(job: Job, holder: str, when: str, fence: dict[str, Any], limit: int) -> bool:
-    """Fail `job` whose worker died once more after `limit` resumes; undo its half-work."""
-    error = (
-        f"Stopped: its worker died {limit + 1} times while running it (resumed {limit} "
-        "times); it is not tried again."
-    )
+def _give_up(
+    job: Job, holder: str, when: str, fence: dict[str, Any], limit: int, cut_short: str = ""
+) -> bool:
+    """Fail `job` cut short once more after `limit` resumes; undo its half-work.
+
+    `cut_short` says why the last run stopped when its worker did not die (it handed the
+    job over itself): the error then says so rather than blaming a dead worker."""
+    if cut_short:
+        error = (
+            f"Stopped: its run was cut short {limit + 1} times (resumed {limit} times), the "
+            f"last time because {cut_short}; it is not tried again."
+        )
+    else:
+        error = (
+            f"Stopped: its worker died {limit + 1} times while running it (resumed {limit} "
+            "times); it is not tried again."
+        )
     try:
         job_transition(
             job,
@@ -140,7 +151,13 @@ def _give_up(job: Job, holder: str, when: str, fence: dict[str, Any], limit: int
         return False
     _note(job, logging.ERROR, f"{error} Last worker: {holder}, lease expired at {when}.", error)
     logger.error("job %s (%s): %s", job.pk, job.kind, error)
-    _undo_half_done(job, f"Its {job.get_kind_display().lower()} job's worker kept dying.")
+    kind = job.get_kind_display().lower()
+    _undo_half_done(
+        job,
+        f"Its {kind} job kept being cut short ({cut_short})."
+        if cut_short
+        else f"Its {kind} job's worker kept dying.",
+    )
     return False
 
 
@@ -188,7 +205,7 @@ def job_hand_over(job: Job, attempt: int, why: str) -> bool:
     ):
         return False
     current = Job.objects.select_related("requested_by").get(pk=job.pk)
-    if not job_take_over(job=current, by=f"its own worker ({why})", now=now):
+    if not job_take_over(job=current, by=f"its own worker ({why})", now=now, cut_short=why):
         return False
     job_enqueue(current)
     return True

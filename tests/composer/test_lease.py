@@ -211,3 +211,23 @@ def test_the_heartbeat_reconnects_after_its_connection_was_cut(
     job.refresh_from_db()
     assert job.status == JobStatus.SUCCEEDED, job.error
     assert renewals[0] < renewals[1] < renewals[2]  # renewed again after the cut
+
+
+def test_a_job_cut_short_too_often_fails_saying_why_not_blaming_a_dead_worker(
+    job: Job, settings: Any
+) -> None:
+    settings.COMPOSER_JOB_MAX_RESUMES = 3
+    Job.objects.filter(pk=job.pk).update(resumes=3)
+    job.refresh_from_db()
+
+    def work(progress: Any) -> None:
+        raise OperationalError("terminating connection due to administrator command")
+
+    with mock.patch.object(dispatch, "_send") as send:
+        run_job(job, work)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "cut short 4 times" in job.error and "database connection was cut" in job.error
+    assert "worker died" not in job.error
+    send.assert_not_called()

@@ -8,6 +8,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from composer import tasks
@@ -15,7 +16,13 @@ from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
 from composer.services import dispatch
 from composer.services.compositions import composition_request
-from composer.services.dispatch import JOB_TASKS, broker_emptied, job_task, jobs_dispatch
+from composer.services.dispatch import (
+    JOB_TASKS,
+    broker_emptied,
+    broker_marker_set,
+    job_task,
+    jobs_dispatch,
+)
 from fabric.models import FabricManager
 from tests.support.outage import OwnRedis, celery_on
 
@@ -166,19 +173,23 @@ def test_a_duplicate_delivery_of_a_dispatched_job_is_a_no_op(
 
 def test_the_broker_marker_is_gone_exactly_when_redis_restarted_empty(tmp_path: Any) -> None:
     """The marker lives in the broker's database: a restart without persistence takes it
-    with the queued messages, and the next pass knows at once."""
+    with the queued messages, and the next pass knows at once; it stays gone until a pass
+    sent every queued job again."""
     with OwnRedis.running(tmp_path) as own, celery_on(own.url):
         assert broker_emptied() is True  # a new broker: nothing is known to be held
+        assert broker_emptied() is True  # until the re-sends are done
+        broker_marker_set()
         assert broker_emptied() is False
         own.stop()
         assert broker_emptied() is False  # away: the pass's sends fail anyway
         own.start()
         assert broker_emptied() is True
-        assert broker_emptied() is False
 
 
 def test_a_broker_that_is_not_redis_is_never_taken_as_emptied() -> None:
     with celery_on("memory://"):
+        assert broker_emptied() is False
+    with celery_on("redis://a:26379;redis://b:26379"):  # a URL only kombu reads
         assert broker_emptied() is False
 
 
@@ -210,12 +221,31 @@ def test_after_a_redis_restart_every_queued_job_is_sent_again_at_once(
         mock.patch.object(tasks.inventory_sync_task, "delay") as sync_delay,
         mock.patch.object(tasks.composition_compose_task, "delay") as compose_delay,
     ):
-        assert broker_emptied() is True
+        broker_marker_set()
         assert jobs_dispatch() == 0  # the broker holds them: not due yet
         own.stop()
         own.start()
+        with mock.patch.object(dispatch, "_send", side_effect=[None, ConnectionError("gone")]):
+            assert jobs_dispatch() == 1  # refused half-way: the loss is not forgotten
+        assert broker_emptied() is True
         assert jobs_dispatch() == 2
-        assert jobs_dispatch() == 0  # one restart, one re-send
+        assert jobs_dispatch() == 0  # one restart, one complete re-send
     sync_delay.assert_called_once_with(fresh.pk)
     compose_delay.assert_called_once_with(handed_back.pk)
     assert just_committed.pk not in {c.args[0] for c in sync_delay.call_args_list}
+
+
+def test_a_job_sent_whose_record_fails_does_not_fail_the_request_that_made_it(db: None) -> None:
+    """`job_enqueue` runs after the request's commit: a database error while recording the
+    send must not turn a saved change into an error answer (a retry would make it twice).
+    Unrecorded, the dispatch pass sends it again; a duplicate is a no-op."""
+    job = Job.objects.create(kind=JobKind.INVENTORY_SYNC)
+    with (
+        mock.patch.object(dispatch, "_send") as send,
+        mock.patch.object(
+            Job.objects, "filter", side_effect=OperationalError("the connection is lost")
+        ),
+    ):
+        assert dispatch.job_enqueue(job) is True
+    send.assert_called_once_with(job.pk, job.kind)
+    assert Job.objects.get(pk=job.pk).dispatched_at is None

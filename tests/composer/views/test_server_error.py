@@ -30,12 +30,12 @@ def test_a_browser_gets_the_500_page() -> None:
     assert b"<html" in response.content.lower() or b"<!doctype" in response.content.lower()
 
 
-def _during(exc: Exception, path: str) -> HttpResponse:
+def _during(exc: Exception, path: str, method: str = "get") -> HttpResponse:
     """What the handler answers while Django handles `exc` (it is called so)."""
     try:
         raise exc
     except Exception:
-        return server_error(RequestFactory().get(path))
+        return server_error(getattr(RequestFactory(), method)(path))
 
 
 @pytest.mark.parametrize(
@@ -49,6 +49,11 @@ def test_a_database_that_went_away_answers_503_with_retry_after_not_500(exc: Exc
     page = _during(exc, "/fabric/devices/")
     assert (page.status_code, page["Retry-After"]) == (503, "5")
     assert b"The database could not be reached" in page.content
+    assert b"Nothing was changed" in page.content
+
+    posted = _during(exc, "/compositions/new/", "post")
+    assert b"may or may not have been saved" in posted.content  # never "nothing was changed"
+    assert b"Nothing was changed" not in posted.content
 
 
 def test_another_error_is_still_a_500() -> None:
@@ -71,6 +76,7 @@ def test_a_compose_cut_short_by_the_database_answers_503_and_a_retry_makes_it_on
         cut = client.post("/api/v1/compositions/", body, format="json", **key)
     assert cut.status_code == 503, cut.content
     assert cut["Retry-After"] == "5" and cut.json()["code"] == "database_unavailable"
+    assert "may or may not have been saved" in cut.json()["detail"]  # a write: say so
 
     first = client.post("/api/v1/compositions/", body, format="json", **key)
     again = client.post("/api/v1/compositions/", body, format="json", **key)
