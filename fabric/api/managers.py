@@ -42,10 +42,11 @@ from fabric.services.managers import (
 WRITE_ONLY_NOTE = (
     "`username` and `password`, or `token`, are the credentials the console signs in to the "
     "manager with: stored encrypted, never returned (`has_credentials` says whether some "
-    "are stored). Leave them out to keep the stored ones; `clear_credentials: true` removes "
+    "are stored). Leave them out to keep the stored ones, unless `endpoint` moves to another "
+    "scheme, host or port: then enter them again; `clear_credentials: true` removes "
     "them. TLS: `verify_tls` (default true) and `ca_bundle` (a CA file's full path on the "
-    "console's server). A password inside `endpoint`, or a secret-looking key in "
-    "`settings`, is refused: secrets go in the credentials."
+    "console's server). A password inside `endpoint`, or a secret-looking key at any depth "
+    "of `settings`, is refused: secrets go in the credentials."
 )
 
 

@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 
 from fabric.drivers.registry import DRIVERS
 from fabric.models import FabricManager
-from fabric.secrets import MASK, is_secret_key
+from fabric.secrets import mask_secrets
 from fabric.services.managers import CredentialsInput, ManagerInput
 from fabric.services.managers.input import TLS_KEYS
 
@@ -43,12 +43,10 @@ def _checkbox(label: str, *, initial: bool = False) -> forms.BooleanField:
 
 def _masked_settings(values: dict[str, Any]) -> str:
     """The settings as the textarea shows them: no TLS keys (they have their own fields),
-    secret-looking values masked (submitting the mask keeps the stored value)."""
-    shown = {
-        key: (MASK if is_secret_key(key) and value not in (None, "") else value)
-        for key, value in sorted(values.items())
-        if key not in TLS_KEYS
-    }
+    secret-looking values masked at any depth (submitting the mask keeps the stored value)."""
+    shown = mask_secrets(
+        {key: value for key, value in sorted(values.items()) if key not in TLS_KEYS}
+    )
     return json.dumps(shown, indent=2) if shown else "{}"
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -32,7 +32,7 @@ from fabric.services.managers import (
     manager_test_connection,
     manager_update,
 )
-from fabric.services.managers.input import credentials_check
+from fabric.services.managers.input import credentials_check, stored_credentials_check
 from fabric.views.common import operator_required
 
 logger = logging.getLogger(__name__)
@@ -125,11 +125,16 @@ def manager_test_entered_view(request: HttpRequest) -> HttpResponse:
 
     Answers the result partial (htmx swaps it in beside the form); input the service
     refuses is the partial with the reasons. On the edit form (`manager` posted), blank
-    credentials mean the stored ones.
+    credentials mean the stored ones, and only for the stored endpoint's address
+    (`stored_credentials_check`).
     """
     existing = None
-    if request.POST.get("manager"):
-        existing = get_object_or_404(FabricManager, pk=request.POST["manager"])
+    if "manager" in request.POST:
+        # Posted by the edit form: anything but a manager's id is no manager (404, not 500).
+        pk = request.POST["manager"].strip()
+        if not (pk.isascii() and pk.isdigit() and len(pk) <= 18):  # a bigint, or none
+            raise Http404("No such fabric manager.")
+        existing = get_object_or_404(FabricManager, pk=int(pk))
     form = ManagerForm(request.POST, manager=existing)
     outcome: ProbeOutcome | None = None
     problems: list[str] = []
@@ -137,6 +142,8 @@ def manager_test_entered_view(request: HttpRequest) -> HttpResponse:
         try:
             built = manager_build(data=form.manager_input(), manager=existing)
             entered = form.credentials_input()
+            if existing is not None:
+                stored_credentials_check(manager=existing, endpoint=built.endpoint, entered=entered)
             if entered.clear:
                 credentials: dict[str, str] | None = {}
             elif entered.is_given():

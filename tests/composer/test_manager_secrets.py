@@ -4,6 +4,7 @@ could read — pages, API answers, the admin, logs, job logs and the audit trail
 
 from __future__ import annotations
 
+import html
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,11 +15,13 @@ from django.urls import reverse
 
 from composer.models import Job, JobLogLine
 from composer.services.jobs import inventory_sync_job_create, inventory_sync_run
+from fabric.choices import ChangeAction
 from fabric.drivers.base import DriverError, ProbeReport
 from fabric.drivers.registry import DRIVERS
 from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import ChangeRecord, FabricManager
 from tests.fabric.simulated_world import simulated_manager
+from tests.factories.fabric import FabricManagerFactory
 
 SECRET = "Leak-Canary-4e1f-9b7c-secret"
 USERNAME = "canary-operator-name"
@@ -155,3 +158,44 @@ def test_a_managers_credentials_appear_on_no_surface(
             assert secret.encode() not in body
         for text in stored + logs:
             assert secret not in text
+
+
+@pytest.mark.django_db
+def test_a_settings_secret_at_any_depth_reaches_no_audit_row(
+    admin_user: Any, client_as: Callable[[Any], Client], api_as: Any
+) -> None:
+    # Stored before the console refused secrets in settings; edits must not copy it out.
+    manager = FabricManagerFactory.create(
+        name="fm-legacy",
+        endpoint="",
+        settings={"fabric": "lab", "auth": {"user": "ops", "password": SECRET}},
+    )
+    page = client_as(admin_user).get(reverse("fabric:manager_edit", args=[manager.pk]))
+    shown = page.content.decode().split('name="settings"', 1)[1].split(">", 1)[1]
+    shown = html.unescape(shown.split("</textarea>", 1)[0])
+    assert SECRET not in shown
+    edited = client_as(admin_user).post(
+        reverse("fabric:manager_edit", args=[manager.pk]),
+        {
+            "name": "fm-legacy",
+            "driver": "simulated",
+            "settings": shown.replace('"lab"', '"lab2"'),
+            "verify_tls": "on",
+            "is_enabled": "on",
+            "health_poll_interval_s": "30",
+        },
+    )
+    assert edited.status_code == 302
+    patched = api_as(admin_user).patch(
+        f"/api/v1/fabric-managers/{manager.pk}/",
+        {"settings": {"fabric": "lab3", "auth": {"user": "ops2", "password": "********"}}},
+        format="json",
+    )
+    assert patched.status_code == 200, patched.content
+    manager.refresh_from_db()
+    assert manager.settings["auth"] == {"user": "ops2", "password": SECRET}  # kept, not lost
+    records = ChangeRecord.objects.filter(target_id=manager.pk, action=ChangeAction.CHANGED)
+    assert records.count() == 2
+    for record in records:
+        assert "settings" in record.changes
+        assert SECRET not in str(record.changes)

@@ -157,6 +157,80 @@ def endpoint_check(endpoint: str) -> str:
     return endpoint
 
 
+_ABSENT = object()  # no stored value at this place in the settings
+
+
+def _no_secret(key: str, value: Any, stored: Any, *, path: str) -> Any:
+    """`value` to store under `key`, walked to any depth: a secret-looking key may only
+    keep its stored value (the page shows it as the mask), so `{"auth": {"password": ...}}`
+    is refused like a top-level one, naming where it is ("auth.password")."""
+    if is_secret_key(key) and value not in (None, ""):
+        if value == MASK and stored is not _ABSENT:
+            return stored  # the page showed it masked: keep what is stored
+        raise ValidationError(
+            {
+                "settings": f"Setting {path!r} looks like a secret: enter secrets in "
+                "the credentials fields, which are stored encrypted."
+            }
+        )
+    if isinstance(value, Mapping):
+        before = stored if isinstance(stored, Mapping) else {}
+        return {
+            str(name): _no_secret(
+                str(name), item, before.get(str(name), _ABSENT), path=f"{path}.{name}"
+            )
+            for name, item in value.items()
+        }
+    if isinstance(value, list):
+        before_items = stored if isinstance(stored, list) else []
+        return [
+            _no_secret(
+                key,
+                item,
+                before_items[index] if index < len(before_items) else _ABSENT,
+                path=f"{path}[{index}]",
+            )
+            for index, item in enumerate(value)
+        ]
+    return value
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(endpoint: str) -> tuple[str, str, int | None]:
+    """Where an endpoint sends what it is given: scheme, host and port (the scheme's
+    default port when none is written)."""
+    try:
+        parts = urlsplit(endpoint.strip())
+        scheme = parts.scheme.lower()
+        return scheme, (parts.hostname or ""), parts.port or DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        return "", endpoint.strip(), None
+
+
+def stored_credentials_check(
+    *, manager: FabricManager, endpoint: str, entered: CredentialsInput
+) -> None:
+    """Refuse to use `manager`'s stored credentials with an endpoint on another scheme,
+    host or port: an edit (or a test of it) left blank would otherwise send the stored
+    secret to an address the operator just typed. Raises ValidationError naming
+    `password` (the credentials are not decrypted to tell a token from a password: only a
+    driver's construction decrypts them).
+    """
+    if entered.clear or entered.is_given() or not manager.credentials_ciphertext:
+        return
+    if _origin(endpoint) == _origin(manager.endpoint):
+        return
+    raise ValidationError(
+        {
+            "password": "The endpoint's address changed: enter the credentials again (a "
+            "username and password, or a token). The stored ones are only sent to the "
+            "address they were saved for."
+        }
+    )
+
+
 def settings_check(
     options: Mapping[str, Any],
     *,
@@ -183,17 +257,7 @@ def settings_check(
                     "bundle), not in the settings."
                 }
             )
-        if is_secret_key(key) and value not in (None, ""):
-            if value == MASK and key in previous:
-                value = previous[key]  # the page showed it masked: keep what is stored
-            else:
-                raise ValidationError(
-                    {
-                        "settings": f"Setting {key!r} looks like a secret: enter secrets in "
-                        "the credentials fields, which are stored encrypted."
-                    }
-                )
-        merged[key] = value
+        merged[key] = _no_secret(key, value, previous.get(key, _ABSENT), path=key)
     ca_bundle = ca_bundle.strip()
     if ca_bundle:
         if not verify_tls:

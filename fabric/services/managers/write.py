@@ -2,8 +2,9 @@
 
 Each write is one transaction that also writes a ChangeRecord (who, what, when, from
 where). A change of credentials is recorded as words ("stored", "replaced", "removed"),
-never as values; settings are recorded as they are stored, and stored settings never hold
-a secret the console was given (`settings_check` sends secrets to the credentials).
+never as values; settings are recorded masked (`fabric.secrets.mask_secrets`), and stored
+settings never hold a secret the console was given (`settings_check` sends secrets, at any
+depth, to the credentials).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from fabric.models import (
     Rack,
     Switch,
 )
+from fabric.secrets import mask_secrets
 from fabric.services.history import change_record
 from fabric.services.managers.input import (
     CredentialsInput,
@@ -37,6 +39,7 @@ from fabric.services.managers.input import (
     credentials_check,
     credentials_ciphertext,
     manager_build,
+    stored_credentials_check,
 )
 
 logger = logging.getLogger(__name__)
@@ -58,6 +61,13 @@ def _credential_field(entered: CredentialsInput) -> str:
     return "token" if entered.token else "password"
 
 
+def _audited(manager: FabricManager, name: str) -> Any:
+    """A field's value as a ChangeRecord holds it: settings masked (`mask_secrets`), so a
+    secret stored before the console refused them never reaches an audit row."""
+    value = getattr(manager, name)
+    return mask_secrets(value) if name == "settings" else value
+
+
 def manager_create(
     *,
     data: ManagerInput,
@@ -77,7 +87,7 @@ def manager_create(
     )
     with transaction.atomic():
         manager.save()
-        changes = {name: (None, getattr(manager, name)) for name in AUDITED_FIELDS}
+        changes = {name: (None, _audited(manager, name)) for name in AUDITED_FIELDS}
         if manager.credentials_ciphertext:
             changes["credentials"] = (None, "stored")
         change_record(
@@ -118,8 +128,8 @@ def manager_update(
     with transaction.atomic():
         current = FabricManager.objects.select_for_update().get(pk=manager.pk)
         changes: dict[str, tuple[Any, Any]] = {
-            name: (getattr(current, name), getattr(built, name))
-            for name in AUDITED_FIELDS
+            name: (_audited(current, name), _audited(built, name))
+            for name in AUDITED_FIELDS  # compared as stored, recorded masked
             if getattr(current, name) != getattr(built, name)
         }
         fields = list(changes)
@@ -301,8 +311,11 @@ def _checked(
         errors.update(exc.message_dict)
     try:
         values = credentials_check(entered)
+        if manager is not None and built is not None:
+            stored_credentials_check(manager=manager, endpoint=built.endpoint, entered=entered)
     except ValidationError as exc:
-        errors.update(exc.message_dict)
+        for name, messages in exc.message_dict.items():
+            errors.setdefault(name, []).extend(messages)
     if errors or built is None:
         raise ValidationError(errors)
     return built, values

@@ -57,6 +57,11 @@ def test_an_operator_adds_a_manager_with_write_only_credentials(
         ({"driver": "banana"}, "driver", "Unknown driver 'banana'; choose one of"),
         ({"endpoint": "https://a:b@fm.example"}, "endpoint", "credentials fields"),
         ({"settings": {"password": "x"}}, "settings", "looks like a secret"),
+        (
+            {"settings": {"auth": {"password": "x"}}},
+            "settings",
+            "Setting 'auth.password' looks like a secret: enter secrets in the credentials",
+        ),
         ({"username": "ops"}, "password", "Enter the password for this username."),
         ({"token": "t", "password": "p"}, "token", "either a token or a username"),
         ({"verify_tls": "yes"}, "verify_tls", "Must be a valid boolean."),
@@ -85,6 +90,21 @@ def test_a_patch_changes_only_what_it_names_and_keeps_the_credentials(
     assert manager.endpoint == "https://fm.example"
     cleared = api.patch(f"{URL}{created['id']}/", {"clear_credentials": True}, format="json")
     assert cleared.json()["has_credentials"] is False
+
+
+def test_a_patch_moving_the_endpoint_elsewhere_needs_the_credentials_again(
+    api_as: Any, admin_user: Any
+) -> None:
+    api = api_as(admin_user)
+    created = _create(api, token=SECRET, endpoint="https://fm.example").json()
+    url = f"{URL}{created['id']}/"
+    refused = api.patch(url, {"endpoint": "https://attacker.example"}, format="json")
+    error = assert_error(refused, 400, "invalid", field="password")
+    assert "The endpoint's address changed: enter the credentials again" in error["detail"]
+    assert FabricManager.objects.get(pk=created["id"]).endpoint == "https://fm.example"
+    moved = api.patch(url, {"endpoint": "https://fm2.example", "token": "t2"}, format="json")
+    assert moved.status_code == 200, moved.content
+    assert moved.json()["endpoint"] == "https://fm2.example"
 
 
 def test_delete_is_409_while_a_device_is_bound_and_204_after(api_as: Any, admin_user: Any) -> None:

@@ -54,6 +54,16 @@ def _errors(**changes: Any) -> dict[str, list[str]]:
         ({"endpoint": "https://ops:pw@fm.example"}, "endpoint", "credentials fields"),
         ({"endpoint": "https://fm.example:port"}, "endpoint", "check the port"),
         ({"settings": {"api_token": "abc"}}, "settings", "looks like a secret"),
+        (
+            {"settings": {"auth": {"password": "x"}}},
+            "settings",
+            "Setting 'auth.password' looks like a secret: enter secrets in the credentials",
+        ),
+        (
+            {"settings": {"servers": [{"host": "a"}, {"token": "t"}]}},
+            "settings",
+            "Setting 'servers[1].token' looks like a secret",
+        ),
         ({"settings": {"verify_tls": False}}, "settings", "its own field"),
         ({"ca_bundle": "certs/ca.pem"}, "ca_bundle", "full path"),
         ({"ca_bundle": "/nonexistent/ca.pem"}, "ca_bundle", "no file at /nonexistent/ca.pem"),
@@ -127,16 +137,16 @@ def test_an_edit_keeps_blank_credentials_and_records_what_changed(admin_user: An
     ciphertext = manager.credentials_ciphertext
     changed = manager_update(
         manager=manager,
-        data=_input(endpoint="https://fm2.example", health_poll_interval_s=60),
+        data=_input(endpoint="https://FM.example:8443/v2", health_poll_interval_s=60),
         actor=admin_user,
     )
     assert changed == ["endpoint", "health_poll_interval_s"]
     manager.refresh_from_db()
     assert manager.credentials_ciphertext == ciphertext
-    assert manager.endpoint == "https://fm2.example"
+    assert manager.endpoint == "https://FM.example:8443/v2"
     record = ChangeRecord.objects.filter(action=ChangeAction.CHANGED).get()
     assert record.changes == {
-        "endpoint": ["https://fm.example:8443", "https://fm2.example"],
+        "endpoint": ["https://fm.example:8443", "https://FM.example:8443/v2"],
         "health_poll_interval_s": [30, 60],
     }
 
@@ -177,6 +187,66 @@ def test_a_masked_setting_keeps_its_stored_value() -> None:
     manager_update(manager=manager, data=_input(settings={"fabric": "lab", "api_key": "********"}))
     manager.refresh_from_db()
     assert manager.settings["api_key"] == "legacy-k"
+
+
+def test_a_masked_nested_setting_keeps_its_stored_value_and_audit_rows_hold_the_mask() -> None:
+    stored = {"fabric": "lab", "auth": {"user": "ops", "api_key": "legacy-k"}, "pool": [{"x": 1}]}
+    manager = FabricManagerFactory.create(settings=stored)
+    manager_update(
+        manager=manager,
+        data=_input(
+            settings={
+                "fabric": "lab2",
+                "auth": {"user": "ops", "api_key": "********"},
+                "pool": [{"x": 1}],
+            }
+        ),
+    )
+    manager.refresh_from_db()
+    assert manager.settings["auth"] == {"user": "ops", "api_key": "legacy-k"}
+    assert manager.settings["fabric"] == "lab2"
+    record = ChangeRecord.objects.get(action=ChangeAction.CHANGED)
+    assert record.changes["settings"][0]["auth"] == {"user": "ops", "api_key": "********"}
+    assert "legacy-k" not in str(record.changes)
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["https://evil.example:8443", "http://fm.example:8443", "https://fm.example:9443"]
+)
+def test_blank_credentials_do_not_follow_an_endpoint_to_another_address(endpoint: str) -> None:
+    manager = manager_create(data=_input(), credentials=CredentialsInput(token=SECRET))
+    with pytest.raises(ValidationError) as caught:
+        manager_update(manager=manager, data=_input(endpoint=endpoint))
+    assert caught.value.message_dict == {
+        "password": [
+            "The endpoint's address changed: enter the credentials again (a username and "
+            "password, or a token). The stored ones are only sent to the address they were "
+            "saved for."
+        ]
+    }
+    manager.refresh_from_db()
+    assert manager.endpoint == "https://fm.example:8443"
+    assert not ChangeRecord.objects.filter(action=ChangeAction.CHANGED).exists()
+    # Entered again, or removed, the move is saved.
+    assert manager_update(
+        manager=manager, data=_input(endpoint=endpoint), credentials=CredentialsInput(token="t2")
+    ) == ["credentials", "endpoint"]
+    other = manager_create(
+        data=_input(name="fm-pw", endpoint="https://fm.example"),
+        credentials=CredentialsInput(username="ops", password=SECRET),
+    )
+    with pytest.raises(ValidationError) as caught:
+        manager_update(manager=other, data=_input(name="fm-pw", endpoint=endpoint))
+    assert list(caught.value.message_dict) == ["password"]
+    assert manager_update(
+        manager=other,
+        data=_input(name="fm-pw", endpoint="https://fm.example:443/api"),
+    ) == ["endpoint"]  # the same address, its default port written out
+    assert manager_update(
+        manager=other,
+        data=_input(name="fm-pw", endpoint=endpoint),
+        credentials=CredentialsInput(clear=True),
+    ) == ["credentials", "endpoint"]
 
 
 def test_disabling_and_enabling_are_audited_once_each(admin_user: Any) -> None:

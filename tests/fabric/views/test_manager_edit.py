@@ -76,6 +76,11 @@ def test_an_operator_adds_a_manager_from_the_form(
         ({"settings": '{"fabric": "a\\u0000b"}'}, "settings", "Settings: fabric: Contains a"),
         ({"settings": '{"a\\u001bb": 1}'}, "settings", "(a terminal escape)"),
         ({"name": "fm\x1b[31m"}, "name", "a terminal escape"),
+        (
+            {"settings": '{"auth": {"password": "x"}}'},
+            "settings",
+            "Setting &#x27;auth.password&#x27; looks like a secret: enter secrets in the",
+        ),
     ],
 )
 def test_bad_input_comes_back_beside_the_field_and_saves_nothing(
@@ -98,7 +103,7 @@ def test_bad_input_comes_back_beside_the_field_and_saves_nothing(
     assert not FabricManager.objects.filter(name="fm-page").exists()
 
 
-def test_the_edit_form_keeps_credentials_left_blank_and_never_shows_them(
+def test_the_edit_form_keeps_credentials_left_blank_for_the_same_address_only(
     admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     client = client_as(admin_user)
@@ -111,12 +116,35 @@ def test_the_edit_form_keeps_credentials_left_blank_and_never_shows_them(
     assert b"some are stored: leave blank to keep them" in page.content
     response = client.post(
         reverse("fabric:manager_edit", args=[manager.pk]),
-        _form(endpoint="https://fm2.example", manager=str(manager.pk)),
+        _form(endpoint="https://fm.example/v2", manager=str(manager.pk)),
     )
     assert response.status_code == 302
     manager.refresh_from_db()
-    assert manager.endpoint == "https://fm2.example"
+    assert manager.endpoint == "https://fm.example/v2"
     assert manager.credentials_ciphertext == ciphertext
+
+    # Moved to another host, blank credentials are neither tested there nor saved with it.
+    moved = _form(endpoint="https://attacker.example", manager=str(manager.pk))
+    tested = client.post(reverse("fabric:manager_test_entered"), moved, HTTP_HX_REQUEST="true")
+    assert tested.status_code == 400
+    words = "Password: The endpoint&#x27;s address changed: enter the credentials again"
+    assert words in tested.content.decode()
+    assert not ChangeRecord.objects.filter(action=ChangeAction.TESTED).exists()  # not probed
+    saved = client.post(reverse("fabric:manager_edit", args=[manager.pk]), moved)
+    assert saved.status_code == 400
+    assert 'id="error-password"' in saved.content.decode()
+    manager.refresh_from_db()
+    assert manager.endpoint == "https://fm.example/v2"
+
+
+@pytest.mark.parametrize("value", ["abc", "", "\u00b2", "1" * 40])
+def test_test_connection_with_a_manager_that_is_no_id_is_404(
+    value: str, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    response = client_as(admin_user).post(
+        reverse("fabric:manager_test_entered"), _form(manager=value)
+    )
+    assert response.status_code == 404
 
 
 def test_disable_then_enable_from_the_page(
@@ -231,15 +259,20 @@ def test_tenant_members_get_404_on_every_manager_page(
     assert manager.is_enabled and FabricManager.objects.count() == 1
 
 
+@pytest.mark.parametrize(
+    ("stored", "secret"),
+    [
+        ({"fabric": "lab", "api_key": "legacy-789"}, "legacy-789"),
+        ({"fabric": "lab", "auth": {"user": "ops", "password": "legacy-456"}}, "legacy-456"),
+    ],
+)
 def test_the_edit_form_masks_secret_looking_settings_and_saving_keeps_them(
-    admin_user: Any, client_as: Callable[[Any], Client]
+    stored: dict[str, Any], secret: str, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
-    manager = FabricManagerFactory.create(
-        name="fm-legacy", settings={"fabric": "lab", "api_key": "legacy-789"}
-    )
+    manager = FabricManagerFactory.create(name="fm-legacy", settings=stored)
     client = client_as(admin_user)
     page = client.get(reverse("fabric:manager_edit", args=[manager.pk])).content.decode()
-    assert "legacy-789" not in page and "********" in page
+    assert secret not in page and "********" in page
     form = page.split('name="settings"', 1)[1].split(">", 1)[1].split("</textarea>", 1)[0]
     response = client.post(
         reverse("fabric:manager_edit", args=[manager.pk]),
@@ -247,4 +280,4 @@ def test_the_edit_form_masks_secret_looking_settings_and_saving_keeps_them(
     )
     assert response.status_code == 302
     manager.refresh_from_db()
-    assert manager.settings == {"fabric": "lab", "api_key": "legacy-789", "verify_tls": True}
+    assert manager.settings == {**stored, "verify_tls": True}
