@@ -6,6 +6,7 @@ HTTP Basic too), ETags and If-Match (412), PATCH of a system's `Links.ResourceBl
 to the Systems collection and DELETE of a composed system, the Compose action (Preview /
 Apply), memory chunks and connections, a block composed twice refused (409), and 202 task
 monitors. Knobs on `MockService`: `delay_s`, `fail_next(method, status)`, `expire_sessions()`,
+`issue_token()` (a pre-issued token),
 `async_tasks`/`fail_tasks`, `reset_next(method, applied=...)`, `slow_next(method, s)`,
 `touch_before_next_write(path)`, `garbage_root`.
 """
@@ -83,6 +84,14 @@ class MockService:
 
     def expire_sessions(self) -> None:
         self.tokens.clear()
+
+    def issue_token(self) -> str:
+        """A session key issued out of band (as an operator would store it): accepted as
+        X-Auth-Token without a login, until `expire_sessions()`."""
+        with self.lock:
+            token = f"token-{next(self.counter)}"
+            self.tokens.add(token)
+            return token
 
     def reset_next(self, method: str, *, applied: bool) -> None:
         """Drop the connection of the next `method` request, after applying it or not."""

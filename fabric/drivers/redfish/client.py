@@ -3,17 +3,19 @@
 
 Why a session cache: drivers are constructed per call (registry.get_driver), but a Redfish
 service limits its sessions and a login costs a round trip, so one signed-in client is kept
-per manager (endpoint, user, TLS settings) and process, and reused over its keep-alive
-connections. A 401 in the middle of a session (it expired, the service restarted) signs
-in again once and repeats the request.
+per manager (endpoint, credentials, TLS settings) and process (fabric.drivers.redfish.sessions),
+and reused over its keep-alive connections. A 401 in the middle of a
+session (it expired, the service restarted) signs in again once and repeats the request.
+
+Credentials are either {"username", "password"} (the driver opens a session) or {"token"}
+(a session key issued to the operator: sent as X-Auth-Token, never a login, so a 401 is
+final). No message names a credential value, the username included.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping
@@ -104,6 +106,7 @@ class Session:
         self.options = options
         self._username = str(credentials.get("username") or "")
         self._password = str(credentials.get("password") or "")
+        self._token = str(credentials.get("token") or "")
         self._lock = threading.Lock()
         self._client: Any = None
         self.root: dict[str, Any] = {}
@@ -149,9 +152,15 @@ class Session:
                 permanent=True,
             )
         self.root = root
+        if self._token:
+            # A pre-issued session key: no login, and nothing to sign out of here.
+            client.set_session_key(self._token)
+            logger.info("redfish %s: using the stored token", self.endpoint)
+            return client
         if not self._username:
             raise DriverError(
-                "The manager's credentials have no username; set username and password.",
+                "The manager's credentials have no username; set username and password, "
+                "or a token.",
                 permanent=True,
             )
         sessions = (root.get("Links") or {}).get("Sessions") or {}
@@ -161,7 +170,8 @@ class Session:
                 client.login(username=self._username, password=self._password, auth="session")
             except InvalidCredentialsError as exc:
                 raise DriverError(
-                    f"{self.endpoint} refused the credentials of user {self._username!r}.",
+                    f"{self.endpoint} refused the stored credentials (username and password) "
+                    "of this manager; correct them in its settings.",
                     permanent=True,
                 ) from exc
             except SessionCreationError as exc:
@@ -196,6 +206,21 @@ class Session:
         with self._lock:
             self._client = None
 
+    def close(self) -> None:
+        """Sign out of a session this driver opened (a stored token is the operator's and
+        stays valid) and close the connections. Best effort: the service may be gone."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            if self._token:
+                client._session.close()
+            else:
+                client.logout()
+        except Exception as exc:  # a dead service must not fail the caller evicting it
+            logger.info("redfish %s: signing out failed: %s", self.endpoint, type(exc).__name__)
+
     # -- requests -----------------------------------------------------------------------
 
     def request(
@@ -212,14 +237,21 @@ class Session:
         the caller (`check`), which knows what a 409 or a 404 means for it."""
         client = self._signed_in()
         reply = self._send(client, method, path, body=body, headers=headers, args=args)
+        if reply.status == 401 and self._token:
+            raise DriverError(
+                f"{self.endpoint} refused the stored token of this manager for {method} "
+                f"{path} (401); it cannot sign in again on its own: store a valid token, or "
+                "a username and password.",
+                permanent=True,
+            )
         if reply.status == 401:
             logger.info("redfish %s: session refused (401), signing in again", self.endpoint)
             client = self._sign_in_again(client)
             reply = self._send(client, method, path, body=body, headers=headers, args=args)
             if reply.status == 401:
                 raise DriverError(
-                    f"{self.endpoint} refused the credentials of user {self._username!r} "
-                    f"for {method} {path}.",
+                    f"{self.endpoint} refused the stored credentials of this manager for "
+                    f"{method} {path} (401).",
                     permanent=True,
                 )
         return reply
@@ -370,25 +402,3 @@ def _message(body: Mapping[str, Any]) -> str:
 
 def _first_line(exc: BaseException | None) -> str:
     return str(exc or "").strip().splitlines()[0] if str(exc or "").strip() else ""
-
-
-_SESSIONS: dict[tuple[Any, ...], Session] = {}
-_SESSIONS_LOCK = threading.Lock()
-
-
-def session_for(endpoint: str, credentials: Mapping[str, str], options: Options) -> Session:
-    """The process's session for this manager, created on first use.
-
-    Keyed by the process id too: a worker forked after a session was opened must not share
-    its sockets. The password enters the key only as a digest, so that rotated credentials
-    sign in afresh while the key itself holds no secret.
-    """
-    digest = hashlib.sha256(
-        f"{credentials.get('username', '')}\0{credentials.get('password', '')}".encode()
-    ).hexdigest()
-    key = (os.getpid(), endpoint.rstrip("/"), digest, options)
-    with _SESSIONS_LOCK:
-        session = _SESSIONS.get(key)
-        if session is None:
-            session = _SESSIONS[key] = Session(endpoint, credentials, options)
-        return session

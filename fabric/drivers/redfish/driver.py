@@ -24,12 +24,13 @@ from fabric.drivers.base import (
     ProbeReport,
 )
 from fabric.drivers.redfish import mapping, topology
-from fabric.drivers.redfish.client import Options, Session, session_for
+from fabric.drivers.redfish.client import Options, Session
 from fabric.drivers.redfish.compose import BlockComposer
 from fabric.drivers.redfish.mapping import Index, rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL, Methods, methods_of
 from fabric.drivers.redfish.reader import Reader, expand_query, ref
+from fabric.drivers.redfish.sessions import session_for
 from fabric.drivers.redfish.walk import Snapshot, walk
 
 logger = logging.getLogger(__name__)
@@ -295,7 +296,7 @@ class RedfishDriver:
         self._composer(state).unbind(binding, reply.body, etag)
 
     def health(self) -> list[HealthReading]:
-        """A reading per element from its `Status` (Health, else HealthRollup; State)."""
+        """A reading per element from its own `Status` (Health; State), absent ones left out."""
         inventory = self.survey().inventory
         readings: list[HealthReading] = []
         for kind, items in (

@@ -33,7 +33,7 @@ _PCIE_CLASS_KINDS = {
     "ProcessingAccelerators": "gpu",
     "MassStorageController": "nvme",
 }
-_FAILED_STATES = frozenset({"Absent", "UnavailableOffline"})
+_FAILED_STATES = frozenset({"UnavailableOffline"})
 _HEALTH: dict[str, HealthValue] = {"OK": "ok", "Warning": "warning", "Critical": "critical"}
 
 
@@ -43,13 +43,15 @@ def rid(resource: Mapping[str, Any]) -> str:
 
 
 def health_of(resource: Mapping[str, Any]) -> HealthValue:
-    """`Status.Health` (else `HealthRollup`) as ours; an absent or offline element is
-    critical whatever its health says."""
+    """The element's own `Status.Health` as ours (missing: unknown); an offline element is
+    critical whatever its health says. Never `HealthRollup`: it already counts the children,
+    which report their own health, and the console propagates a failure down to what sits
+    behind it, so one bad drive would fail its whole chassis and rack. (Absent elements are
+    not reported at all: walk.drop_absent.)"""
     status = resource.get("Status") or {}
     if status.get("State") in _FAILED_STATES:
         return "critical"
-    value = status.get("Health") or status.get("HealthRollup")
-    return _HEALTH.get(str(value), "unknown")
+    return _HEALTH.get(str(status.get("Health")), "unknown")
 
 
 def state_of(resource: Mapping[str, Any]) -> str:

@@ -61,6 +61,7 @@ def walk(reader: Reader) -> Snapshot:
     _linked_ports(reader, snap)
     _composition(reader, snap)
     _power(reader, snap)
+    drop_absent(snap)
     snap.requests = reader.requests
     snap.missing = list(reader.missing)
     return snap
@@ -216,3 +217,20 @@ def _power(reader: Reader, snap: Snapshot) -> None:
         outlets = reader.get(ref(pdu.get("Outlets")) or "") if ref(pdu.get("Outlets")) else None
         for outlet in refs((outlets or {}).get("Members")):
             snap.outlet_pdu[outlet.rstrip("/")] = _id(pdu)
+
+
+def absent(resource: Mapping[str, Any]) -> bool:
+    """`Status.State` Absent: an empty slot or bay, not an element (nor a failed one)."""
+    return (resource.get("Status") or {}).get("State") == "Absent"
+
+
+def drop_absent(snap: Snapshot) -> None:
+    """Leave out what the service lists as Absent, so that no part of the driver reports an
+    empty slot as an element (critical or otherwise)."""
+    for name in ("chassis", "systems", "blocks", "pdus"):
+        setattr(snap, name, [r for r in getattr(snap, name) if not absent(r)])
+    for name in ("switches", "processors", "drives", "memory_domains", "network", "pcie_devices"):
+        setattr(snap, name, [(o, r) for o, r in getattr(snap, name) if not absent(r)])
+    for ports in (snap.switch_ports, snap.owned_ports):
+        for owner in list(ports):
+            ports[owner] = [p for p in ports[owner] if not absent(p)]

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fabric.drivers.redfish import sessions
 from fabric.drivers.redfish.driver import RedfishDriver
 from tests.support.redfish_server import PASSWORD, USERNAME, MockService, serve
 
@@ -63,3 +64,10 @@ def served() -> Iterator[Served]:
         return serve(mockup(name))
 
     yield start
+
+
+@pytest.fixture(autouse=True)
+def own_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own session cache: sessions left by earlier tests (their servers gone)
+    would otherwise be evicted, and signed out, in the middle of a later one."""
+    monkeypatch.setattr(sessions, "_SESSIONS", type(sessions._SESSIONS)())

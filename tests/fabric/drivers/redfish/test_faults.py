@@ -127,7 +127,7 @@ def test_refused_credentials_are_permanent_and_never_logged(
         with pytest.raises(DriverError) as caught:
             driver.probe()
         assert caught.value.permanent is True
-        assert "refused the credentials" in caught.value.message
+        assert "refused the stored credentials" in caught.value.message
         driver_for(url).probe()
     assert "wrong-pass" not in caplog.text and PASSWORD not in caplog.text
     assert "token-" not in caplog.text, "session tokens stay out of the logs"
