@@ -43,12 +43,16 @@ INSTALLED_APPS = [
     "fabric.apps.FabricConfig",
     "composer.apps.ComposerConfig",
 ]
-# The simulator's console (composer/simulator/: the demo data centre, fault injection): on
-# by default, for the demo, `make run` and the tests; a production console leaves it out
+# The simulator: the simulated manager's own state (fabric/drivers/simulated/, its driver's
+# tables) and its console (composer/simulator/: the demo data centre, fault injection): on
+# by default, for the demo, `make run` and the tests; a production console leaves both out
 # and runs the same. Last, after the fabric admin its fault actions are added to.
 COMPOSER_SIMULATOR = env_bool("COMPOSER_SIMULATOR", True)
 if COMPOSER_SIMULATOR:
-    INSTALLED_APPS.append("composer.simulator.apps.SimulatorConfig")
+    INSTALLED_APPS += [
+        "fabric.drivers.simulated.apps.SimulatedFabricConfig",
+        "composer.simulator.apps.SimulatorConfig",
+    ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -12,5 +12,5 @@ The product runs without it: base settings install it (the demo, the tests, `mak
 unless `COMPOSER_SIMULATOR` is off, and the project's URL maps and navbar add its routes
 and link only when `django.apps.apps.is_installed("composer.simulator")`. Nothing outside
 this package imports it. It has no models: the simulator's tables belong to fabric
-(`fabric/models/simulator.py`), where its driver keeps them.
+(`fabric/drivers/simulated/models.py`, the app `simulated_fabric`), where its driver keeps them.
 """

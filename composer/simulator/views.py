@@ -18,7 +18,8 @@ from django.urls import reverse
 from composer.simulator.faults import simulator_fault
 from composer.simulator.forms import REMEMBERED, FaultForm
 from fabric.choices import ChangeAction
-from fabric.models import ChangeRecord, FabricManager, SimulatedElement
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import ChangeRecord, FabricManager
 from fabric.services.fault_targets import FaultTargetOption, fault_targets
 from fabric.views.common import operator_required
 

@@ -36,9 +36,6 @@ from fabric.admin.inventory import (
 )
 from fabric.admin.managers import (
     FabricManagerAdmin,
-    SimulatedBindingAdmin,
-    SimulatedElementAdmin,
-    SimulatedFabricAdmin,
 )
 from fabric.admin.topology import DeviceDomainAdmin, FailureDomainAdmin, LinkAdmin, PortAdmin
 
@@ -63,8 +60,5 @@ __all__ = [
     "PowerFeedAdmin",
     "RackAdmin",
     "ReadOnlyAdmin",
-    "SimulatedBindingAdmin",
-    "SimulatedElementAdmin",
-    "SimulatedFabricAdmin",
     "SwitchAdmin",
 ]

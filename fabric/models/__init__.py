@@ -8,7 +8,6 @@ from fabric.models.health import Alert, HealthCondition, HealthSample
 from fabric.models.history import ChangeRecord
 from fabric.models.inventory import Device, Enclosure, Host, Pool, PowerFeed, Rack
 from fabric.models.links import Link
-from fabric.models.simulator import SimulatedBinding, SimulatedElement, SimulatedFabric
 
 __all__ = [
     "Alert",
@@ -26,8 +25,5 @@ __all__ = [
     "Port",
     "PowerFeed",
     "Rack",
-    "SimulatedBinding",
-    "SimulatedElement",
-    "SimulatedFabric",
     "Switch",
 ]

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from fabric.models import FabricManager, SimulatedElement
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import FabricManager
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 

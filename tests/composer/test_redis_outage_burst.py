@@ -20,8 +20,8 @@ from rest_framework.test import APIClient
 
 from composer.choices import CompositionState
 from composer.models import Composition
+from fabric.drivers.simulated.models import SimulatedFabric
 from fabric.drivers.simulated.store import latency_set
-from fabric.models import SimulatedFabric
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 from tests.factories.composer import PASSWORD

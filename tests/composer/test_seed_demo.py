@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 from composer.choices import Role
 from composer.models import Membership, Tenant
 from fabric.choices import EnclosureKind, SwitchTier
+from fabric.drivers.simulated.models import SimulatedElement
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -23,7 +24,6 @@ from fabric.models import (
     Pool,
     PowerFeed,
     Rack,
-    SimulatedElement,
     Switch,
 )
 
@@ -34,6 +34,7 @@ VOLATILE = {"last_seen_at", "last_synced_at"}
 def _snapshot() -> dict[str, list[tuple[Any, ...]]]:
     models = [
         *apps.get_app_config("fabric").get_models(),
+        *apps.get_app_config("simulated_fabric").get_models(),
         *apps.get_app_config("composer").get_models(),
     ]
     models.append(get_user_model())

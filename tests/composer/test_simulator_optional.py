@@ -57,8 +57,18 @@ def resolves(path):
         return None
 
 actions = admin.site.get_model_admin(Device).actions or ()
+from fabric.drivers.base import DriverError
+from fabric.drivers.registry import get_driver
+from fabric.models import FabricManager
+try:
+    get_driver(FabricManager(name="sim", driver="simulated", settings={"fabric": "sim"}))
+    driver = "built"
+except DriverError as exc:
+    driver = ("permanent " if exc.permanent else "") + exc.message.split(":")[0]
 print(json.dumps({
     "installed": apps.is_installed("composer.simulator"),
+    "state_app": apps.is_installed("fabric.drivers.simulated"),
+    "simulated_driver": driver,
     "dashboard": reverses("composer:dashboard"),
     "fault_page": reverses("composer:fault_injection"),
     "fault_api": reverses("api:simulator_faults"),
@@ -98,6 +108,10 @@ def test_a_console_started_without_the_simulator_has_none_of_it() -> None:
     seen = _probe()
     assert seen == {
         "installed": False,
+        # The simulated manager's own tables go with it; a manager naming its driver is
+        # told so, permanently, never a crash.
+        "state_app": False,
+        "simulated_driver": "permanent Driver 'simulated' is not installed here",
         "dashboard": True,
         "fault_page": False,
         "fault_api": False,
@@ -112,6 +126,7 @@ def test_a_console_started_as_by_default_has_the_simulator() -> None:
     """The probe's control: the same process with COMPOSER_SIMULATOR on (the default)."""
     seen = _probe(COMPOSER_SIMULATOR="1")
     assert seen["installed"] and seen["fault_page"] and seen["fault_api"]
+    assert seen["state_app"] and seen["simulated_driver"] == "built"
     assert (seen["page_view"], seen["api_view"]) == ("fault_injection", "SimulatorFaultView")
     assert seen["commands"] == ["seed_demo", "sim_fault", "sim_operation_fault"]
     assert seen["device_actions"] == ["inject_fail", "inject_degrade", "inject_recover"]

@@ -13,18 +13,13 @@ from django.urls import reverse
 
 from fabric.admin import DeviceAdmin, SwitchAdmin
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
-from fabric.models import (
-    ChangeRecord,
-    Device,
-    FabricManager,
-    Host,
-    PowerFeed,
-    SimulatedElement,
-    Switch,
-)
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import ChangeRecord, Device, FabricManager, Host, PowerFeed, Switch
 from fabric.services.sync import inventory_sync
 
-FABRIC_MODELS = [m for m in admin.site._registry if m._meta.app_label == "fabric"]
+# Fabric's models and the simulated manager's (their own app, installed in tests).
+APPS = ("fabric", "simulated_fabric")
+FABRIC_MODELS = [m for m in admin.site._registry if m._meta.app_label in APPS]
 
 
 @pytest.fixture
@@ -59,7 +54,8 @@ def meanwhile(
 def test_every_fabric_model_is_registered() -> None:
     from django.apps import apps
 
-    assert set(apps.get_app_config("fabric").get_models()) == set(FABRIC_MODELS)
+    every = {model for label in APPS for model in apps.get_app_config(label).get_models()}
+    assert every == set(FABRIC_MODELS)
 
 
 @pytest.mark.parametrize("model", FABRIC_MODELS, ids=lambda m: m.__name__)

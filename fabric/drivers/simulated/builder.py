@@ -15,8 +15,8 @@ from django.db import transaction
 
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.layout import WorldElement, world_elements
+from fabric.drivers.simulated.models import SimulatedBinding, SimulatedElement
 from fabric.drivers.simulated.spec import WorldSpec
-from fabric.models import SimulatedBinding, SimulatedElement
 
 __all__ = ["WorldElement", "WorldSpec", "WorldWriteResult", "world_elements", "world_write"]
 

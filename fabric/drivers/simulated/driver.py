@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
 from typing import Any, TypeVar
 
+from django.apps import apps
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Sum
 
@@ -40,8 +41,8 @@ from fabric.drivers.base import (
 )
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.metrics import _metrics
+from fabric.drivers.simulated.models import SimulatedBinding, SimulatedElement, SimulatedFabric
 from fabric.drivers.simulated.propagation import CRITICAL, Effective, effective_health, own_health
-from fabric.models import SimulatedBinding, SimulatedElement, SimulatedFabric
 from fabric.partitioning import PARTITIONABLE_KINDS
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,12 @@ class SimulatedDriver:
         credentials: Mapping[str, str] | None = None,
     ) -> None:
         # `credentials` is accepted like every driver's; the simulated manager asks none.
+        if not apps.is_installed("fabric.drivers.simulated"):
+            raise DriverError(
+                "Driver 'simulated' is not installed here: this console runs without the "
+                "simulator (COMPOSER_SIMULATOR=0).",
+                permanent=True,
+            )
         self.endpoint = endpoint
         self.settings = dict(settings or {})
         self.fabric_name = str(self.settings.get("fabric") or "")

@@ -27,7 +27,8 @@ from django.db import transaction
 from fabric.choices import ChangeAction, FaultAction, FaultTarget
 from fabric.drivers.base import DriverError
 from fabric.drivers.simulated import store
-from fabric.models import ChangeRecord, FabricManager, SimulatedElement
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import ChangeRecord, FabricManager
 from fabric.services.fault_targets import FAULT_MODELS, fault_target_name, fault_target_resolve
 from fabric.services.history import change_record
 

@@ -37,8 +37,8 @@ from fabric.drivers.simulated.catalogue import (
     HardwareModel,
     lane_bandwidth_gbps,
 )
+from fabric.drivers.simulated.models import SimulatedElement
 from fabric.drivers.simulated.spec import WorldSpec
-from fabric.models import SimulatedElement
 
 __all__ = ["KIND_ORDER", "WorldElement", "rack_letter", "world_elements"]
 

@@ -11,8 +11,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from fabric.drivers.simulated.models import SimulatedElement
 from fabric.drivers.simulated.propagation import CRITICAL, OK, Effective
-from fabric.models import SimulatedElement
 
 Kind = SimulatedElement.Kind
 # Nominal draw of a healthy device under typical load, for the simulated power metric.

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 
 from fabric.drivers.base import DriverError
-from fabric.models import SimulatedBinding, SimulatedElement, SimulatedFabric
+from fabric.drivers.simulated.models import SimulatedBinding, SimulatedElement, SimulatedFabric
 
 # Realistic round trips of a fabric manager's management API: discovery walks every
 # switch, a bind reprograms switch routing tables and waits for the link to retrain.

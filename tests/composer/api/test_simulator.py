@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from fabric.models import Alert, ChangeRecord, FabricManager, SimulatedElement, Switch
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import Alert, ChangeRecord, FabricManager, Switch
 from tests.support.api import assert_error
 
 pytestmark = pytest.mark.django_db

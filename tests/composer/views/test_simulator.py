@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from fabric.models import Alert, ChangeRecord, Enclosure, FabricManager, SimulatedElement
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import Alert, ChangeRecord, Enclosure, FabricManager
 
 pytestmark = pytest.mark.django_db
 URL = reverse("composer:fault_injection")

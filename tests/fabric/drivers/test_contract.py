@@ -34,7 +34,7 @@ from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.drivers.registry import get_driver
 from fabric.drivers.simulated import driver as simulated_driver
 from fabric.drivers.simulated import store
-from fabric.models import SimulatedElement
+from fabric.drivers.simulated.models import SimulatedElement
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
 from tests.support import redfish_server

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from fabric.drivers.base import DriverError
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.driver import SimulatedDriver
-from fabric.models import SimulatedElement
+from fabric.drivers.simulated.models import SimulatedElement
 
 pytestmark = pytest.mark.django_db
 

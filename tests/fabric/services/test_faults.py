@@ -9,7 +9,8 @@ from django.core.management import CommandError, call_command
 
 from fabric.choices import ChangeAction, DeviceState, Health
 from fabric.drivers.simulated.faults import fault_inject
-from fabric.models import ChangeRecord, Device, FabricManager, Link, SimulatedElement, Switch
+from fabric.drivers.simulated.models import SimulatedElement
+from fabric.models import ChangeRecord, Device, FabricManager, Link, Switch
 from fabric.services.fault_targets import fault_target_resolve, fault_targets
 from fabric.services.sync import inventory_sync
 from tests.factories.fabric import LinkFactory, PortFactory

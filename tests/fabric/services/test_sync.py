@@ -13,6 +13,7 @@ from fabric.drivers.base import DriverError
 from fabric.drivers.simulated import store
 from fabric.drivers.simulated.builder import WorldSpec
 from fabric.drivers.simulated.driver import SimulatedDriver
+from fabric.drivers.simulated.models import SimulatedElement
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -24,7 +25,6 @@ from fabric.models import (
     Port,
     PowerFeed,
     Rack,
-    SimulatedElement,
     Switch,
 )
 from fabric.services.sync import inventory_sync

@@ -1,9 +1,11 @@
-"""Persistent state of the simulated fabric manager.
+"""Persistent state of the simulated fabric manager (the app `simulated_fabric`).
 
 These tables are the simulated manager's own memory, not the console's inventory: the
 console learns what is here only through the driver's discovery, as it would from a real
 manager. Every web process and worker shares this state through the database, and it
-survives restarts.
+survives restarts. An app of its own, installed with the simulator (COMPOSER_SIMULATOR),
+so that the product's apps hold none of the simulator's tables; the tables keep the names
+they were created under.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class SimulatedFabric(TimeStampedModel):
     operation_faults = models.JSONField(default=dict, blank=True)
 
     class Meta:
+        app_label = "simulated_fabric"  # never fabric's, even when this app is left out
+        db_table = "fabric_simulatedfabric"
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -68,6 +72,8 @@ class SimulatedElement(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        app_label = "simulated_fabric"
+        db_table = "fabric_simulatedelement"
         ordering = ["fabric_id", "kind", "external_id"]
         constraints = [
             models.UniqueConstraint(
@@ -91,6 +97,8 @@ class SimulatedBinding(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        app_label = "simulated_fabric"
+        db_table = "fabric_simulatedbinding"
         ordering = ["fabric_id", "created_at"]
         constraints = [
             models.UniqueConstraint(
