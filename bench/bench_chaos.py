@@ -64,9 +64,9 @@ from bench.common import machine, write_section  # noqa: E402
 from bench.processes import database_url  # noqa: E402
 from composer.choices import Role  # noqa: E402
 from composer.models import Composition, Event, Membership, Tenant  # noqa: E402
-from composer.simulator.demo import demo_seed  # noqa: E402
-from fabric.drivers.simulated import store  # noqa: E402
-from fabric.drivers.simulated.spec import WorldSpec  # noqa: E402
+from fabric.simulator import store  # noqa: E402
+from fabric.simulator.console.demo import demo_seed  # noqa: E402
+from fabric.simulator.spec import WorldSpec  # noqa: E402
 
 NAME = "chaos"  # the fabric manager's, the simulated fabric's and the tenant's name
 REPORT = ROOT / "docs" / "reliability.md"

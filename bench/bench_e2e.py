@@ -76,9 +76,9 @@ from composer.services.composition_jobs import (  # noqa: E402
     composition_decompose_run,
 )
 from composer.services.compositions import composition_decompose  # noqa: E402
-from composer.simulator.demo import demo_seed  # noqa: E402
-from fabric.drivers.simulated import store  # noqa: E402
-from fabric.drivers.simulated.spec import WorldSpec  # noqa: E402
+from fabric.simulator import store  # noqa: E402
+from fabric.simulator.console.demo import demo_seed  # noqa: E402
+from fabric.simulator.spec import WorldSpec  # noqa: E402
 
 START, END = markers("e2e")
 P50_TARGET_MS = 50.0

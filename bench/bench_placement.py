@@ -59,10 +59,10 @@ from composer.placement.engine import place  # noqa: E402
 from composer.placement.load import build_snapshot  # noqa: E402
 from composer.placement.request import DeviceItem, Placement, PlacementRequest  # noqa: E402
 from composer.placement.snapshot import Snapshot  # noqa: E402
-from fabric.drivers.simulated.builder import world_write  # noqa: E402
-from fabric.drivers.simulated.spec import WorldSpec  # noqa: E402
 from fabric.models import FabricManager  # noqa: E402
 from fabric.services.sync import inventory_sync  # noqa: E402
+from fabric.simulator.builder import world_write  # noqa: E402
+from fabric.simulator.spec import WorldSpec  # noqa: E402
 
 START, END = markers("placement")
 RATE_TARGET = 5_000.0

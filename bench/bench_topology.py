@@ -67,11 +67,11 @@ from bench.common import (  # noqa: E402
     percentile,
     write_section,
 )
-from fabric.drivers.simulated.builder import world_write  # noqa: E402
-from fabric.drivers.simulated.spec import WorldSpec  # noqa: E402
 from fabric.models import FabricManager, FailureDomain  # noqa: E402
 from fabric.services.domains import domains_refresh  # noqa: E402
 from fabric.services.sync import inventory_sync  # noqa: E402
+from fabric.simulator.builder import world_write  # noqa: E402
+from fabric.simulator.spec import WorldSpec  # noqa: E402
 from fabric.topology.domains import derive_domains  # noqa: E402
 from fabric.topology.graph import Edge, FabricGraph, reachable_devices  # noqa: E402
 from fabric.topology.load import load_graph  # noqa: E402

@@ -1,5 +1,5 @@
 """Values every page template needs: whether the viewer is an operator, their tenants, and
-whether the optional simulator app (`composer.simulator`: the fault page) is installed, so
+whether the optional simulator app (`fabric.simulator`: the fault page) is installed, so
 the navbar links to its page only then."""
 
 from __future__ import annotations
@@ -27,5 +27,5 @@ def console(request: HttpRequest) -> dict[str, Any]:
     return {
         "is_operator": is_operator(user),
         "user_memberships": SimpleLazyObject(memberships),
-        "simulator_installed": apps.is_installed("composer.simulator"),
+        "simulator_installed": apps.is_installed("fabric.simulator"),
     }

@@ -1,6 +1,6 @@
 """The demo's tenants and logins, in a module that needs no Django set-up.
 
-`seed_demo` creates them (composer.simulator.demo) and `make run` prints them
+`seed_demo` creates them (fabric.simulator.console.demo) and `make run` prints them
 (composer.launcher) before Django is configured in its process: both read this one list,
 so the banner, the seed's report and the README name the same logins.
 """

@@ -24,7 +24,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 
 from composer.choices import CompositionState
 from composer.models import Allocation, Composition
-from fabric.drivers.simulated import store
+from fabric.simulator import store
 
 T = TypeVar("T")
 S = CompositionState

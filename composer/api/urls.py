@@ -45,8 +45,8 @@ urlpatterns = [
     # The simulator's fault injection, only where that optional app is installed (by name:
     # the product never imports it); elsewhere its path is the JSON 404 below.
     *(
-        [path("", include("composer.simulator.api_urls"))]
-        if apps.is_installed("composer.simulator")
+        [path("", include("fabric.simulator.console.api_urls"))]
+        if apps.is_installed("fabric.simulator")
         else []
     ),
     path("events/", events.EventListView.as_view(), name="event_list"),

@@ -43,16 +43,15 @@ INSTALLED_APPS = [
     "fabric.apps.FabricConfig",
     "composer.apps.ComposerConfig",
 ]
-# The simulator: the simulated manager's own state (fabric/drivers/simulated/, its driver's
-# tables) and its console (composer/simulator/: the demo data centre, fault injection): on
-# by default, for the demo, `make run` and the tests; a production console leaves both out
-# and runs the same. Last, after the fabric admin its fault actions are added to.
+# The simulator (fabric/simulator/: the simulated manager's state and driver, the demo data
+# centre, fault injection, the simulated world served as Redfish): one optional app. On by
+# default here, for the demo, `make run` and the tests; production settings leave it out
+# unless COMPOSER_SIMULATOR asks for it, and the product runs the same without it. Last,
+# after the fabric admin its fault actions are added to.
+SIMULATOR_APP = "fabric.simulator.apps.SimulatorConfig"
 COMPOSER_SIMULATOR = env_bool("COMPOSER_SIMULATOR", True)
 if COMPOSER_SIMULATOR:
-    INSTALLED_APPS += [
-        "fabric.drivers.simulated.apps.SimulatedFabricConfig",
-        "composer.simulator.apps.SimulatorConfig",
-    ]
+    INSTALLED_APPS.append(SIMULATOR_APP)
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -1,6 +1,6 @@
 """The composer's pages, mounted at the site root.
 
-The simulator's fault page comes from its own app (`composer.simulator.urls`), included by
+The simulator's fault page comes from its own app (`fabric.simulator.console.urls`), included by
 name only where that optional app is installed: the product never imports it.
 """
 
@@ -49,8 +49,8 @@ urlpatterns = [
     path("reconcile/", reconcile.reconcile_list, name="reconcile_list"),
     path("reconcile/run/", reconcile.reconcile_now, name="reconcile_now"),
     *(
-        [path("", include("composer.simulator.urls"))]
-        if apps.is_installed("composer.simulator")
+        [path("", include("fabric.simulator.console.urls"))]
+        if apps.is_installed("fabric.simulator")
         else []
     ),
 ]

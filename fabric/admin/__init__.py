@@ -11,7 +11,7 @@ feeds, switches, hosts, enclosures, devices, pools), `topology` (ports, links, f
 domains), `health` (alerts, samples, conditions) and `history` (change records). Django's
 admin autodiscovery imports this package, and importing it registers every model. The
 fault-injection actions on devices, links, switches, enclosures and power feeds are added
-by the optional simulator app (`composer.simulator.admin`) when it is installed.
+by the optional simulator app (`fabric.simulator.console.admin`) when it is installed.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The admin of fabric managers: read-only, with *Synchronise inventory now* (the simulated
-manager's own tables have theirs in `fabric.drivers.simulated.admin`)."""
+manager's own tables have theirs in `fabric.simulator.admin`)."""
 
 from __future__ import annotations
 

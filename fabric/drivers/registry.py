@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from fabric.models import FabricManager
 
 DRIVERS: dict[str, str] = {
-    "simulated": "fabric.drivers.simulated.driver.SimulatedDriver",
+    "simulated": "fabric.simulator.driver.SimulatedDriver",
     "redfish": "fabric.drivers.redfish.driver.RedfishDriver",
 }
 

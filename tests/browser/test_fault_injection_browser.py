@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from fabric.drivers.simulated.models import SimulatedElement
 from fabric.models import FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.models import SimulatedElement
 from tests.fabric.simulated_world import simulated_manager
 
 pytestmark = pytest.mark.browser

@@ -26,9 +26,9 @@ import pytest
 
 from composer.models import Composition
 from composer.services.health_poll import health_poll_run
-from composer.simulator.faults import simulator_fault
 from fabric.models import Alert, Enclosure, FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.console.faults import simulator_fault
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed
 from tests.support.screenshots import publish_screenshot

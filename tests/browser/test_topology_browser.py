@@ -416,7 +416,7 @@ LABELS = """() => {
 def test_the_demo_is_drawn_the_same_on_every_load_and_readable_at_fit(
     login_page: Any, admin_user: Any, width: int, height: int
 ) -> None:
-    from composer.simulator.demo import demo_seed
+    from fabric.simulator.console.demo import demo_seed
 
     demo_seed(users=False)
     page = login_page(admin_user)
@@ -445,7 +445,7 @@ def test_the_demo_is_drawn_the_same_on_every_load_and_readable_at_fit(
 def test_the_readme_screenshot_shows_a_leaf_switchs_blast_radius_on_the_demo(
     asgi_login_page: Any, admin_user: Any, tmp_path: Path
 ) -> None:
-    from composer.simulator.demo import demo_seed
+    from fabric.simulator.console.demo import demo_seed
 
     expect = _expect()
     demo = demo_seed(users=False).manager

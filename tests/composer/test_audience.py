@@ -15,9 +15,9 @@ from django.urls import reverse
 from composer.models import Composition
 from composer.services.compositions import composition_request
 from composer.services.health_poll import health_poll_run
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, FabricManager, Host, Switch
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed
 from tests.support.text import named as _named

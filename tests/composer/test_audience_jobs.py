@@ -17,9 +17,9 @@ from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
 from composer.services.compositions import composition_request
 from composer.tasks import composition_compose_task
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed
 from tests.support.text import named as _named
@@ -105,11 +105,11 @@ def test_a_composes_log_reads_in_the_tenants_words_and_operators_keep_every_line
 
     lines = api_as(admin_user).get(api).json()["log_lines"]
     loggers = {line["logger"] for line in lines}
-    assert "fabric.drivers.simulated.driver" in loggers
+    assert "fabric.simulator.driver" in loggers
     assert all(b in json.dumps(lines) for b in bindings)
     assert api_as(admin_user).get(api).json()["result"]["bindings"] == bindings
     assert len(lines) > len(api_as(alice).get(api).json()["log_lines"])
-    assert "fabric.drivers.simulated.driver" in _pages(client_as(admin_user), job)
+    assert "fabric.simulator.driver" in _pages(client_as(admin_user), job)
 
 
 @pytest.mark.django_db

@@ -14,10 +14,10 @@ from django.urls import reverse
 
 from composer.choices import CompositionState
 from composer.services.health_poll import health_poll_run
-from composer.simulator.demo import demo_seed
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, FabricManager, FailureDomain
 from fabric.services.sync import inventory_sync
+from fabric.simulator.console.demo import demo_seed
+from fabric.simulator.faults import fault_inject
 from fabric.topology.domains import derive_domains
 from fabric.topology.load import load_graph
 from fabric.topology.radius import domain_impact

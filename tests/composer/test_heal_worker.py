@@ -14,9 +14,9 @@ from composer.services.compositions import composition_request
 from composer.services.health import compositions_react_to_health
 from fabric.choices import DeviceState
 from fabric.drivers.registry import get_driver
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.composer.test_compositions_worker import wait_for
 from tests.fabric.simulated_world import simulated_manager
 

@@ -18,8 +18,8 @@ from composer.services.jobs import inventory_sync_job_create, inventory_sync_run
 from fabric.choices import ChangeAction
 from fabric.drivers.base import DriverError, ProbeReport
 from fabric.drivers.registry import DRIVERS
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import ChangeRecord, FabricManager
+from fabric.simulator.driver import SimulatedDriver
 from tests.fabric.simulated_world import simulated_manager
 from tests.factories.fabric import FabricManagerFactory
 

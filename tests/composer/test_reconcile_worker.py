@@ -16,9 +16,9 @@ from composer.services.compositions import composition_request
 from composer.services.reconcile import reconcile_request
 from fabric.choices import DeviceState
 from fabric.drivers.registry import get_driver
-from fabric.drivers.simulated import store
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
 from tests.fabric.simulated_world import simulated_manager
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -82,7 +82,7 @@ def test_every_page_and_api_operation_answers_during_a_redis_outage(
     carol: Any,
     acme: Any,
 ) -> None:
-    from fabric.drivers.simulated.faults import fault_inject
+    from fabric.simulator.faults import fault_inject
     from tests.fabric.simulated_world import simulated_manager
 
     manager = simulated_manager()

@@ -20,9 +20,9 @@ from rest_framework.test import APIClient
 
 from composer.choices import CompositionState
 from composer.models import Composition
-from fabric.drivers.simulated.models import SimulatedFabric
-from fabric.drivers.simulated.store import latency_set
 from fabric.services.sync import inventory_sync
+from fabric.simulator.models import SimulatedFabric
+from fabric.simulator.store import latency_set
 from tests.fabric.simulated_world import simulated_manager
 from tests.factories.composer import PASSWORD
 from tests.support.outage import OwnRedis, celery_on, use_redis

@@ -18,9 +18,9 @@ from composer.tasks import (
     inventory_sync_task,
 )
 from fabric.choices import DeviceState
-from fabric.drivers.simulated import store
 from fabric.models import Device, FabricManager, FailureDomain
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
 from fabric.topology.radius import RADIUS_VERSION
 
 

@@ -15,9 +15,9 @@ from composer.choices import TERMINAL_JOB_STATUSES, JobStatus
 from composer.models import Job
 from composer.services.jobs import inventory_sync_request
 from fabric.choices import ChangeAction, DeviceState, Health
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import ChangeRecord, Device, FabricManager
+from fabric.simulator import store
+from fabric.simulator.faults import fault_inject
 from tests.fabric.simulated_world import simulated_manager
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -22,9 +22,9 @@ from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, JobKind, J
 from composer.models import Allocation, Composition, Job, JobLogLine
 from composer.services.compositions import composition_request
 from fabric.drivers.registry import get_driver
-from fabric.drivers.simulated.models import SimulatedBinding, SimulatedFabric
 from fabric.models import FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.models import SimulatedBinding, SimulatedFabric
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.worker import WorkerProcess
 

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
 from fabric.services.alerts import alert_scope, register_alert_scope
+from fabric.simulator.driver import SimulatedDriver
 from tests.fabric.simulated_world import simulated_manager
 
 

@@ -4,8 +4,8 @@ tables: tests learn the fabric by discovery, like the product)."""
 
 from __future__ import annotations
 
-from fabric.drivers.simulated.builder import WorldSpec, world_write
 from fabric.models import FabricManager
+from fabric.simulator.builder import WorldSpec, world_write
 
 # One rack (feeds pdu-a-1 and pdu-a-2), a leaf and two spines of 8 ports, three hosts, two
 # GPU chassis of two GPUs (gpu-a-01 on pdu-a-1, gpu-a-02 on pdu-a-2), one 1 TiB CXL memory

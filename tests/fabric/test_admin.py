@@ -13,9 +13,9 @@ from django.urls import reverse
 
 from fabric.admin import DeviceAdmin, SwitchAdmin
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health
-from fabric.drivers.simulated.models import SimulatedElement
 from fabric.models import ChangeRecord, Device, FabricManager, Host, PowerFeed, Switch
 from fabric.services.sync import inventory_sync
+from fabric.simulator.models import SimulatedElement
 
 # Fabric's models and the simulated manager's (their own app, installed in tests).
 APPS = ("fabric", "simulated_fabric")

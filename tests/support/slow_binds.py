@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.driver import SimulatedDriver
+from fabric.simulator import store
+from fabric.simulator.driver import SimulatedDriver
 
 Call = tuple[str, float, float, int]
 """One bind asked for: (device external id, start, end, thread id)."""

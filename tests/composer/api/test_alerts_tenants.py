@@ -14,8 +14,8 @@ from composer.models import Composition, Event, Job
 from composer.services.compositions import composition_request
 from composer.services.health_poll import health_poll_run
 from composer.tasks import composition_compose_task
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, FabricManager
+from fabric.simulator.faults import fault_inject
 from tests.support.api import results
 from tests.support.compose import composed
 

@@ -13,8 +13,8 @@ from django.utils import timezone
 from composer.api.serializers.spec import SPEC_PROPERTIES, SPEC_SCHEMA, spec_type_errors
 from composer.services.health_poll import health_poll_run
 from composer.specs import KEYS
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Device, FabricManager, Pool
+from fabric.simulator.faults import fault_inject
 from tests.support.api import assert_error, results
 from tests.support.compose import composed
 

@@ -94,7 +94,7 @@ def test_the_sync_runs_and_its_devices_appear_in_the_api(
     api_as: Any, admin_user: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     """End to end, nothing mocked: the task runs eagerly against the simulated manager."""
-    from fabric.drivers.simulated.builder import WorldSpec, world_write
+    from fabric.simulator.builder import WorldSpec, world_write
 
     world_write(
         fabric_name="api-e2e",

@@ -8,10 +8,10 @@ import pytest
 from composer.placement.engine import place
 from composer.placement.load import build_snapshot, structure_memo_clear
 from composer.placement.request import DeviceItem, Placement, PlacementRequest, Rejection
-from fabric.drivers.simulated.models import SimulatedElement
 from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 from fabric.models import Link
 from fabric.services.sync import inventory_sync
+from fabric.simulator.models import SimulatedElement
 from tests.fabric.simulated_world import simulated_manager
 from tests.factories.fabric import fabric_small
 

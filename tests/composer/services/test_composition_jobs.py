@@ -14,9 +14,9 @@ from composer.services.composition_jobs import composition_compose_run
 from composer.services.compositions import composition_decompose, composition_request
 from composer.tasks import composition_compose_task, composition_decompose_task
 from fabric.drivers.base import FabricDriver
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
+from fabric.simulator import store
+from fabric.simulator.driver import SimulatedDriver
 from tests.support.rollback import assert_rolled_back
 
 pytestmark = pytest.mark.django_db

@@ -30,9 +30,9 @@ from composer.tasks import composition_heal_task
 from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
 from fabric.drivers.registry import get_driver
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import Device, FabricManager
+from fabric.simulator import store
+from fabric.simulator.driver import SimulatedDriver
 from tests.composer.services.test_composition_jobs import fail_after_first_bind, fail_bind
 from tests.composer.services.test_health import compose, fault
 from tests.fabric.simulated_world import TINY, simulated_manager

@@ -14,9 +14,9 @@ from composer.selectors.health import composition_unhealthy_devices
 from composer.services.dispatch import job_enqueue
 from composer.services.health import compositions_health_reconcile, compositions_react_to_health
 from composer.tasks import reconcile_task
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.support.compose import composed
 
 pytestmark = pytest.mark.django_db

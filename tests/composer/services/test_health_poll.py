@@ -14,10 +14,10 @@ from composer.services.compositions import composition_request
 from composer.services.health_poll import health_poll_run
 from composer.tasks import composition_compose_task
 from fabric.choices import DeviceState
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, FabricManager
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.support.compose import composed
 from tests.support.raw_driver import RawDriver
 

@@ -12,11 +12,11 @@ from composer.models import Composition
 from composer.services.allocations import Claim, allocations_claim
 from composer.services.compositions import composition_decompose
 from fabric.choices import DeviceState, Health
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.health.poll import health_poll
 from fabric.models import ChangeRecord, Device, FabricManager, Pool
 from fabric.selectors import pool_capacity
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.composer.services.test_health import L40S, compose, fault, gpu_of
 
 pytestmark = pytest.mark.django_db

@@ -22,8 +22,8 @@ from composer.services.heal import composition_heal_run, heal_request
 from composer.services.job_leases import RESUMING, jobs_lease_sweep
 from composer.tasks import composition_compose_task
 from fabric.drivers.base import DriverError, FabricDriver
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
+from fabric.simulator.driver import SimulatedDriver
 from tests.composer.services.test_composition_jobs import compose_job, fail_after_first_bind
 from tests.composer.services.test_heal import ONE_OF_EACH, degrade
 from tests.composer.services.test_health import compose

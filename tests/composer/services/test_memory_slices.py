@@ -21,11 +21,11 @@ from composer.services.health import compositions_react_to_health
 from composer.services.unbinds import unbinds_pending_retry
 from composer.tasks import reconcile_task
 from fabric.choices import ChangeAction, DeviceState
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import ChangeRecord, Device, FabricManager, Host, Pool
 from fabric.selectors import pool_capacity
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
+from fabric.simulator.driver import SimulatedDriver
 from tests.composer.services.test_health import compose, fault
 from tests.fabric.simulated_world import TINY, simulated_manager
 

@@ -21,8 +21,8 @@ from composer.choices import CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
 from composer.services.compositions import composition_request
 from fabric.drivers.base import DriverError, FabricDriver
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.models import FabricManager
+from fabric.simulator.driver import SimulatedDriver
 from tests.support.rollback import assert_rolled_back
 from tests.support.slow_binds import slow_binds
 

@@ -11,9 +11,9 @@ import pytest
 from django.utils import timezone
 
 from composer import tasks
-from composer.simulator.faults import simulator_fault
 from fabric.health.poll import health_poll, managers_due
 from fabric.models import Alert, Device, FabricManager
+from fabric.simulator.console.faults import simulator_fault
 
 pytestmark = pytest.mark.django_db
 

@@ -28,9 +28,9 @@ from composer.tasks import composition_compose_task
 from fabric.capacity import is_allocatable
 from fabric.choices import DeviceState
 from fabric.drivers.base import FabricDriver
-from fabric.drivers.simulated import store
 from fabric.models import Device, FabricManager, Host
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
 
 pytestmark = pytest.mark.django_db
 

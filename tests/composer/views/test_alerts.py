@@ -20,9 +20,9 @@ from django.utils import timezone
 
 from composer.models import Composition
 from composer.services.health_poll import health_poll_run
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import Alert, ChangeRecord, FabricManager
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from tests.factories.composer import TenantFactory
 from tests.support.compose import composed
 from tests.support.personas import PERSONAS

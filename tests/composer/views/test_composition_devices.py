@@ -17,9 +17,9 @@ from django.urls import reverse
 from composer.choices import CompositionState
 from composer.models import Composition
 from composer.services.health_poll import health_poll_run
-from fabric.drivers.simulated.faults import fault_inject
 from fabric.models import FabricManager, Switch
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
 from fabric.topology.load import load_graph
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.compose import composed

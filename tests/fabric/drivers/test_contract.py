@@ -32,10 +32,10 @@ from fabric.drivers.base import (
 )
 from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.drivers.registry import get_driver
-from fabric.drivers.simulated import driver as simulated_driver
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.models import SimulatedElement
 from fabric.services.sync import inventory_sync
+from fabric.simulator import driver as simulated_driver
+from fabric.simulator import store
+from fabric.simulator.models import SimulatedElement
 from tests.fabric.simulated_world import simulated_manager
 from tests.support import redfish_server
 from tests.support.redfish_server import serve

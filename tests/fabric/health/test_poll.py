@@ -21,9 +21,6 @@ from fabric.choices import (
     Health,
     LinkState,
 )
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.faults import fault_inject
-from fabric.drivers.simulated.spec import WorldSpec
 from fabric.health.poll import PollOutcome, health_poll, managers_due
 from fabric.models import (
     Alert,
@@ -39,6 +36,9 @@ from fabric.models import (
     Switch,
 )
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
+from fabric.simulator.faults import fault_inject
+from fabric.simulator.spec import WorldSpec
 from fabric.topology.impact import register_contributor, unregister_contributor
 from fabric.topology.radius import Impact
 from tests.fabric.simulated_world import simulated_manager

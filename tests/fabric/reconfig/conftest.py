@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from fabric.drivers.base import Binding, DriverError
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.reconfig import BindTarget
+from fabric.simulator import store
+from fabric.simulator.driver import SimulatedDriver
 
 
 class Told:

@@ -9,8 +9,8 @@ from collections.abc import Collection
 import pytest
 
 from fabric.drivers.base import DriverTimeout
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.reconfig import BindTarget, adopt
+from fabric.simulator.driver import SimulatedDriver
 from tests.fabric.reconfig.conftest import Told, fault
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from fabric.drivers.base import Binding
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.reconfig import BindError, BindTarget, bind, bind_many
+from fabric.simulator.driver import SimulatedDriver
 from tests.fabric.reconfig.conftest import Told, fault
 from tests.support.slow_binds import Call, slow_binds
 

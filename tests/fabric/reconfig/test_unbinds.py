@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from fabric.drivers.base import Binding, DriverError, FabricDriver
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.reconfig import BindTarget, unbind, undo, undo_each
+from fabric.simulator import store
+from fabric.simulator.driver import SimulatedDriver
 from tests.fabric.reconfig.conftest import Told, fault
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from fabric.drivers.simulated.driver import SimulatedDriver
 from fabric.reconfig import BindTarget, verify
+from fabric.simulator.driver import SimulatedDriver
 
 pytestmark = pytest.mark.django_db
 

@@ -9,11 +9,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from fabric.choices import FailureDomainKind
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.builder import world_write
 from fabric.models import Device, FabricManager, FailureDomain
 from fabric.services.domains import domains_refresh, domains_refresh_outdated
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
+from fabric.simulator.builder import world_write
 from fabric.topology.radius import RADIUS_VERSION
 from tests.fabric.simulated_world import TINY, simulated_manager
 

@@ -8,11 +8,11 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
 from fabric.choices import ChangeAction, DeviceState, Health
-from fabric.drivers.simulated.faults import fault_inject
-from fabric.drivers.simulated.models import SimulatedElement
 from fabric.models import ChangeRecord, Device, FabricManager, Link, Switch
 from fabric.services.fault_targets import fault_target_resolve, fault_targets
 from fabric.services.sync import inventory_sync
+from fabric.simulator.faults import fault_inject
+from fabric.simulator.models import SimulatedElement
 from tests.factories.fabric import LinkFactory, PortFactory
 
 
@@ -244,7 +244,7 @@ def test_the_sim_fault_command_explains_bad_targets(synced: FabricManager) -> No
 def test_the_sim_operation_fault_command_sets_and_clears(synced: FabricManager) -> None:
     call_command("sim_operation_fault", "bind", "timeout", "--count", "3", "--fabric", "sim")
     assert SimulatedElement.objects.exists()
-    from fabric.drivers.simulated import store
+    from fabric.simulator import store
 
     assert store.fabric_get("sim").operation_faults == {"bind": {"mode": "timeout", "remaining": 3}}
     call_command("sim_operation_fault", "bind", "timeout", "--count", "0", "--fabric", "sim")

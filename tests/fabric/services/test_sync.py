@@ -10,10 +10,6 @@ from django.test.utils import CaptureQueriesContext
 
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
 from fabric.drivers.base import DriverError
-from fabric.drivers.simulated import store
-from fabric.drivers.simulated.builder import WorldSpec
-from fabric.drivers.simulated.driver import SimulatedDriver
-from fabric.drivers.simulated.models import SimulatedElement
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -28,6 +24,10 @@ from fabric.models import (
     Switch,
 )
 from fabric.services.sync import inventory_sync
+from fabric.simulator import store
+from fabric.simulator.builder import WorldSpec
+from fabric.simulator.driver import SimulatedDriver
+from fabric.simulator.models import SimulatedElement
 from tests.fabric.simulated_world import TINY, simulated_manager
 
 MODELS = (Rack, PowerFeed, Switch, Host, Enclosure, Device, Port, Link)
