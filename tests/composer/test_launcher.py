@@ -183,7 +183,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         url = running.group(1)
         pids = {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output)}
         redis = re.search(r"embedded Redis at (\S+) \(pid (\d+)\)", output)
-        assert set(pids) == {"worker", "housekeeping", "beat", "web"}, output
+        assert set(pids) == {"worker", "housekeeping", "beat", "events", "web"}, output
         assert redis, output
         redis_pid = int(redis.group(2))
 
