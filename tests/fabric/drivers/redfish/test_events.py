@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.drivers.base import DriverError
 from fabric.drivers.events import DriverEvent, EventsNotOffered, event_source
 from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.drivers.redfish.events import health_relevant, parse
@@ -133,3 +134,13 @@ def test_which_events_matter_to_health(record: dict[str, str], relevant: bool) -
 
 def test_a_message_that_is_not_json_is_skipped() -> None:
     assert parse("9", "not json") == []
+
+
+def test_a_refused_stored_token_is_final_on_the_stream(world: tuple[MockService, str]) -> None:
+    service, url = world
+    driver = RedfishDriver(endpoint=url, credentials={"token": service.issue_token()})
+    service.events.refuse_next()
+    with pytest.raises(DriverError, match="refused the stored credentials") as caught:
+        next(iter(driver.event_stream()))
+    assert caught.value.permanent and service.logins() == 0
+    assert [r["allowed"] for r in service.events.requests] == ["False"]
