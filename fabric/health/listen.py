@@ -74,7 +74,7 @@ class Listener(threading.Thread):
                         self.last_event_id = event.event_id
                     if event.health_relevant:
                         logger.info(
-                            "manager %s: event %s (%s), polling its health",
+                            "manager %s: event %s (%s): its health is polled at once",
                             self.manager_name,
                             event.event_id or "-",
                             event.message_id or "no message",

@@ -1,5 +1,5 @@
 """Pushed events as hints: the listeners of fabric.health.listen against the test Redfish
-service, and `manage.py fabric_events`'s handler against the real database."""
+service, and their leases (the command that runs them: tests/composer/test_fabric_events.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from composer.management.commands.fabric_events import poll_now
 from fabric.drivers import registry
 from fabric.drivers.redfish import sessions
 from fabric.health import listen
@@ -74,36 +73,6 @@ def test_a_service_without_events_is_polled_only(world: tuple[MockService, str])
         listener.stop()
         listener.join(timeout=5)
     assert hints.empty() and service.events.requests == []
-
-
-@pytest.mark.django_db(transaction=True)
-def test_an_event_burst_makes_one_health_poll_of_its_manager(
-    world: tuple[MockService, str],
-) -> None:
-    service, url = world
-    manager = FabricManager.objects.create(name="rf", driver="redfish", endpoint=url)
-    FabricManager.objects.create(name="other", driver="redfish", endpoint=url, is_enabled=False)
-    stop = threading.Event()
-    supervisor = Supervisor(on_hint=poll_now, debounce_s=0.3, refresh_s=60)
-    thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
-    thread.start()
-    walks = lambda: service.log.count(("GET", f"{V1}/Chassis"))  # noqa: E731 (one per poll)
-    try:
-        wait_for(lambda: len(service.events.requests) == 1)
-        assert list(supervisor.listeners) == [manager.pk], "disabled managers are not heard"
-        before = walks()
-        for _ in range(5):
-            service.events.push(STATUS_CHANGED, GPU0)
-        service.events.push("TaskEvent.1.0.TaskStarted")
-        wait_for(lambda: walks() == before + 1)
-        time.sleep(0.6)  # two debounce windows: nothing more comes
-        assert walks() == before + 1, "a burst makes one poll"
-        manager.refresh_from_db()
-        assert manager.last_health_poll_at is not None and manager.poll_requested_at is None
-    finally:
-        stop.set()
-        thread.join(timeout=10)
-    assert not thread.is_alive() and supervisor.listeners == {}
 
 
 @pytest.mark.django_db(transaction=True)
