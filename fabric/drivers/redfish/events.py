@@ -210,7 +210,8 @@ def stream_of(session: Session) -> EventStream:
     service: Mapping[str, Any] = {}
     if link:
         reply = session.request("GET", str(link))
-        service = reply.body if reply.status == 200 else {}
+        if reply.status != 404:  # a busy service is asked again; a gone one offers none
+            service = session.check(reply, "read its EventService").body
     uri = str(service.get("ServerSentEventUri") or "")
     if not uri or service.get("ServiceEnabled") is False:
         raise EventsNotOffered(
