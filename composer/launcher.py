@@ -3,8 +3,9 @@
 Starts (in order) an embedded Redis when REDIS_URL is unset, migrates, loads the demo data
 centre (idempotent), then runs two Celery workers (one for jobs on the default queue, a
 small one for beat's housekeeping on the "housekeeping" queue, so that outbox sweeps and
-health polls never wait behind slow compose jobs), Celery beat and the ASGI server (Daphne)
-as child processes, and prints where the console is and who may log in once it answers:
+health polls never wait behind slow compose jobs), Celery beat, the listener of the fabric
+managers' pushed events (`manage.py fabric_events`) and the ASGI server (Daphne) as child
+processes, and prints where the console is and who may log in once it answers:
 the web server serves a page and both workers answer a ping. Each child runs in its own
 process group; Ctrl-C or SIGTERM stops them all and waits for them, so nothing is left
 running. A child that dies stops the rest.
@@ -304,6 +305,7 @@ def main() -> int:
             ],
             env,
         )
+        launcher.spawn("events", [sys.executable, "manage.py", "fabric_events"], env)
         launcher.spawn(
             "web",
             [

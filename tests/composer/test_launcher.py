@@ -22,6 +22,7 @@ from django.http.request import validate_host
 from composer.demo_users import DEMO_USERS
 from composer.embedded import free_port
 from composer.launcher import banner, console_environment, console_url, main
+from tests.support.worker import spawn_logged
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,15 +165,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
     port = free_port()
     env = launcher_env(tmp_path, port)
     log_path = tmp_path / "launcher.log"
-    with log_path.open("wb") as log:
-        launcher = subprocess.Popen(
-            [sys.executable, "-m", "composer.launcher"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    launcher = spawn_logged([sys.executable, "-m", "composer.launcher"], env=env, log_path=log_path)
     try:
         deadline = time.monotonic() + 240
         while "Composer is running at" not in (output := log_path.read_text()):
@@ -183,7 +176,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         url = running.group(1)
         pids = {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output)}
         redis = re.search(r"embedded Redis at (\S+) \(pid (\d+)\)", output)
-        assert set(pids) == {"worker", "housekeeping", "beat", "web"}, output
+        assert set(pids) == {"worker", "housekeeping", "beat", "events", "web"}, output
         assert redis, output
         redis_pid = int(redis.group(2))
 
@@ -227,15 +220,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
 def test_ctrl_c_while_starting_leaves_nothing_running(tmp_path: Path) -> None:
     env = launcher_env(tmp_path, free_port())
     log_path = tmp_path / "launcher.log"
-    with log_path.open("wb") as log:
-        launcher = subprocess.Popen(
-            [sys.executable, "-m", "composer.launcher"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    launcher = spawn_logged([sys.executable, "-m", "composer.launcher"], env=env, log_path=log_path)
     try:
         deadline = time.monotonic() + 60
         while "embedded Redis at" not in log_path.read_text():

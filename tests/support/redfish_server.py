@@ -8,7 +8,7 @@ Apply), memory chunks and connections, a block composed twice refused (409), and
 monitors. Knobs on `MockService`: `delay_s`, `fail_next(method, status)`, `expire_sessions()`,
 `issue_token()` (a pre-issued token),
 `async_tasks`/`fail_tasks`, `reset_next(method, applied=...)`, `slow_next(method, s)`,
-`touch_before_next_write(path)`, `garbage_root`.
+`touch_before_next_write(path)`, `garbage_root`, `events` (the SSE stream: redfish_sse.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.support.redfish_sse import SSE_PATH, EventHub
 
 ROOT = "/redfish/v1"
 USERNAME, PASSWORD = "operator", "s3cret-pass"
@@ -68,6 +70,7 @@ class MockService:
         self._reset: tuple[str, bool] | None = None
         self._touch: str = ""
         self._slow: dict[str, float] = {}
+        self.events = EventHub()  # the SSE stream (tests/support/redfish_sse.py)
 
     # -- knobs -------------------------------------------------------------------------
 
@@ -121,6 +124,10 @@ class MockService:
                 copy.deepcopy(self.resources.get(m, {"@odata.id": m}))
                 for m in _ids(body["Members"])
             ]
+        elif "$expand" in query:  # a resource's own navigation properties (not its Links)
+            for name, value in body.items():
+                if isinstance(value, dict) and set(value) == {"@odata.id"}:
+                    body[name] = copy.deepcopy(self.resources.get(value["@odata.id"], value))
         return 200, body, {"ETag": self.etag(path)}
 
     # -- composing ---------------------------------------------------------------------
@@ -319,6 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         body = json.loads(raw) if raw.strip() else {}
         time.sleep(service.delay_s)
+        if method == "GET" and path == SSE_PATH:  # streamed, outside the lock
+            return service.events.serve(self, self._authorised(path))
         with service.lock:
             service.log.append((method, path))
             if service.garbage_root and path == ROOT:

@@ -10,8 +10,11 @@ The DMTF mockups cannot serve for this: none holds both composable GPUs and CXL 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from tests.support.redfish_server import MockService, serve
 
 V1 = "/redfish/v1"
 OK = {"State": "Enabled", "Health": "OK"}
@@ -57,6 +60,52 @@ def _endpoint(path: str, role: str, kind: str, entity: str) -> dict[str, Any]:
     }
 
 
+def _metrics(r: dict[str, dict[str, Any]], gpu: str, box: str, port: str) -> None:
+    """Metrics where a real service would have them, linked from their element: GPU 0's
+    ProcessorMetrics and EnvironmentMetrics, the GPU box's EnvironmentMetrics and a switch
+    port's PortMetrics, under paths no client could guess. GPU 1 and the rest have none."""
+    links = {
+        gpu: {
+            "Metrics": f"{V1}/Telemetry/m/gpu0-processor",
+            "EnvironmentMetrics": f"{V1}/Telemetry/m/gpu0-env",
+        },
+        box: {"EnvironmentMetrics": f"{V1}/Telemetry/m/box-env"},
+        port: {"Metrics": f"{V1}/Telemetry/m/port1"},
+    }
+    for element, named in links.items():
+        for name, path in named.items():
+            r[element][name] = _ref(path)
+    r[f"{V1}/Telemetry/m/gpu0-processor"] = {
+        "@odata.id": f"{V1}/Telemetry/m/gpu0-processor",
+        "@odata.type": "#ProcessorMetrics.v1_6_0.ProcessorMetrics",
+        "BandwidthPercent": 62.5,
+        "CacheMetricsTotal": {
+            "CurrentPeriod": {"CorrectableECCErrorCount": 3, "UncorrectableECCErrorCount": 0}
+        },
+    }
+    r[f"{V1}/Telemetry/m/gpu0-env"] = {
+        "@odata.id": f"{V1}/Telemetry/m/gpu0-env",
+        "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+        "TemperatureCelsius": {"Reading": 58.0},
+        "PowerWatts": {"Reading": 310.5},
+    }
+    r[f"{V1}/Telemetry/m/box-env"] = {
+        "@odata.id": f"{V1}/Telemetry/m/box-env",
+        "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+        "TemperatureCelsius": {"Reading": 31.0},
+    }
+    r[f"{V1}/Telemetry/m/port1"] = {
+        "@odata.id": f"{V1}/Telemetry/m/port1",
+        "@odata.type": "#PortMetrics.v1_3_0.PortMetrics",
+        "PCIeErrors": {
+            "CorrectableErrorCount": 5,
+            "NonFatalErrorCount": 1,
+            "FatalErrorCount": 0,
+            "L0ToRecoveryCount": 2,
+        },
+    }
+
+
 def world() -> dict[str, dict[str, Any]]:
     """Every resource of the world by its path."""
     r: dict[str, dict[str, Any]] = {}
@@ -73,6 +122,7 @@ def world() -> dict[str, dict[str, Any]]:
         "CompositionService": _ref(f"{V1}/CompositionService"),
         "PowerEquipment": _ref(f"{V1}/PowerEquipment"),
         "SessionService": _ref(f"{V1}/SessionService"),
+        "EventService": _ref(f"{V1}/EventService"),
         "Links": {"Sessions": _ref(f"{V1}/SessionService/Sessions")},
         "ProtocolFeaturesSupported": {
             "ExpandQuery": {"Levels": True, "NoLinks": True, "MaxLevels": 1}
@@ -81,6 +131,11 @@ def world() -> dict[str, dict[str, Any]]:
     r[f"{V1}/SessionService"] = {
         "@odata.id": f"{V1}/SessionService",
         "Sessions": _ref(f"{V1}/SessionService/Sessions"),
+    }
+    r[f"{V1}/EventService"] = {
+        "@odata.id": f"{V1}/EventService",
+        "ServiceEnabled": True,
+        "ServerSentEventUri": f"{V1}/EventService/SSE",
     }
     r[f"{V1}/SessionService/Sessions"] = _collection(f"{V1}/SessionService/Sessions", [])
     r[f"{V1}/PowerEquipment"] = {
@@ -258,6 +313,7 @@ def world() -> dict[str, dict[str, Any]]:
         endpoints.append(endpoint)
         r[endpoint] = _endpoint(endpoint, "Target", "CXLDevice", entity)
 
+    _metrics(r, gpus[0], gpu_box, switch_ports[0])
     r[f"{V1}/Fabrics"] = _collection(f"{V1}/Fabrics", [fabric])
     r[fabric] = {
         "@odata.id": fabric,
@@ -286,6 +342,13 @@ def world() -> dict[str, dict[str, Any]]:
     }
     r[f"{fabric}/Connections"] = _collection(f"{fabric}/Connections", [])
     return r
+
+
+def served_world(folder: Path) -> Iterator[tuple[MockService, str]]:
+    """Write the world under `folder` and serve it with state (for a fixture to yield
+    from): the test service and its base URL."""
+    with serve(write_world(folder)) as served:
+        yield served
 
 
 def write_world(folder: Path) -> Path:

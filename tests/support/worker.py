@@ -21,6 +21,17 @@ from composer import celery_app
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def spawn_logged(
+    argv: list[str], *, env: dict[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
+    """Start `argv` in the repository, in a process group of its own, its output (stdout and
+    stderr) written to `log_path`."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
 def database_url(settings_dict: dict[str, Any]) -> str:
     """The DATABASE_URL that names the database this test process is using."""
     engine = settings_dict["ENGINE"]

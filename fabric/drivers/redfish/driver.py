@@ -4,7 +4,8 @@ Fabrics, Chassis and Systems), behind the same FabricDriver interface as every d
 Settings (the manager's `settings`, never secrets): `timeout_s` (each call, default 10),
 `task_timeout_s` (following a 202, default 60), `verify_tls` (default true), `ca_bundle`
 (a PEM file to verify the manager's certificate against), `composition_method` (one of
-"expandable", "specific", "compose-action" to use only that one; default: what fits).
+"expandable", "specific", "compose-action" to use only that one; default: what fits),
+`metrics_max_reads` (metrics resources read per health poll, default 256; 0: none).
 Credentials: {"username": ..., "password": ...}, used to sign in and for nothing else.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,12 +24,15 @@ from fabric.drivers.base import (
     Inventory,
     ProbeReport,
 )
+from fabric.drivers.events import DriverEvent
 from fabric.drivers.redfish import mapping, topology
 from fabric.drivers.redfish.client import Options, Session
 from fabric.drivers.redfish.compose import BlockComposer
+from fabric.drivers.redfish.events import EventStream, stream_of
 from fabric.drivers.redfish.mapping import Index, rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL, Methods, methods_of
+from fabric.drivers.redfish.metrics import MetricsReader, elements_of, max_reads_of
 from fabric.drivers.redfish.reader import Reader, expand_query, ref
 from fabric.drivers.redfish.sessions import session_for
 from fabric.drivers.redfish.walk import Snapshot, walk
@@ -65,6 +69,8 @@ class RedfishDriver:
         self._credentials = dict(credentials or {})
         self._lock = threading.Lock()
         self._state: State | None = None
+        self._stream: EventStream | None = None
+        self._stream_closed = False
         prefer = str(self.settings.get("composition_method") or "")
         if prefer and prefer not in ALL:
             raise DriverError(
@@ -295,9 +301,34 @@ class RedfishDriver:
         etag = reply.etag or str(reply.body.get("@odata.etag") or "")
         self._composer(state).unbind(binding, reply.body, etag)
 
+    def event_stream(self, *, last_event_id: str = "") -> Iterator[DriverEvent]:
+        """The service's server-sent events over this manager's session, resuming after
+        `last_event_id` (fabric.drivers.redfish.events); EventsNotOffered without them."""
+        stream = stream_of(self._session())
+        with self._lock:
+            if self._stream_closed:  # closed while it was being opened
+                return
+            self._stream = stream
+        yield from stream.events(last_event_id)
+
+    def close_event_stream(self) -> None:
+        """End the stream `event_stream` is reading (from another thread), for good: this
+        instance opens none after it."""
+        with self._lock:
+            self._stream_closed = True
+            stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()
+
     def health(self) -> list[HealthReading]:
-        """A reading per element from its own `Status` (Health; State), absent ones left out."""
-        inventory = self.survey().inventory
+        """A reading per element from its own `Status` (Health; State), absent ones left out,
+        with the numbers of the metrics resources it links to (fabric.drivers.redfish.metrics;
+        none where the service has none). A link reads what its ports' metrics say."""
+        state_read = self.survey()
+        inventory = state_read.inventory
+        numbers = MetricsReader(
+            self._reader(self._session()), max_reads=max_reads_of(self.settings)
+        ).of(elements_of(state_read.snapshot))
         readings: list[HealthReading] = []
         for kind, items in (
             ("rack", inventory.racks),
@@ -319,6 +350,7 @@ class RedfishDriver:
                         detail=""
                         if item.health in ("ok", "unknown")
                         else f"the manager reports {item.health} ({state or 'no state'})",
+                        metrics=numbers.get(item.external_id, {}),
                     )
                 )
         for link_info in inventory.links:
@@ -328,6 +360,10 @@ class RedfishDriver:
                     external_id=link_info.external_id,
                     health=link_info.health,
                     state=link_info.state,
+                    metrics={
+                        **numbers.get(link_info.b_port_id, {}),
+                        **numbers.get(link_info.a_port_id, {}),
+                    },
                 )
             )
         return readings
