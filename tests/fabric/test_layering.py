@@ -11,8 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 FABRIC = ROOT / "fabric"
 COMPOSER = ROOT / "composer"
-# Where the simulator lives: the simulated driver and the console's optional app.
-SIMULATOR_HOMES = (FABRIC / "drivers" / "simulated", COMPOSER / "simulator")
+# Where the simulator lives: the simulated driver, its Redfish service and the console's
+# optional app.
+SIMULATOR_HOMES = (FABRIC / "drivers" / "simulated", FABRIC / "simulator", COMPOSER / "simulator")
 # Finds every driver by its dotted path, the simulated one too.
 REGISTRY = FABRIC / "drivers" / "registry.py"
 # Installs the simulator's apps by their dotted paths when COMPOSER_SIMULATOR is on, as a
@@ -107,7 +108,7 @@ def simulator_uses(source: str, *, dotted_paths: bool = True) -> list[str]:
 
 
 def product_modules() -> list[Path]:
-    """Every module of the product outside the simulator's two homes."""
+    """Every module of the product outside the simulator's homes."""
     return [
         path
         for package in (COMPOSER, FABRIC)
@@ -132,8 +133,8 @@ def test_the_layering_check_sees_fabric_modules() -> None:
 
 
 def test_no_product_module_reaches_for_the_simulator() -> None:
-    """The simulator is optional: outside `fabric/drivers/simulated/` and
-    `composer/simulator/` nothing imports it or asks whether a manager is simulated; the
+    """The simulator is optional: outside `fabric/drivers/simulated/`, `fabric/simulator/`
+    and `composer/simulator/` nothing imports it or asks whether a manager is simulated; the
     registry finds the simulated driver by its dotted path, as it finds every driver."""
     offenders = {
         str(path.relative_to(ROOT)): uses
@@ -141,7 +142,8 @@ def test_no_product_module_reaches_for_the_simulator() -> None:
         if (uses := simulator_uses(path.read_text(), dotted_paths=path not in (REGISTRY, SETTINGS)))
     }
     assert offenders == {}, (
-        f"Only fabric/drivers/simulated/ and composer/simulator/ may use the simulator: {offenders}"
+        f"Only fabric/drivers/simulated/, fabric/simulator/ and composer/simulator/ may use the "
+        f"simulator: {offenders}"
     )
 
 
