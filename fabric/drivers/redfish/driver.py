@@ -328,6 +328,9 @@ class RedfishDriver:
                     external_id=link_info.external_id,
                     health=link_info.health,
                     state=link_info.state,
+                    detail=""
+                    if link_info.health in ("ok", "unknown")
+                    else f"the manager reports its ports' link {link_info.state}",
                 )
             )
         return readings

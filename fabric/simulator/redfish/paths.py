@@ -102,3 +102,14 @@ def under(path: str, collection: str) -> str | None:
     if not rest.startswith(prefix) or "/" in rest[len(prefix) :]:
         return None
     return unseg(rest[len(prefix) :])
+
+
+def element_id(path: str) -> str:
+    """The simulated external id of the element a Redfish path stands for: a port is
+    "<owner>/<name>" (as the simulator names it), anything else its last segment."""
+    parts = path.rstrip("/").split("/")
+    if len(parts) >= 2 and parts[-2] == "Ports":
+        for anchor in ("Switches", "Systems", "Chassis"):
+            if anchor in parts:
+                return f"{unseg(parts[parts.index(anchor) + 1])}/{unseg(parts[-1])}"
+    return unseg(parts[-1])
