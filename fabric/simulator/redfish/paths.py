@@ -30,8 +30,8 @@ DEVICE_MEMBER = {"gpu": "Processors", "nvme": "Drives", "nic": "NetworkInterface
 
 
 def seg(external_id: str) -> str:
-    """An external id as one path segment."""
-    return quote(external_id, safe="")
+    """An external id as one path segment (`$` kept: `$metadata` is one)."""
+    return quote(external_id, safe="$")
 
 
 def unseg(segment: str) -> str:
