@@ -1,5 +1,9 @@
 """Racks, enclosures (with their fabric adapter ports and CXL memory domains) and power
-feeds (rack PDUs of PowerEquipment) as Redfish Chassis and PowerDistribution."""
+feeds (rack PDUs of PowerEquipment) as Redfish Chassis and PowerDistribution.
+
+What powers an enclosure is said the current way: its PowerSubsystem's power supply is
+plugged into an outlet of its feed's PDU (`Links.PowerOutlets`), not the deprecated
+`Links.PoweredBy` of a chassis."""
 
 from __future__ import annotations
 
@@ -49,8 +53,6 @@ def _enclosure(
     links: dict[str, object] = {}
     if enclosure.get("rack_id") in world.by_id:
         links["ContainedBy"] = ref(paths.chassis(str(enclosure.get("rack_id"))))
-    if enclosure.get("power_feed_id") in world.by_id:
-        links["PoweredBy"] = refs([paths.pdu(str(enclosure.get("power_feed_id")))])
     body: Resource = resource(
         path,
         str(enclosure.get("name") or enclosure.external_id),
@@ -64,6 +66,9 @@ def _enclosure(
         Links=links,
     )
     tree[path] = body
+    if enclosure.get("power_feed_id") in world.by_id:
+        body["PowerSubsystem"] = ref(f"{path}/PowerSubsystem")
+        _supply(tree, path, outlet(str(enclosure.get("power_feed_id")), enclosure.external_id))
     adapter = f"{path}/FabricAdapters/{paths.ADAPTER}"
     tree[f"{path}/FabricAdapters"] = collection(
         f"{path}/FabricAdapters", "FabricAdapter", "Fabric adapters", [adapter]
@@ -124,6 +129,27 @@ def _domain(world: World, tree: dict[str, Resource], device: Element, path: str)
         )
 
 
+def outlet(feed: str, element: str) -> str:
+    """The outlet of `feed`'s PDU that `element` is plugged into (named after it)."""
+    return f"{paths.pdu(feed)}/Outlets/{paths.seg(element)}"
+
+
+def _supply(tree: dict[str, Resource], chassis: str, plugged_into: str) -> None:
+    subsystem = f"{chassis}/PowerSubsystem"
+    supplies = f"{subsystem}/PowerSupplies"
+    tree[subsystem] = resource(
+        subsystem, "Power subsystem", "PowerSubsystem", Status=status(), PowerSupplies=ref(supplies)
+    )
+    tree[supplies] = collection(supplies, "PowerSupply", "Power supplies", [f"{supplies}/1"])
+    tree[f"{supplies}/1"] = resource(
+        f"{supplies}/1",
+        "Power supply 1",
+        "PowerSupply",
+        Status=status(),
+        Links={"PowerOutlets": refs([plugged_into])},
+    )
+
+
 def chunk_slices(world: World) -> list[tuple[str, str, int, bool]]:
     """Every memory chunk: (device, chunk id, GiB, connected). A connected chunk is a
     binding of the simulator (its id the binding's); a whole-device binding of a memory
@@ -153,8 +179,17 @@ def _power(world: World, tree: dict[str, Resource]) -> None:
     tree[paths.PDUS] = collection(
         paths.PDUS, "PowerDistribution", "Rack PDUs", [paths.pdu(f.external_id) for f in feeds]
     )
+    plugged: dict[str, list[str]] = {}
+    for enclosure in world.of("enclosure"):
+        plugged.setdefault(str(enclosure.get("power_feed_id")), []).append(enclosure.external_id)
     for feed in feeds:
         path = paths.pdu(feed.external_id)
+        outlets = [outlet(feed.external_id, e) for e in plugged.get(feed.external_id, [])]
+        tree[f"{path}/Outlets"] = collection(f"{path}/Outlets", "Outlet", "Outlets", outlets)
+        for member in outlets:
+            tree[member] = resource(
+                member, f"Outlet {paths.last(member)}", "Outlet", Status=status()
+            )
         links = {}
         if feed.get("rack_id") in world.by_id:
             links["Chassis"] = refs([paths.chassis(str(feed.get("rack_id")))])
@@ -165,5 +200,6 @@ def _power(world: World, tree: dict[str, Resource]) -> None:
             EquipmentType="RackPDU",
             PowerCapacityVA=int(float(feed.get("capacity_kw", 0)) * 1000),
             Status=status(feed.fault),
+            Outlets=ref(f"{path}/Outlets"),
             Links=links,
         )

@@ -29,6 +29,9 @@ VERSIONS: dict[str, str] = {
     "FabricAdapter": "v1_5_3",
     "PowerDistribution": "v1_6_0",
     "PowerEquipment": "v1_2_3",
+    "PowerSubsystem": "v1_1_3",
+    "PowerSupply": "v1_6_0",
+    "Outlet": "v1_4_4",
 }
 # Collections named otherwise than <Type>Collection.
 COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}
