@@ -352,6 +352,10 @@ COMPOSER_CREDENTIALS_KEYS = env_list("COMPOSER_CREDENTIALS_KEYS", [])
 COMPOSER_PROBE_TIMEOUT_S = env_int("COMPOSER_PROBE_TIMEOUT_S", 10)
 # Multiplies the simulated fabric manager's latencies: 1.0 realistic, 0.0 no waiting (tests).
 COMPOSER_SIMULATOR_LATENCY_SCALE = float(env_str("COMPOSER_SIMULATOR_LATENCY_SCALE", "1.0"))
+# The account of the simulated world served as Redfish (`manage.py simulator_redfish`);
+# empty: the simulator's demo account (docs/drivers.md).
+COMPOSER_SIMULATOR_REDFISH_USERNAME = env_str("COMPOSER_SIMULATOR_REDFISH_USERNAME", "")
+COMPOSER_SIMULATOR_REDFISH_PASSWORD = env_str("COMPOSER_SIMULATOR_REDFISH_PASSWORD", "")
 
 LOGGING = {
     "version": 1,

@@ -364,6 +364,9 @@ class RedfishDriver:
                         **numbers.get(link_info.b_port_id, {}),
                         **numbers.get(link_info.a_port_id, {}),
                     },
+                    detail=""
+                    if link_info.health in ("ok", "unknown")
+                    else f"the manager reports its ports' link {link_info.state}",
                 )
             )
         return readings

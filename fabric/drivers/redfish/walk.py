@@ -105,7 +105,8 @@ def _chassis(reader: Reader, snap: Snapshot) -> None:
         subsystem = ref(chassis.get("PowerSubsystem"))
         power = reader.get(subsystem) if subsystem else None
         for supply in reader.members(ref((power or {}).get("PowerSupplies"))):
-            for outlet in link(supply, "Outlet"):
+            # `PowerOutlets` (current schemas) or the deprecated single `Outlet`.
+            for outlet in [*link(supply, "PowerOutlets"), *link(supply, "Outlet")]:
                 # The outlet may be named by absolute URL (a PDU served elsewhere).
                 path = outlet[outlet.find("/redfish/") :] if "/redfish/" in outlet else outlet
                 snap.supply_outlets.setdefault(_id(chassis), []).append(path.rstrip("/"))

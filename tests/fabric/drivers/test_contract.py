@@ -36,6 +36,9 @@ from fabric.services.sync import inventory_sync
 from fabric.simulator import driver as simulated_driver
 from fabric.simulator import store
 from fabric.simulator.models import SimulatedElement
+from fabric.simulator.redfish import paths
+from fabric.simulator.redfish.auth import credentials
+from fabric.simulator.redfish.server import serve_world
 from tests.fabric.simulated_world import simulated_manager
 from tests.support import redfish_server
 from tests.support.redfish_server import serve
@@ -108,10 +111,65 @@ class RedfishHarness:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-HARNESSES: dict[str, Any] = {"simulated": SimulatedHarness, "redfish": RedfishHarness}
+class RedfishSimulatedHarness(SimulatedHarness):
+    """The Redfish driver over HTTP against the simulated world served as Redfish: the
+    tiny world's own state, so that the knobs are the simulator's own (element faults,
+    operation faults, latencies), reached through the simulator's store as `sim_fault` and
+    `sim_operation_fault` reach them. The server's threads read the database on their own
+    connections, so its tests run in committed transactions.
+
+    A Redfish health poll is a discovery (a walk from the service root), so its latency
+    is the simulator's "discover" one; the driver reads no sensor metrics.
+    """
+
+    name = "redfish-simulated"
+    transactional = True
+    latency_trace = ("discover", "bind", "unbind", "discover")
+    reports_metrics = False
+
+    def __init__(self) -> None:
+        simulated_manager(name="contract", fabric="contract")
+        self.fabric = store.fabric_get("contract")
+        self._server = serve_world("contract", lost_reply_s=5)
+        url = self._server.__enter__()
+        self.driver = RedfishDriver(
+            endpoint=url, settings={"timeout_s": 1}, credentials=credentials()
+        )
+
+    def inject(self, kind: str, external_id: str, action: str) -> None:
+        """Fault the simulated element that the Redfish id stands for (a link by its two
+        ports, as the Redfish driver names links)."""
+        element = paths.element_id(external_id)
+        if kind == "link":
+            ends = {paths.element_id(p) for p in external_id.split("~")}
+            element = next(
+                e.external_id
+                for e in SimulatedElement.objects.filter(fabric=self.fabric, kind="link")
+                if {e.data["a_port_id"], e.data["b_port_id"]} == ends
+            )
+        super().inject(kind, element, action)
+
+    def close(self) -> None:
+        self._server.__exit__(None, None, None)
 
 
-@pytest.fixture(params=sorted(HARNESSES))
+HARNESSES: dict[str, Any] = {
+    "simulated": SimulatedHarness,
+    "redfish": RedfishHarness,
+    "redfish-simulated": RedfishSimulatedHarness,
+}
+
+
+# A harness whose service reads the database from other threads needs what the test writes
+# committed: its tests run in transactions of their own.
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=pytest.mark.django_db(transaction=True))
+        if getattr(HARNESSES[name], "transactional", False)
+        else name
+        for name in sorted(HARNESSES)
+    ]
+)
 def harness(request: pytest.FixtureRequest, db: None) -> Iterator[Any]:
     built = HARNESSES[request.param]()
     yield built
@@ -345,6 +403,8 @@ def test_a_degraded_link_reports_degraded_and_recovers(harness: Any) -> None:
 
 def test_a_degraded_device_reports_a_warning_with_metrics(harness: Any) -> None:
     _needs(harness, "inject")
+    if not getattr(harness, "reports_metrics", True):
+        pytest.skip(f"the {harness.name} harness's driver reads no sensor metrics")
     gpu = _first(harness.driver.discover(), "gpu")
     harness.inject("device", gpu.external_id, "degrade")
     reading = _by_kind(harness.driver.health(), "device")[gpu.external_id]
@@ -377,7 +437,9 @@ def test_latency_defaults_are_realistic_and_scaled(
     )
     harness.driver.unbind(binding_id=binding.binding_id)
     harness.driver.health()
-    assert slept == pytest.approx([0.075, 0.2, 0.125, 0.04])
+    # discover, bind, unbind, health: each operation's default latency, halved.
+    trace = getattr(harness, "latency_trace", ("discover", "bind", "unbind", "health"))
+    assert slept == pytest.approx([store.DEFAULT_LATENCY_MS[op] / 2000 for op in trace])
 
 
 def test_a_transient_operation_fault_fails_the_next_calls_then_clears(harness: Any) -> None:

@@ -1,0 +1,205 @@
+"""Racks, enclosures (with their fabric adapter ports and CXL memory domains) and power
+feeds (rack PDUs of PowerEquipment) as Redfish Chassis and PowerDistribution.
+
+What powers an enclosure is said the current way: its PowerSubsystem's power supply is
+plugged into an outlet of its feed's PDU (`Links.PowerOutlets`), not the deprecated
+`Links.PoweredBy` of a chassis."""
+
+from __future__ import annotations
+
+from fabric.simulator.redfish import paths
+from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
+from fabric.simulator.redfish.world import Element, World
+
+GIB_MIB = 1024
+
+
+def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resource]]) -> None:
+    """Add the chassis and power resources of `world` to `tree`; `ports` holds each
+    enclosure's rendered ports (by enclosure id)."""
+    racks = world.of("rack")
+    enclosures = world.of("enclosure")
+    members = [paths.chassis(e.external_id) for e in [*racks, *enclosures]]
+    tree[paths.CHASSIS] = collection(paths.CHASSIS, "Chassis", "Chassis", members)
+    for rack in racks:
+        inside = [e for e in enclosures if e.get("rack_id") == rack.external_id]
+        path = paths.chassis(rack.external_id)
+        tree[path] = resource(
+            path,
+            str(rack.get("name") or rack.external_id),
+            "Chassis",
+            ChassisType="Rack",
+            Status=status(rack.fault),
+            Location={"Placement": {"Row": str(rack.get("location"))}},
+            Links={"Contains": refs([paths.chassis(e.external_id) for e in inside])},
+        )
+    memory: dict[str, list[Element]] = {}
+    for device in world.of("device"):
+        if device.get("kind") == "cxl_memory":
+            memory.setdefault(str(device.get("enclosure_id")), []).append(device)
+    for enclosure in enclosures:
+        _enclosure(world, tree, enclosure, ports.get(enclosure.external_id, []), memory)
+    _power(world, tree)
+
+
+def _enclosure(
+    world: World,
+    tree: dict[str, Resource],
+    enclosure: Element,
+    ports: list[Resource],
+    memory: dict[str, list[Element]],
+) -> None:
+    path = paths.chassis(enclosure.external_id)
+    links: dict[str, object] = {}
+    if enclosure.get("rack_id") in world.by_id:
+        links["ContainedBy"] = ref(paths.chassis(str(enclosure.get("rack_id"))))
+    body: Resource = resource(
+        path,
+        str(enclosure.get("name") or enclosure.external_id),
+        "Chassis",
+        ChassisType="Enclosure",
+        Manufacturer=str(enclosure.get("vendor")),
+        Model=str(enclosure.get("model")),
+        SerialNumber=str(enclosure.get("serial")),
+        Status=status(enclosure.fault),
+        FabricAdapters=ref(f"{path}/FabricAdapters"),
+        Links=links,
+    )
+    tree[path] = body
+    if enclosure.get("power_feed_id") in world.by_id:
+        body["PowerSubsystem"] = ref(f"{path}/PowerSubsystem")
+        _supply(tree, path, outlet(str(enclosure.get("power_feed_id")), enclosure.external_id))
+    adapter = f"{path}/FabricAdapters/{paths.ADAPTER}"
+    tree[f"{path}/FabricAdapters"] = collection(
+        f"{path}/FabricAdapters", "FabricAdapter", "Fabric adapters", [adapter]
+    )
+    tree[adapter] = resource(
+        adapter,
+        "CXL fabric adapter",
+        "FabricAdapter",
+        Status=status(),
+        Ports=ref(f"{adapter}/Ports"),
+    )
+    tree[f"{adapter}/Ports"] = collection(
+        f"{adapter}/Ports", "Port", "Ports", [p["@odata.id"] for p in ports]
+    )
+    for port in ports:
+        tree[port["@odata.id"]] = port
+    devices = memory.get(enclosure.external_id, [])
+    if devices:
+        body["MemoryDomains"] = ref(f"{path}/MemoryDomains")
+        domains = [
+            paths.device(d.external_id, "cxl_memory", enclosure.external_id) for d in devices
+        ]
+        tree[f"{path}/MemoryDomains"] = collection(
+            f"{path}/MemoryDomains", "MemoryDomain", "Memory domains", domains
+        )
+        for device, domain in zip(devices, domains, strict=True):
+            _domain(world, tree, device, domain)
+
+
+def _domain(world: World, tree: dict[str, Resource], device: Element, path: str) -> None:
+    """A CXL memory device as a memory domain whose chunks are carved in whole GiB."""
+    tree[path] = resource(
+        path,
+        str(device.get("name") or device.external_id),
+        "MemoryDomain",
+        Status=status(device.fault),
+        MemorySizeMiB=int(device.get("memory_gib", 0)) * GIB_MIB,
+        AllowsMemoryChunkCreation=True,
+        MemoryChunkIncrementMiB=GIB_MIB,
+        MinMemoryChunkSizeMiB=GIB_MIB,
+        MemoryChunks=ref(paths.chunks(path)),
+    )
+    slices = [s for s in chunk_slices(world) if s[0] == device.external_id]
+    members = [f"{paths.chunks(path)}/{paths.seg(chunk_id)}" for _d, chunk_id, _s, _b in slices]
+    tree[paths.chunks(path)] = collection(
+        paths.chunks(path), "MemoryChunks", "Memory chunks", members
+    )
+    target = paths.endpoint(device.external_id)
+    for (_device, _chunk, size, bound), member in zip(slices, members, strict=True):
+        tree[member] = resource(
+            member,
+            f"{size} GiB of {device.get('name') or device.external_id}",
+            "MemoryChunks",
+            MemoryChunkSizeMiB=size * GIB_MIB,
+            AddressRangeType="Volatile",
+            Status=status(device.fault) if bound else {"State": "StandbyOffline", "Health": "OK"},
+            Links={"Endpoints": refs([target])},
+        )
+
+
+def outlet(feed: str, element: str) -> str:
+    """The outlet of `feed`'s PDU that `element` is plugged into (named after it)."""
+    return f"{paths.pdu(feed)}/Outlets/{paths.seg(element)}"
+
+
+def _supply(tree: dict[str, Resource], chassis: str, plugged_into: str) -> None:
+    subsystem = f"{chassis}/PowerSubsystem"
+    supplies = f"{subsystem}/PowerSupplies"
+    tree[subsystem] = resource(
+        subsystem, "Power subsystem", "PowerSubsystem", Status=status(), PowerSupplies=ref(supplies)
+    )
+    tree[supplies] = collection(supplies, "PowerSupply", "Power supplies", [f"{supplies}/1"])
+    tree[f"{supplies}/1"] = resource(
+        f"{supplies}/1",
+        "Power supply 1",
+        "PowerSupply",
+        Status=status(),
+        Links={"PowerOutlets": refs([plugged_into])},
+    )
+
+
+def chunk_slices(world: World) -> list[tuple[str, str, int, bool]]:
+    """Every memory chunk: (device, chunk id, GiB, connected). A connected chunk is a
+    binding of the simulator (its id the binding's); a whole-device binding of a memory
+    device shows as one chunk of all of it."""
+    found = []
+    for binding in world.bindings:
+        device = world.by_id.get(binding.device_id)
+        if device is None or device.get("kind") != "cxl_memory":
+            continue
+        size = binding.size_gib or int(device.get("memory_gib", 0))
+        found.append((binding.device_id, binding.binding_id, size, True))
+    for pending in world.pending:
+        found.append((pending.device_id, pending.chunk_id, pending.size_gib, False))
+    return found
+
+
+def _power(world: World, tree: dict[str, Resource]) -> None:
+    feeds = world.of("power_feed")
+    equipment = f"{paths.V1}/PowerEquipment"
+    tree[equipment] = resource(
+        equipment,
+        "Power equipment",
+        "PowerEquipment",
+        Status=status(),
+        RackPDUs=ref(paths.PDUS),
+    )
+    tree[paths.PDUS] = collection(
+        paths.PDUS, "PowerDistribution", "Rack PDUs", [paths.pdu(f.external_id) for f in feeds]
+    )
+    plugged: dict[str, list[str]] = {}
+    for enclosure in world.of("enclosure"):
+        plugged.setdefault(str(enclosure.get("power_feed_id")), []).append(enclosure.external_id)
+    for feed in feeds:
+        path = paths.pdu(feed.external_id)
+        outlets = [outlet(feed.external_id, e) for e in plugged.get(feed.external_id, [])]
+        tree[f"{path}/Outlets"] = collection(f"{path}/Outlets", "Outlet", "Outlets", outlets)
+        for member in outlets:
+            tree[member] = resource(
+                member, f"Outlet {paths.last(member)}", "Outlet", Status=status()
+            )
+        links = {}
+        if feed.get("rack_id") in world.by_id:
+            links["Chassis"] = refs([paths.chassis(str(feed.get("rack_id")))])
+        tree[path] = resource(
+            path,
+            str(feed.get("name") or feed.external_id),
+            "PowerDistribution",
+            EquipmentType="RackPDU",
+            PowerCapacityVA=int(float(feed.get("capacity_kw", 0)) * 1000),
+            Status=status(feed.fault),
+            Outlets=ref(f"{path}/Outlets"),
+            Links=links,
+        )

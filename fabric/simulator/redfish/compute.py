@@ -1,0 +1,174 @@
+"""Hosts as ComputerSystems (expandable: their `Links.ResourceBlocks` are the whole
+devices bound to them) and the CompositionService: a resource block per whole device
+(GPU, NVMe drive, NIC), holding the device as its Processor, Drive or NetworkInterface."""
+
+from __future__ import annotations
+
+from fabric.simulator.redfish import paths
+from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
+from fabric.simulator.redfish.world import Element, World
+
+GIB_MIB = 1024
+_BLOCK_TYPES = {"gpu": "Processor", "nvme": "Storage", "nic": "Network"}
+
+
+def blocked(world: World) -> list[Element]:
+    """The devices offered as resource blocks: every device but CXL memory (carved into
+    chunks of its memory domain instead)."""
+    return [d for d in world.of("device") if d.get("kind") != "cxl_memory"]
+
+
+def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resource]]) -> None:
+    """Add the systems, the composition service, its blocks and zone, and the devices."""
+    holder: dict[str, str] = {}  # device -> the host it is bound to, whole
+    for binding in world.bindings:
+        if binding.size_gib is None:
+            holder[binding.device_id] = binding.host_id
+    devices = blocked(world)
+    held: dict[str, list[str]] = {}
+    for device in devices:
+        if device.external_id in holder:
+            held.setdefault(holder[device.external_id], []).append(device.external_id)
+    hosts = world.of("host")
+    tree[paths.SYSTEMS] = collection(
+        paths.SYSTEMS, "ComputerSystem", "Hosts", [paths.system(h.external_id) for h in hosts]
+    )
+    for host in hosts:
+        _system(world, tree, host, held.get(host.external_id, []), ports)
+    service = paths.COMPOSITION
+    tree[service] = resource(
+        service,
+        "Composition service",
+        "CompositionService",
+        ServiceEnabled=True,
+        AllowOverprovisioning=False,
+        Status=status(),
+        ResourceBlocks=ref(paths.BLOCKS),
+        ResourceZones=ref(paths.RESOURCE_ZONES),
+    )
+    blocks = [paths.block(d.external_id) for d in devices]
+    tree[paths.BLOCKS] = collection(paths.BLOCKS, "ResourceBlock", "Resource blocks", blocks)
+    zone = f"{paths.RESOURCE_ZONES}/all"
+    tree[paths.RESOURCE_ZONES] = collection(paths.RESOURCE_ZONES, "Zone", "Resource zones", [zone])
+    tree[zone] = resource(
+        zone,
+        "Every resource block",
+        "Zone",
+        ZoneType="ZoneOfResourceBlocks",
+        Status=status(),
+        Links={"ResourceBlocks": refs(blocks)},
+    )
+    for device in devices:
+        _block(tree, device, holder.get(device.external_id))
+
+
+def _system(
+    world: World,
+    tree: dict[str, Resource],
+    host: Element,
+    devices: list[str],
+    ports: dict[str, list[Resource]],
+) -> None:
+    path = paths.system(host.external_id)
+    links: dict[str, object] = {"ResourceBlocks": refs([paths.block(d) for d in devices])}
+    if host.get("power_feed_id") in world.by_id:
+        links["PoweredBy"] = refs([paths.pdu(str(host.get("power_feed_id")))])
+    links["Endpoints"] = refs([paths.endpoint(host.external_id)])
+    tree[path] = resource(
+        path,
+        str(host.get("name") or host.external_id),
+        "ComputerSystem",
+        SystemType="Physical",
+        Manufacturer=str(host.get("vendor")),
+        Model=str(host.get("model")),
+        SerialNumber=str(host.get("serial")),
+        PowerState="On",
+        Status=status(host.fault),
+        ProcessorSummary={"Count": 1, "CoreCount": int(host.get("cores", 0))},
+        MemorySummary={"TotalSystemMemoryGiB": int(host.get("memory_gib", 0))},
+        Composition={"UseCases": ["ExpandableSystem"]},
+        Processors=ref(f"{path}/Processors"),
+        Links=links,
+    )
+    cpu = f"{path}/Processors/{paths.CPU}"
+    tree[f"{path}/Processors"] = collection(f"{path}/Processors", "Processor", "Processors", [cpu])
+    attributes = host.get("attributes", {}) or {}
+    tree[cpu] = resource(
+        cpu,
+        "CPU",
+        "Processor",
+        ProcessorType="CPU",
+        Model=str(attributes.get("cpu", "")),
+        TotalCores=int(host.get("cores", 0)),
+        Status=status(),
+        Ports=ref(f"{cpu}/Ports"),
+    )
+    owned = ports.get(host.external_id, [])
+    tree[f"{cpu}/Ports"] = collection(
+        f"{cpu}/Ports", "Port", "Ports", [p["@odata.id"] for p in owned]
+    )
+    for port in owned:
+        tree[port["@odata.id"]] = port
+
+
+def _block(tree: dict[str, Resource], device: Element, host: str | None) -> None:
+    kind = str(device.get("kind"))
+    enclosure = str(device.get("enclosure_id"))
+    block = paths.block(device.external_id)
+    member = paths.device(device.external_id, kind, enclosure)
+    name = str(device.get("name") or device.external_id)
+    links: dict[str, object] = {
+        "Chassis": refs([paths.chassis(enclosure)]),
+        "ComputerSystems": refs([paths.system(host)] if host else []),
+        "Zones": refs([f"{paths.RESOURCE_ZONES}/all"]),
+    }
+    tree[block] = resource(
+        block,
+        f"{name} block",
+        "ResourceBlock",
+        ResourceBlockType=[_BLOCK_TYPES.get(kind, "Expansion")],
+        Status=status(device.fault),
+        CompositionStatus={
+            "CompositionState": "Composed" if host else "Unused",
+            "Reserved": False,
+            "SharingCapable": False,
+            "MaxCompositions": 1,
+            "NumberOfCompositions": 1 if host else 0,
+        },
+        **{paths.DEVICE_MEMBER.get(kind, "Processors"): refs([member])},
+        Links=links,
+    )
+    common = {"Status": status(device.fault)}
+    endpoint = refs([paths.endpoint(device.external_id)])
+    identity = {
+        "Manufacturer": str(device.get("vendor")),
+        "Model": str(device.get("model")),
+        "SerialNumber": str(device.get("serial")),
+    }
+    if kind == "nvme":
+        tree[member] = resource(
+            member,
+            name,
+            "Drive",
+            Protocol="NVMe",
+            MediaType="SSD",
+            CapacityBytes=int(device.get("capacity_gb", 0)) * 10**9,
+            Revision=str(device.get("firmware")),
+            **identity,
+            **common,
+            Links={"Chassis": ref(paths.chassis(enclosure)), "Endpoints": endpoint},
+        )
+    elif kind == "nic":
+        tree[member] = resource(member, name, "NetworkInterface", **common)
+    else:
+        tree[member] = resource(
+            member,
+            name,
+            "Processor",
+            ProcessorType="GPU",
+            FirmwareVersion=str(device.get("firmware")),
+            MemorySummary={"TotalMemorySizeMiB": int(device.get("memory_gib", 0)) * GIB_MIB},
+            **identity,
+            **common,
+            Links={"Chassis": ref(paths.chassis(enclosure)), "Endpoints": endpoint},
+        )

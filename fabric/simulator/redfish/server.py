@@ -1,0 +1,264 @@
+"""The simulated world served as Redfish over HTTP: a threaded stdlib server.
+
+`serve_world(fabric_name)` runs it in a background thread for as long as the `with`
+block lasts and yields its base URL; `manage.py simulator_redfish` runs it in the
+foreground. Every request reads the simulator's shared state (the database), so what the
+console, the simulated driver and `sim_fault` do is seen here at once, and the other way
+round. The rendered tree is kept until the state changes (`world.version`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from django.db import close_old_connections, connections
+
+from fabric.drivers.base import DriverError
+from fabric.simulator.redfish import auth, paths, tree, world, writes
+from fabric.simulator.redfish.common import Resource
+
+logger = logging.getLogger(__name__)
+
+OPEN_PATHS = frozenset({"/redfish", paths.V1, f"{paths.V1}/odata", f"{paths.V1}/$metadata"})
+# How long the reply of an injected timeout is held before the connection is dropped:
+# past any client's timeout, so that the client sees a timeout, not an answer.
+LOST_REPLY_S = 30.0
+Answer = tuple[int, Any, dict[str, str]]
+
+
+class Service:
+    """The state of one server: its fabric, account, sessions, chunks and rendering."""
+
+    def __init__(self, fabric_name: str, accounts: auth.Accounts, lost_reply_s: float) -> None:
+        self.fabric_name = fabric_name
+        self.accounts = accounts
+        self.pending = world.PendingChunks()
+        self.lost_reply_s = lost_reply_s
+        self.stopping = threading.Event()
+        self.clients: dict[socket.socket, threading.Thread] = {}  # open keep-alive clients
+        self._lock = threading.Lock()
+        self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
+
+    def current(self) -> tuple[world.World, dict[str, Resource]]:
+        """The world and its tree as they are now (rendered again only after a change)."""
+        key = (*world.version(self.fabric_name, self.pending), self.accounts.changes)
+        with self._lock:
+            if self._cached is None or self._cached[0] != key:
+                loaded = world.load(self.fabric_name, self.pending)
+                self._cached = (key, loaded, tree.render(loaded, self.accounts.sessions()))
+            return self._cached[1], self._cached[2]
+
+    # -- answers ---------------------------------------------------------------------
+
+    def get(self, path: str, query: Mapping[str, list[str]], authed: bool) -> Answer:
+        if path == "/redfish":
+            return 200, {"v1": f"{paths.V1}/"}, {}
+        if path == paths.V1 and authed:
+            writes.begin_read(self.fabric_name)
+        _world, resources = self.current()
+        if path == f"{paths.V1}/odata":
+            return 200, tree.odata(resources), {}
+        if path == f"{paths.V1}/$metadata":
+            return 200, tree.metadata(resources), {"Content-Type": "application/xml"}
+        if path not in resources:
+            raise writes.Refused(404, f"There is no resource at {path}.")
+        if "$expand" in query:
+            body = tree.expand(resources, path, query["$expand"][0])
+            if body is None:
+                raise writes.Refused(400, "$expand supports ., * and ~ with $levels=1 only.")
+            return 200, body, {}
+        return 200, resources[path], {"ETag": tree.etag(resources[path])}
+
+    def write(self, method: str, path: str, body: dict[str, Any], if_match: str) -> Answer:
+        current, resources = self.current()
+        if method == "POST" and path == paths.SESSIONS:
+            opened = self.accounts.login(body.get("UserName"), body.get("Password"))
+            if opened is None:
+                raise writes.Refused(401, "The user name or password is not valid.")
+            session_id, token = opened
+            location = f"{paths.SESSIONS}/{session_id}"
+            _world, resources = self.current()
+            return 201, resources[location], {"X-Auth-Token": token, "Location": location}
+        if method == "DELETE" and paths.under(path, paths.SESSIONS) is not None:
+            if not self.accounts.logout(paths.last(path)):
+                raise writes.Refused(404, f"No session {path}.")
+            return 204, None, {}
+        host = paths.under(path, paths.SYSTEMS)
+        if method == "PATCH" and host is not None and path in resources:
+            if if_match and if_match != tree.etag(resources[path]):
+                raise writes.Refused(412, f"{path} changed since it was read (If-Match).")
+            writes.patch_system(current, host, body)
+            _world, resources = self.current()
+            return 200, resources[path], {"ETag": tree.etag(resources[path])}
+        if method == "POST" and path == paths.CONNECTIONS:
+            location = writes.create_connection(current, self.pending, body)
+        elif method == "POST" and path.endswith("/MemoryChunks"):
+            location = writes.create_chunk(current, self.pending, path, body)
+        elif method == "DELETE":
+            writes.delete(current, self.pending, path)
+            return 204, None, {}
+        elif path in resources:
+            raise writes.Refused(405, f"{method} is not allowed on {path}.")
+        else:
+            raise writes.Refused(404, f"There is no resource at {path}.")
+        _world, resources = self.current()
+        return 201, resources.get(location), {"Location": location}
+
+
+def _error(status: int, message: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "code": "Base.1.8.GeneralError",
+            "message": message,
+            "@Message.ExtendedInfo": [
+                {
+                    "@odata.type": "#Message.v1_1_1.Message",
+                    "MessageId": "Base.1.8.GeneralError",
+                    "Message": message,
+                    "Severity": "Critical" if status >= 500 else "Warning",
+                    "Resolution": "None.",
+                }
+            ],
+        }
+    }
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One client connection (HTTP/1.1 keep-alive): its requests, one after another."""
+
+    service: Service
+    protocol_version = "HTTP/1.1"
+    server_version = "ComposerSimulatedRedfish/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("redfish %s %s", self.command, self.path)  # never a header
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.service.clients[self.connection] = threading.current_thread()
+
+    def finish(self) -> None:
+        with suppress(OSError, ValueError):
+            super().finish()
+        self.service.clients.pop(self.connection, None)
+        connections.close_all()  # this thread's database connection ends with its client
+
+    def _send(self, answer: Answer) -> None:
+        status, body, headers = answer
+        if isinstance(body, str):
+            data = body.encode()
+        else:
+            data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(status)
+        self.send_header("OData-Version", "4.0")
+        self.send_header("Cache-Control", "no-cache")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if data and "Content-Type" not in headers:
+            self.send_header("Content-Type", "application/json;charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _lose(self) -> None:
+        """An injected timeout: hold the reply past the client's patience, then hang up."""
+        connections.close_all()
+        self.service.stopping.wait(self.service.lost_reply_s)
+        self.close_connection = True
+
+    def _handle(self) -> None:
+        method = self.command
+        url = urlsplit(self.path)
+        path = "/".join(paths.seg(unquote(p)) if p else p for p in url.path.rstrip("/").split("/"))
+        path = path or "/"
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        close_old_connections()
+        try:
+            authed = self.service.accounts.authorised(
+                self.headers.get("X-Auth-Token"), self.headers.get("Authorization")
+            )
+            open_login = method == "POST" and path == paths.SESSIONS
+            if not authed and not open_login and not (method == "GET" and path in OPEN_PATHS):
+                raise writes.Refused(401, "Sign in: a session token or HTTP Basic is required.")
+            if method == "GET":
+                answer = self.service.get(path, parse_qs(url.query), authed)
+            else:
+                try:
+                    body = json.loads(raw) if raw.strip() else {}
+                except ValueError as exc:
+                    raise writes.Refused(400, "The request body is not JSON.") from exc
+                if not isinstance(body, dict):
+                    raise writes.Refused(400, "The request body must be a JSON object.")
+                answer = self.service.write(method, path, body, self.headers.get("If-Match", ""))
+        except writes.LostReply:
+            return self._lose()
+        except writes.Refused as refused:
+            answer = (refused.status, _error(refused.status, refused.message), {})
+        except DriverError as exc:  # the fabric is gone, say
+            answer = (503 if not exc.permanent else 404, _error(503, exc.message), {})
+        with suppress(OSError):  # the client may have given up waiting
+            self._send(answer)
+
+    # Every method goes the same way: `_handle` reads `self.command`.
+    do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _handle
+
+
+def make_server(
+    fabric_name: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    username: str | None = None,
+    password: str | None = None,
+    lost_reply_s: float = LOST_REPLY_S,
+) -> ThreadingHTTPServer:
+    """A server (not yet serving) for the simulated fabric `fabric_name`; the account
+    defaults to the settings' (auth.credentials())."""
+    account = auth.credentials()
+    accounts = auth.Accounts(username or account["username"], password or account["password"])
+    service = Service(fabric_name, accounts, lost_reply_s)
+    handler = type("BoundHandler", (Handler,), {"service": service})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+@contextmanager
+def serve_world(
+    fabric_name: str, host: str = "127.0.0.1", port: int = 0, **options: Any
+) -> Iterator[str]:
+    """Serve the simulated fabric `fabric_name` as Redfish in a background thread; yields
+    the base URL (e.g. "http://127.0.0.1:54321"). Port 0 picks a free one. `options` are
+    make_server's: the account (auth.credentials() unless `username`/`password` are
+    given) and `lost_reply_s`."""
+    server = make_server(fabric_name, host, port, **options)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    bound_host, bound_port = server.server_address[:2]
+    try:
+        yield f"http://{bound_host!s}:{bound_port}"
+    finally:
+        stop(server)
+
+
+def stop(server: ThreadingHTTPServer) -> None:
+    """Stop serving and hang up on every client still connected, so that no thread
+    keeps a database connection (or a held reply) after the server is gone."""
+    service: Service = server.RequestHandlerClass.service  # type: ignore[attr-defined]
+    service.stopping.set()
+    server.shutdown()
+    server.server_close()
+    for sock, thread in list(service.clients.items()):
+        with suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        thread.join(timeout=5)
