@@ -94,12 +94,13 @@ def _enclosure(
         tree[f"{path}/MemoryDomains"] = collection(
             f"{path}/MemoryDomains", "MemoryDomain", "Memory domains", domains
         )
-        for device, domain in zip(devices, domains, strict=True):
-            _domain(world, tree, device, domain)
+        for device, domain_path in zip(devices, domains, strict=True):
+            domain(world, tree, device, domain_path)
 
 
-def _domain(world: World, tree: dict[str, Resource], device: Element, path: str) -> None:
-    """A CXL memory device as a memory domain whose chunks are carved in whole GiB."""
+def domain(world: World, tree: dict[str, Resource], device: Element, path: str) -> None:
+    """A CXL memory device as a memory domain whose chunks are carved in whole GiB (its
+    chunks: the slices bound and carved in `world`)."""
     tree[path] = resource(
         path,
         str(device.get("name") or device.external_id),

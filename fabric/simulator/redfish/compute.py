@@ -15,26 +15,19 @@ _BLOCK_TYPES = {"gpu": "Processor", "nvme": "Storage", "nic": "Network"}
 def blocked(world: World) -> list[Element]:
     """The devices offered as resource blocks: every device but CXL memory (carved into
     chunks of its memory domain instead)."""
-    return [d for d in world.of("device") if d.get("kind") != "cxl_memory"]
+    return [d for d in world.of("device") if _is_block(d)]
 
 
 def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resource]]) -> None:
-    """Add the systems, the composition service, its blocks and zone, and the devices."""
-    holder: dict[str, str] = {}  # device -> the host it is bound to, whole
-    for binding in world.bindings:
-        if binding.size_gib is None:
-            holder[binding.device_id] = binding.host_id
+    """Add the systems, the composition service, its blocks and zone, and the devices,
+    all unbound (`compose` adds the bindings)."""
     devices = blocked(world)
-    held: dict[str, list[str]] = {}
-    for device in devices:
-        if device.external_id in holder:
-            held.setdefault(holder[device.external_id], []).append(device.external_id)
     hosts = world.of("host")
     tree[paths.SYSTEMS] = collection(
         paths.SYSTEMS, "ComputerSystem", "Hosts", [paths.system(h.external_id) for h in hosts]
     )
     for host in hosts:
-        _system(world, tree, host, held.get(host.external_id, []), ports)
+        _system(world, tree, host, ports)
     service = paths.COMPOSITION
     tree[service] = resource(
         service,
@@ -59,18 +52,17 @@ def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resour
         Links={"ResourceBlocks": refs(blocks)},
     )
     for device in devices:
-        _block(tree, device, holder.get(device.external_id))
+        _block(tree, device)
 
 
 def _system(
     world: World,
     tree: dict[str, Resource],
     host: Element,
-    devices: list[str],
     ports: dict[str, list[Resource]],
 ) -> None:
     path = paths.system(host.external_id)
-    links: dict[str, object] = {"ResourceBlocks": refs([paths.block(d) for d in devices])}
+    links: dict[str, object] = {"ResourceBlocks": []}
     if host.get("power_feed_id") in world.by_id:
         links["PoweredBy"] = refs([paths.pdu(str(host.get("power_feed_id")))])
     links["Endpoints"] = refs([paths.endpoint(host.external_id)])
@@ -111,7 +103,49 @@ def _system(
         tree[port["@odata.id"]] = port
 
 
-def _block(tree: dict[str, Resource], device: Element, host: str | None) -> None:
+def _composition(host: str | None) -> dict[str, object]:
+    return {
+        "CompositionState": "Composed" if host else "Unused",
+        "Reserved": False,
+        "SharingCapable": False,
+        "MaxCompositions": 1,
+        "NumberOfCompositions": 1 if host else 0,
+    }
+
+
+def compose(world: World, tree: dict[str, Resource]) -> None:
+    """Show the whole-device bindings: each bound block in its host's
+    `Links.ResourceBlocks`, the host in the block's `Links.ComputerSystems`. Replaces the
+    resources it changes (never changes one in place: `tree` may share them)."""
+    held: dict[str, list[str]] = {}
+    for binding in world.bindings:
+        device = world.by_id.get(binding.device_id)
+        if binding.size_gib is not None or device is None or not _is_block(device):
+            continue
+        held.setdefault(binding.host_id, []).append(binding.device_id)
+        path = paths.block(binding.device_id)
+        block = {**tree[path], "CompositionStatus": _composition(binding.host_id)}
+        block["Links"] = {
+            **block["Links"],
+            "ComputerSystems": refs([paths.system(binding.host_id)]),
+        }
+        tree[path] = block
+    for host, devices in held.items():
+        path = paths.system(host)
+        if path in tree:
+            system = dict(tree[path])
+            system["Links"] = {
+                **system["Links"],
+                "ResourceBlocks": refs([paths.block(d) for d in sorted(devices)]),
+            }
+            tree[path] = system
+
+
+def _is_block(element: Element) -> bool:
+    return element.kind == "device" and element.get("kind") != "cxl_memory"
+
+
+def _block(tree: dict[str, Resource], device: Element) -> None:
     kind = str(device.get("kind"))
     enclosure = str(device.get("enclosure_id"))
     block = paths.block(device.external_id)
@@ -119,7 +153,7 @@ def _block(tree: dict[str, Resource], device: Element, host: str | None) -> None
     name = str(device.get("name") or device.external_id)
     links: dict[str, object] = {
         "Chassis": refs([paths.chassis(enclosure)]),
-        "ComputerSystems": refs([paths.system(host)] if host else []),
+        "ComputerSystems": [],
         "Zones": refs([f"{paths.RESOURCE_ZONES}/all"]),
     }
     tree[block] = resource(
@@ -128,13 +162,7 @@ def _block(tree: dict[str, Resource], device: Element, host: str | None) -> None
         "ResourceBlock",
         ResourceBlockType=[_BLOCK_TYPES.get(kind, "Expansion")],
         Status=status(device.fault),
-        CompositionStatus={
-            "CompositionState": "Composed" if host else "Unused",
-            "Reserved": False,
-            "SharingCapable": False,
-            "MaxCompositions": 1,
-            "NumberOfCompositions": 1 if host else 0,
-        },
+        CompositionStatus=_composition(None),
         **{paths.DEVICE_MEMBER.get(kind, "Processors"): refs([member])},
         Links=links,
     )

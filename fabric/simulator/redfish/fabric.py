@@ -114,7 +114,7 @@ def render(world: World, tree: dict[str, Resource], rendered: dict[str, list[Res
         Status=status(),
         Links={"Endpoints": refs(endpoints)},
     )
-    _connections(world, tree)
+    connections(world, tree)
 
 
 def _endpoint(
@@ -156,7 +156,7 @@ def _endpoints(world: World, tree: dict[str, Resource]) -> list[str]:
     return members
 
 
-def _connections(world: World, tree: dict[str, Resource]) -> None:
+def connections(world: World, tree: dict[str, Resource]) -> None:
     """A Connection per connected memory chunk: the host's endpoint to the device's."""
     hosts = {b.binding_id: b.host_id for b in world.bindings}
     members = []

@@ -45,15 +45,25 @@ class Service:
         self.stopping = threading.Event()
         self.clients: dict[socket.socket, threading.Thread] = {}  # open keep-alive clients
         self._lock = threading.Lock()
+        # (key, world, tree) of the elements alone, then with the bindings shown.
+        self._unbound: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
 
     def current(self) -> tuple[world.World, dict[str, Resource]]:
-        """The world and its tree as they are now (rendered again only after a change)."""
+        """The world and its tree as they are now: the elements' rendering is kept until
+        an element changes, and the bindings are shown on it again after a bind."""
         key = (*world.version(self.fabric_name, self.pending), self.accounts.changes)
+        elements_key = (*key[:2], key[-1])
         with self._lock:
-            if self._cached is None or self._cached[0] != key:
+            if self._cached is not None and self._cached[0] == key:
+                return self._cached[1], self._cached[2]
+            if self._unbound is None or self._unbound[0] != elements_key:
                 loaded = world.load(self.fabric_name, self.pending)
-                self._cached = (key, loaded, tree.render(loaded, self.accounts.sessions()))
+                unbound = tree.render_unbound(loaded, self.accounts.sessions())
+                self._unbound = (elements_key, loaded, unbound)
+            else:
+                loaded = world.with_bindings(self._unbound[1], self.pending)
+            self._cached = (key, loaded, tree.bind(self._unbound[2], loaded))
             return self._cached[1], self._cached[2]
 
     # -- answers ---------------------------------------------------------------------
@@ -78,7 +88,6 @@ class Service:
         return 200, resources[path], {"ETag": tree.etag(resources[path])}
 
     def write(self, method: str, path: str, body: dict[str, Any], if_match: str) -> Answer:
-        current, resources = self.current()
         if method == "POST" and path == paths.SESSIONS:
             opened = self.accounts.login(body.get("UserName"), body.get("Password"))
             if opened is None:
@@ -91,6 +100,7 @@ class Service:
             if not self.accounts.logout(paths.last(path)):
                 raise writes.Refused(404, f"No session {path}.")
             return 204, None, {}
+        current, resources = self.current()
         host = paths.under(path, paths.SYSTEMS)
         if method == "PATCH" and host is not None and path in resources:
             if if_match and if_match != tree.etag(resources[path]):
@@ -205,7 +215,11 @@ class Handler(BaseHTTPRequestHandler):
         except writes.Refused as refused:
             answer = (refused.status, _error(refused.status, refused.message), {})
         except DriverError as exc:  # the fabric is gone, say
-            answer = (503 if not exc.permanent else 404, _error(503, exc.message), {})
+            status = 404 if exc.permanent else 503
+            answer = (status, _error(status, exc.message), {})
+        if answer[0] == 401:
+            answer[2]["WWW-Authenticate"] = 'Basic realm="Redfish"'
+
         with suppress(OSError):  # the client may have given up waiting
             self._send(answer)
 

@@ -7,6 +7,7 @@ import copy
 import hashlib
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from fabric.simulator.redfish import chassis, compute, fabric, paths
@@ -43,6 +44,26 @@ _TOP = {
 
 def render(world: World, sessions: list[tuple[str, str]]) -> dict[str, Resource]:
     """Every resource of `world` by its path; `sessions` are (id, user name) pairs."""
+    return bind(render_unbound(world, sessions), world)
+
+
+def bind(unbound: dict[str, Resource], world: World) -> dict[str, Resource]:
+    """The tree `unbound` (of the same elements) with `world`'s bindings and carved
+    chunks shown. Costs what the bindings touch, not the world's size: binds change the
+    state far more often than the elements do. `unbound` itself is left as it was."""
+    tree = dict(unbound)
+    compute.compose(world, tree)
+    for device_id in {device for device, _chunk, _size, _bound in chassis.chunk_slices(world)}:
+        device = world.by_id[device_id]
+        enclosure = str(device.get("enclosure_id"))
+        chassis.domain(world, tree, device, paths.device(device_id, "cxl_memory", enclosure))
+    fabric.connections(world, tree)
+    return tree
+
+
+def render_unbound(world: World, sessions: list[tuple[str, str]]) -> dict[str, Resource]:
+    """Every resource of `world`'s elements, as if nothing were bound or carved."""
+    world = replace(world, bindings=[], pending=[])
     tree: dict[str, Resource] = {}
     ports = fabric.ports(world)
     tree[paths.V1] = resource(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db.models import Count, Max, Q
@@ -107,6 +107,12 @@ def version(fabric_name: str, pending: PendingChunks) -> tuple[Any, ...]:
         n=Count("id"), top=Max("id")
     )
     return (elements["n"], elements["at"], bindings["n"], bindings["top"], pending.snapshot()[0])
+
+
+def with_bindings(world: World, pending: PendingChunks) -> World:
+    """`world`'s elements with the bindings and carved chunks as they are now."""
+    fabric = store.fabric_get(world.fabric)
+    return replace(world, bindings=store.bindings_for(fabric), pending=pending.snapshot()[1])
 
 
 def load(fabric_name: str, pending: PendingChunks) -> World:

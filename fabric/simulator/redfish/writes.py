@@ -155,7 +155,8 @@ def create_connection(world: World, pending: PendingChunks, body: Mapping[str, A
     host = world.by_id.get(host_id or "")
     if host is None or host.kind != "host":
         raise Refused(400, "Links.InitiatorEndpoints must name one host's endpoint.")
-    chunk = pending.items.get(paths.last(chunk_path))
+    with pending.lock:
+        chunk = pending.items.get(paths.last(chunk_path))
     if chunk is None:
         raise Refused(400, f"MemoryChunk {chunk_path} is no unconnected memory chunk.")
     driver = SimulatedDriver(settings={"fabric": world.fabric})
