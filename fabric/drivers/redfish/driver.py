@@ -24,7 +24,7 @@ from fabric.drivers.base import (
     Inventory,
     ProbeReport,
 )
-from fabric.drivers.events import DriverEvent
+from fabric.drivers.events import DriverEvent, EventsNotOffered
 from fabric.drivers.redfish import mapping, topology
 from fabric.drivers.redfish.client import Options, Session
 from fabric.drivers.redfish.compose import BlockComposer
@@ -202,12 +202,24 @@ class RedfishDriver:
             notes.append("TLS verification is off for this manager (verify_tls false)")
         if state.snapshot.missing:
             notes.append(f"{len(state.snapshot.missing)} linked resources were absent (404)")
+        notes.append(self._events_note())
         return ProbeReport(
             service=f"{service}, {product}" if product else service,
             counts=state.inventory.counts(),
             composition_methods=state.methods.names(),
             notes=tuple(notes),
         )
+
+    def _events_note(self) -> str:
+        """Whether the service pushes its changes, so an operator knows if faults show at
+        once (`manage.py fabric_events` listening) or on the next health poll."""
+        try:
+            stream_of(self._session())
+        except EventsNotOffered:
+            return "no server-sent events: its health is polled on its interval only"
+        except DriverError as exc:
+            return f"its EventService could not be read ({exc.message}): polled only for now"
+        return "pushes events (server-sent events): manage.py fabric_events polls on each"
 
     def _composer(self, state: State) -> BlockComposer:
         return BlockComposer(self._session(), state.index, state.methods, self.prefer)

@@ -144,3 +144,15 @@ def test_a_refused_stored_token_is_final_on_the_stream(world: tuple[MockService,
         next(iter(driver.event_stream()))
     assert caught.value.permanent and service.logins() == 0
     assert [r["allowed"] for r in service.events.requests] == ["False"]
+
+
+def test_test_connection_says_whether_the_service_pushes_events(
+    world: tuple[MockService, str],
+) -> None:
+    """An operator reads on the manager's page whether faults show at once or on the next
+    poll; the probe opens no stream to find out."""
+    service, url = world
+    assert "pushes events" in " ".join(driver_for(url).probe().notes)
+    del service.resources[f"{V1}/EventService"]["ServerSentEventUri"]
+    assert "no server-sent events" in " ".join(driver_for(url).probe().notes)
+    assert service.events.requests == []
