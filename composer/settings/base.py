@@ -289,6 +289,8 @@ COMPOSER_BIND_PARALLEL_AFTER_MS = env_int("COMPOSER_BIND_PARALLEL_AFTER_MS", 20)
 # unwell or changed), and how long samples are kept before health_samples_prune deletes them.
 COMPOSER_HEALTH_POLL_INTERVAL_S = env_int("COMPOSER_HEALTH_POLL_INTERVAL_S", 30)
 COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S", 60)
+# Least seconds between two polls of one manager asked for by its pushed events (a storm).
+COMPOSER_HEALTH_EVENT_POLL_MIN_S = env_int("COMPOSER_HEALTH_EVENT_POLL_MIN_S", 15)
 COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
 
 # The largest request body read: a bigger form is refused (400) and a bigger API body

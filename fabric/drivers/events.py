@@ -23,12 +23,21 @@ class DriverEvent:
     `event_id` is what a reconnect resumes after (empty when the manager numbers none);
     `health_relevant` whether it may change what a health poll reads (a status change,
     something added, removed or changed, an alert); `origin` the element it names, and
-    `message_id` the manager's message, for logs."""
+    `message_id` the manager's message, for logs. `opened` marks STREAM_OPENED, no event
+    of the manager's: a source yields it first, once its stream is open, so that the
+    listener knows when it began to hear (a source without it is taken to be open at its
+    first event)."""
 
     event_id: str
     health_relevant: bool
     origin: str = ""
     message_id: str = ""
+    opened: bool = False
+
+
+STREAM_OPENED = DriverEvent(
+    event_id="", health_relevant=False, message_id="stream opened", opened=True
+)
 
 
 class EventsNotOffered(DriverError):

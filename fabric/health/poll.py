@@ -128,8 +128,9 @@ def health_poll(*, manager: FabricManager, now: datetime | None = None) -> PollO
 
     Side effects, in one transaction: health columns and ChangeRecords, HealthSample rows,
     Alert and HealthCondition rows, and the manager's `last_health_poll_at` /
-    `last_health_poll_error` / `last_health_sample_at`. Never raises DriverError: an
-    unreachable manager is an alert, and `PollOutcome.ok` is false. `now` is for tests.
+    `last_health_poll_error` / `last_health_sample_at`. Never raises what the driver
+    raises: an unreachable manager (or a driver that failed otherwise, its type named) is an
+    alert, and `PollOutcome.ok` is false. `now` is for tests.
     """
     started = time.monotonic()
     now = now or timezone.now()
@@ -138,6 +139,13 @@ def health_poll(*, manager: FabricManager, now: datetime | None = None) -> PollO
     except DriverError as exc:
         error = str(exc) or type(exc).__name__
         logger.warning("health poll of %s failed: %s", manager.name, error)
+        return _apply(manager, now, started, readings=None, error=error)
+    except Exception as exc:  # a driver's bug: recorded on the manager, not a lost task
+        logger.exception("health poll of %s: its driver failed", manager.name)
+        error = (
+            f"its driver failed reading health ({type(exc).__name__}); the worker's log "
+            "has the details"
+        )
         return _apply(manager, now, started, readings=None, error=error)
     return _apply(manager, now, started, readings=readings, error="")
 

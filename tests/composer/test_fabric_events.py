@@ -39,7 +39,7 @@ logging.basicConfig(level=logging.DEBUG)
 import django
 django.setup()
 from django.core.management import call_command
-call_command("fabric_events", debounce=0.3, refresh=1)
+call_command("fabric_events", debounce=0.3, refresh=1, min_interval=0)
 """
 
 
@@ -72,12 +72,13 @@ def test_an_event_burst_makes_one_health_poll_of_its_manager(
     manager = FabricManager.objects.create(name="rf", driver="redfish", endpoint=url)
     FabricManager.objects.create(name="other", driver="redfish", endpoint=url, is_enabled=False)
     stop = threading.Event()
-    supervisor = Supervisor(on_hint=poll_now, debounce_s=0.3, refresh_s=60)
+    supervisor = Supervisor(on_hint=poll_now, debounce_s=0.3, refresh_s=60, min_interval_s=0)
     thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)
     thread.start()
     try:
         wait_for(lambda: len(service.events.requests) == 1)
         assert list(supervisor.listeners) == [manager.pk], "disabled managers are not heard"
+        wait_for(lambda: service.log.count(CHASSIS) == 1)  # opened afresh: one poll
         before = burst(service)
         wait_for(lambda: service.log.count(CHASSIS) == before + 1)
         time.sleep(0.6)  # two debounce windows: nothing more comes
@@ -118,6 +119,7 @@ def test_the_command_runs_as_a_process_and_polls_on_events(
     try:
         wait_for(lambda: len(service.events.requests) == 1 or process.poll() is not None, 60)
         assert process.poll() is None, log_path.read_text()
+        wait_for(lambda: service.log.count(CHASSIS) == 1, 30)  # opened afresh: one poll
         before = burst(service)
         wait_for(lambda: service.log.count(CHASSIS) > before, 30)
         time.sleep(0.6)

@@ -5,7 +5,8 @@ It keeps state, so the driver's writes are seen by its next reads: sessions (X-A
 HTTP Basic too), ETags and If-Match (412), PATCH of a system's `Links.ResourceBlocks`, POST
 to the Systems collection and DELETE of a composed system, the Compose action (Preview /
 Apply), memory chunks and connections, a block composed twice refused (409), and 202 task
-monitors. Knobs on `MockService`: `delay_s`, `fail_next(method, status)`, `expire_sessions()`,
+monitors. Knobs on `MockService`: `delay_s`, `fail_next(method, status)`, `failing` (a path, or
+`path?$expand` for its expanded reads only, answered with a status every time), `expire_sessions()`,
 `issue_token()` (a pre-issued token),
 `async_tasks`/`fail_tasks`, `reset_next(method, applied=...)`, `slow_next(method, s)`,
 `touch_before_next_write(path)`, `garbage_root`, `events` (the SSE stream: redfish_sse.py).
@@ -66,6 +67,7 @@ class MockService:
         self.fail_tasks = False
         self.task_polls = 1
         self.garbage_root = False
+        self.failing: dict[str, int] = {}
         self._fail: list[tuple[str, int]] = []
         self._reset: tuple[str, bool] | None = None
         self._touch: str = ""
@@ -336,6 +338,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 self.wfile.write(b"<html>hi</html>\n\n")
                 return
+            key = f"{path}?$expand" if "$expand" in parse_qs(url.query) else path
+            if key in service.failing:
+                status = service.failing[key]
+                return self._send((status, {"error": {"message": "injected"}}, {}))
             failure = next((f for f in service._fail if f[0] == method), None)
             if failure:
                 service._fail.remove(failure)

@@ -1,10 +1,11 @@
 """The test Redfish service's server-sent event stream (EventService.ServerSentEventUri).
 
 A test pushes events (`EventHub.push`), drops the open streams (`drop()`, as a restarting
-service would), refuses the next stream request (`refuse_next()`), and reads what clients
-asked for (`requests`: each stream request's Last-Event-ID, and whether it was let in). A
-stream resumes after the Last-Event-ID the client sends, replaying what it missed, as
-Redfish specifies.
+service would), refuses the next stream request (`refuse_next()`), has the next ones
+misbehave (`misbehave_next()`: silent, cut mid-chunk, hung up at once, not a stream), and
+reads what clients asked for (`requests`: each stream request's Last-Event-ID, and whether
+it was let in). A stream resumes after the Last-Event-ID the client sends, replaying what it
+missed, as Redfish specifies.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class EventHub:
     requests: list[dict[str, str]] = field(default_factory=list)
     generation: int = 0
     refusals: int = 0
+    misbehaviours: list[str] = field(default_factory=list)
     changed: threading.Condition = field(default_factory=threading.Condition)
     counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -74,6 +76,19 @@ class EventHub:
                 return True
             return False
 
+    def misbehave_next(self, kind: str, count: int = 1) -> None:
+        """Answer the next `count` stream requests badly: `silent` (a 200 stream that never
+        sends a byte, not even a keep-alive, until dropped), `cut` (a chunked stream cut off
+        mid-chunk), `hang_up` (a 200 stream closed at once, cleanly), `json` (a 200 whose
+        Content-Type is application/json)."""
+        assert kind in ("silent", "cut", "hang_up", "json"), kind
+        with self.changed:
+            self.misbehaviours.extend([kind] * count)
+
+    def _misbehaviour(self) -> str:
+        with self.changed:
+            return self.misbehaviours.pop(0) if self.misbehaviours else ""
+
     def drop(self) -> None:
         """Close every open stream (the clients must reconnect)."""
         with self.changed:
@@ -88,7 +103,31 @@ class EventHub:
             self.requests.append({"last_event_id": last, "allowed": str(allowed)})
         if not allowed:
             return handler._send((401, {"error": {"message": "sign in"}}, {}))
+        kind = self._misbehaviour()
+        if kind == "json":
+            return handler._send((200, {"Events": []}, {}))
+        if kind:
+            return self.misbehave(handler, kind)
         return self.stream(handler, last)
+
+    def misbehave(self, handler: Any, kind: str) -> None:
+        """Serve one bad stream of `kind` (see `misbehave_next`)."""
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        if kind == "cut":
+            handler.send_header("Transfer-Encoding", "chunked")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        if kind == "cut":
+            handler.wfile.write(b"40\r\n: keep-alive\n\nid: 1\nda")  # 64 bytes promised
+            handler.wfile.flush()
+        elif kind == "silent":
+            with self.changed:
+                generation = self.generation
+                while self.generation == generation:
+                    self.changed.wait(HEARTBEAT_S)
+        # hang_up (and the others, once done): the handler closes the connection
 
     def stream(self, handler: Any, last_event_id: str) -> None:
         """Serve one stream on `handler` (a BaseHTTPRequestHandler) until dropped."""

@@ -13,6 +13,7 @@ import signal
 import threading
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from composer.services.health_poll import health_poll_request
@@ -37,11 +38,21 @@ class Command(BaseCommand):
         parser.add_argument(
             "--refresh", type=float, default=15.0, help="seconds between reads of the managers"
         )
+        parser.add_argument(
+            "--min-interval",
+            type=float,
+            default=float(getattr(settings, "COMPOSER_HEALTH_EVENT_POLL_MIN_S", 15)),
+            help="least seconds between two event-driven polls of one manager (an event "
+            "storm); default COMPOSER_HEALTH_EVENT_POLL_MIN_S",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         Supervisor(
-            on_hint=poll_now, debounce_s=options["debounce"], refresh_s=options["refresh"]
+            on_hint=poll_now,
+            debounce_s=options["debounce"],
+            refresh_s=options["refresh"],
+            min_interval_s=options["min_interval"],
         ).run(stop)

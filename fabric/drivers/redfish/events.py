@@ -23,9 +23,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import requests
+import urllib3.exceptions
 
 from fabric.drivers.base import DriverError
-from fabric.drivers.events import DriverEvent, EventsNotOffered
+from fabric.drivers.events import STREAM_OPENED, DriverEvent, EventsNotOffered
 from fabric.drivers.redfish.client import Session
 
 logger = logging.getLogger(__name__)
@@ -137,11 +138,22 @@ class EventStream:
                 f"({response.status_code}).",
                 permanent=False,
             )
+        kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if kind != "text/event-stream":
+            # A login page or a JSON error answered 200: read as a stream, it would look
+            # like a stream that closed at once, reopened for ever.
+            response.close()
+            raise DriverError(
+                f"{self.session.endpoint} answered its event stream with Content-Type "
+                f"{kind or '(none)'}, not text/event-stream.",
+                permanent=False,
+            )
         return response
 
     def events(self, last_event_id: str = "") -> Iterator[DriverEvent]:
-        """Open the stream and yield its events until the service or `close()` ends it.
-        Raises DriverError (transient) when the connection fails mid-stream."""
+        """Open the stream and yield STREAM_OPENED, then its events until the service or
+        `close()` ends it. Raises DriverError (transient) when the connection fails
+        mid-stream or stays silent for STREAM_IDLE_S."""
         response = self._open(last_event_id)
         with self._lock:
             if self._closed:
@@ -151,6 +163,7 @@ class EventStream:
         event_id, data = "", list[str]()
         buffer = b""
         try:
+            yield STREAM_OPENED
             while True:
                 chunk = response.raw.read1(4096)
                 if not chunk:
@@ -172,13 +185,15 @@ class EventStream:
                             event_id = value
                         elif name == "data":
                             data.append(value)
-        except (requests.RequestException, OSError, ValueError) as exc:
+        except (
+            requests.RequestException,
+            urllib3.exceptions.HTTPError,  # read1 raises urllib3's own, not requests'
+            OSError,
+            ValueError,
+        ) as exc:
             if self._closed:
                 return
-            raise DriverError(
-                f"{self.session.endpoint}: the event stream broke ({type(exc).__name__}).",
-                permanent=False,
-            ) from exc
+            raise DriverError(_broke(self.session.endpoint, exc), permanent=False) from exc
         finally:
             response.close()
 
@@ -200,22 +215,47 @@ class EventStream:
                 logger.debug("closing the event stream: %s", type(exc).__name__)
 
 
+def _broke(endpoint: str, exc: BaseException) -> str:
+    """Why a stream ended mid-way, in an operator's words (the exception's text may hold
+    the URL's query or a header, so only its type is named)."""
+    if isinstance(exc, urllib3.exceptions.ReadTimeoutError | TimeoutError):
+        return (
+            f"{endpoint}: its event stream sent nothing (not even a keep-alive) for "
+            f"{STREAM_IDLE_S:.0f} s."
+        )
+    if isinstance(exc, urllib3.exceptions.ProtocolError):
+        return f"{endpoint}: its event stream broke off mid-message ({type(exc).__name__})."
+    return f"{endpoint}: the event stream broke ({type(exc).__name__})."
+
+
+def _not_offered(session: Session, why: str) -> EventsNotOffered:
+    return EventsNotOffered(
+        f"{session.endpoint} offers no server-sent events ({why}): its health is polled on "
+        "its interval only."
+    )
+
+
 def stream_of(session: Session) -> EventStream:
     """The service's event stream, found through its root's EventService link.
 
     Raises EventsNotOffered where the service has no EventService, or one without a
-    ServerSentEventUri (or with the service disabled): it is polled only."""
+    ServerSentEventUri (or with the service disabled), or where either is not of the
+    shape Redfish gives them: it is polled only (and asked again later)."""
     root = session.check(session.request("GET", "/redfish/v1/"), "read the service root").body
-    link = (root.get("EventService") or {}).get("@odata.id")
+    entry = root.get("EventService") if isinstance(root, Mapping) else None
+    if entry is not None and not isinstance(entry, Mapping):
+        raise _not_offered(session, "its service root's EventService is not a link")
+    link = (entry or {}).get("@odata.id")
     service: Mapping[str, Any] = {}
     if link:
         reply = session.request("GET", str(link))
         if reply.status != 404:  # a busy service is asked again; a gone one offers none
             service = session.check(reply, "read its EventService").body
-    uri = str(service.get("ServerSentEventUri") or "")
+    if not isinstance(service, Mapping):
+        raise _not_offered(session, "its EventService is not an object")
+    uri = service.get("ServerSentEventUri") or ""
+    if not isinstance(uri, str):
+        raise _not_offered(session, "EventService.ServerSentEventUri is not a string")
     if not uri or service.get("ServiceEnabled") is False:
-        raise EventsNotOffered(
-            f"{session.endpoint} offers no server-sent events (no "
-            "EventService.ServerSentEventUri): its health is polled on its interval only."
-        )
+        raise _not_offered(session, "no EventService.ServerSentEventUri, or disabled")
     return EventStream(session, uri)

@@ -53,6 +53,12 @@ def _reading(value: Any) -> float | None:
     return _number(value)
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """`value` where it is an object, else nothing: a service's malformed property (a string
+    or a list where Redfish has an object) leaves its numbers out, not the poll failed."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def _sum(*values: Any) -> float | None:
     numbers = [n for n in (_number(v) for v in values) if n is not None]
     return sum(numbers) if numbers else None
@@ -76,8 +82,8 @@ def from_resource(resource: Mapping[str, Any]) -> dict[str, float]:
     _put(out, "power_w", _reading(resource.get("PowerWatts")))
     _put(out, "power_w", _number(resource.get("ConsumedPowerWatt")))
     _put(out, "utilisation_pct", _number(resource.get("BandwidthPercent")))
-    period = resource.get("CurrentPeriod") or {}
-    cache = (resource.get("CacheMetricsTotal") or {}).get("CurrentPeriod") or {}
+    period = _mapping(resource.get("CurrentPeriod"))
+    cache = _mapping(_mapping(resource.get("CacheMetricsTotal")).get("CurrentPeriod"))
     _put(
         out,
         "correctable_errors",
@@ -100,9 +106,9 @@ def from_resource(resource: Mapping[str, Any]) -> dict[str, float]:
             resource.get("UncorrectableIOWriteErrorCount"),
         ),
     )
-    smart = resource.get("NVMeSMART") or {}
+    smart = _mapping(resource.get("NVMeSMART"))
     _put(out, "temperature_c", _number(smart.get("CompositeTemperatureCelsius")))
-    pcie = resource.get("PCIeErrors") or {}
+    pcie = _mapping(resource.get("PCIeErrors"))
     _put(
         out,
         "link_errors",
@@ -134,25 +140,42 @@ def elements_of(snap: Snapshot) -> list[tuple[str, dict[str, Any]]]:
 
 
 class MetricsReader:
-    """Reads the metrics of a poll's elements through one reader, at most `max_reads`."""
+    """Reads the metrics of a poll's elements through one reader, at most `max_reads`.
+
+    A metrics read that fails (5xx, a 400 on `$expand`, a timeout) leaves that element
+    without those numbers and the poll goes on: its Status readings are what matter most.
+    After MAX_FAILURES failures in a row the rest are not asked for this poll, so that a
+    service that stopped answering cannot hold a poll for `max_reads` timeouts."""
+
+    MAX_FAILURES = 5
 
     def __init__(self, reader: Reader, *, max_reads: int) -> None:
         self.reader = reader
         self.max_reads = max_reads
         self.reads = 0
         self.skipped = 0
+        self.failed = 0
+        self._failing = 0  # failures in a row
+        self._error = ""  # the last failure's message, for the poll's one log line
 
     def _read(self, path: str, args: Mapping[str, str] | None = None) -> Resource | None:
-        if self.reads >= self.max_reads:
+        if self.reads >= self.max_reads or self._failing >= self.MAX_FAILURES:
             self.skipped += 1
             return None
         self.reads += 1
         session = self.reader.session
-        reply = session.request("GET", path, args=dict(args) if args else None)
-        if reply.status == 404:
-            return None  # linked but absent: no metrics, not a failed poll
-        session.check(reply, f"read {path}")
-        return reply.body
+        try:
+            reply = session.request("GET", path, args=dict(args) if args else None)
+            if reply.status == 404:
+                return None  # linked but absent: no metrics, not a failed poll
+            session.check(reply, f"read {path}")
+        except DriverError as exc:
+            self.failed += 1
+            self._failing += 1
+            self._error = exc.message
+            return None
+        self._failing = 0
+        return reply.body if isinstance(reply.body, Mapping) else None
 
     def linked(self, element: Resource) -> list[Resource]:
         """The metrics resources `element` links to: expanded in one read when it links to
@@ -161,7 +184,7 @@ class MetricsReader:
         wanted = [name for name, path in paths.items() if path]
         if len(wanted) > 1 and self.reader.expand and element.get("@odata.id"):
             whole = self._read(str(element["@odata.id"]), {"$expand": self.reader.expand})
-            inline = [whole.get(n) for n in wanted] if whole else []
+            inline = [whole.get(n) for n in wanted] if whole else []  # else one read each
             if inline and all(isinstance(v, Mapping) and len(v) > 1 for v in inline):
                 return [dict(v) for v in inline if isinstance(v, Mapping)]
         found = []
@@ -181,11 +204,20 @@ class MetricsReader:
                     numbers.setdefault(name, value)
             if numbers:
                 found[element_id] = numbers
+        if self.failed:
+            logger.warning(
+                "redfish %s: %d metrics reads failed this poll, their elements go without "
+                "those numbers (the last: %s)",
+                self.reader.session.endpoint,
+                self.failed,
+                self._error,
+            )
         if self.skipped and self.max_reads:  # 0: the operator turned them off
             logger.warning(
-                "redfish %s: %d metrics resources not read this poll (metrics_max_reads %d)",
+                "redfish %s: %d metrics resources not read this poll (metrics_max_reads %d%s)",
                 self.reader.session.endpoint,
                 self.skipped,
                 self.max_reads,
+                f", or {self.MAX_FAILURES} failures in a row" if self.failed else "",
             )
         return found

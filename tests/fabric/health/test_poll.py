@@ -517,3 +517,22 @@ def test_the_alert_of_an_element_no_longer_reported_closes(
     assert not HealthCondition.objects.filter(alert__isnull=False).exists()
     poll(synced, clock, seconds=601)  # the flap window passed: nothing left to remember
     assert not HealthCondition.objects.exists()
+
+
+def test_a_driver_that_fails_otherwise_is_recorded_on_the_manager(
+    db: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver's bug (here an AttributeError) once crashed the poll task, nothing recorded."""
+
+    class Broken:
+        def health(self) -> list[Any]:
+            raise AttributeError("'str' object has no attribute 'get'")
+
+    monkeypatch.setattr("fabric.health.poll.get_driver", lambda manager: Broken())
+    manager = FabricManager.objects.create(name="rf", driver="redfish", endpoint="http://x")
+    outcome = health_poll(manager=manager)
+    assert not outcome.ok and "AttributeError" in outcome.error
+    manager.refresh_from_db()
+    assert "its driver failed reading health (AttributeError)" in manager.last_health_poll_error
+    (alert,) = open_alerts()
+    assert alert.rule == "manager_unreachable"

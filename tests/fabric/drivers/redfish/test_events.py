@@ -13,6 +13,7 @@ import pytest
 
 from fabric.drivers.base import DriverError
 from fabric.drivers.events import DriverEvent, EventsNotOffered, event_source
+from fabric.drivers.redfish import events
 from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.drivers.redfish.events import health_relevant, parse
 from tests.fabric.drivers.redfish.conftest import driver_for
@@ -31,7 +32,9 @@ def reading(driver: RedfishDriver, last_event_id: str = "") -> Iterator[list[Dri
 
     def run() -> None:
         try:
-            found.extend(driver.event_stream(last_event_id=last_event_id))
+            found.extend(
+                e for e in driver.event_stream(last_event_id=last_event_id) if not e.opened
+            )
         except BaseException as exc:  # handed to the test
             errors.append(exc)
 
@@ -155,4 +158,55 @@ def test_test_connection_says_whether_the_service_pushes_events(
     assert "pushes events" in " ".join(driver_for(url).probe().notes)
     del service.resources[f"{V1}/EventService"]["ServerSentEventUri"]
     assert "no server-sent events" in " ".join(driver_for(url).probe().notes)
+    assert service.events.requests == []
+
+
+def test_a_silent_stream_past_the_idle_timeout_is_a_transient_error(
+    world: tuple[MockService, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """urllib3's own ReadTimeoutError (neither requests' nor OSError) becomes the driver's
+    transient error, so a listener reopens the stream instead of dying."""
+    service, url = world
+    monkeypatch.setattr(events, "STREAM_IDLE_S", 0.3)
+    service.events.misbehave_next("silent")
+    try:
+        with pytest.raises(DriverError, match="sent nothing") as caught:
+            list(driver_for(url).event_stream())
+    finally:
+        service.events.drop()
+    assert not caught.value.permanent
+
+
+def test_a_stream_cut_mid_chunk_is_a_transient_error(world: tuple[MockService, str]) -> None:
+    service, url = world
+    service.events.misbehave_next("cut")
+    with pytest.raises(DriverError, match="broke off mid-message") as caught:
+        list(driver_for(url).event_stream())
+    assert not caught.value.permanent
+
+
+def test_a_200_that_is_not_an_event_stream_is_refused_naming_its_type(
+    world: tuple[MockService, str],
+) -> None:
+    service, url = world
+    service.events.misbehave_next("json")
+    with pytest.raises(DriverError, match="application/json, not text/event-stream") as caught:
+        list(driver_for(url).event_stream())
+    assert not caught.value.permanent
+
+
+@pytest.mark.parametrize(
+    ("path", "field", "value"),
+    [
+        (V1, "EventService", "/redfish/v1/EventService"),
+        (f"{V1}/EventService", "ServerSentEventUri", {"@odata.id": "/sse"}),
+    ],
+)
+def test_a_malformed_event_service_offers_no_events_naming_the_field(
+    world: tuple[MockService, str], path: str, field: str, value: object
+) -> None:
+    service, url = world
+    service.resources[path][field] = value
+    with pytest.raises(EventsNotOffered, match=field):
+        next(iter(driver_for(url).event_stream()))
     assert service.events.requests == []

@@ -3,12 +3,14 @@ links to, read by those links, bounded, and none invented where a service has no
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fabric.drivers.base import DriverError
-from fabric.drivers.redfish.metrics import from_resource
+from fabric.drivers.redfish.metrics import MetricsReader, from_resource
 from tests.fabric.drivers.redfish.conftest import driver_for
 from tests.support.redfish_server import serve
 from tests.support.redfish_world import V1, write_world
@@ -88,3 +90,52 @@ def test_memory_and_drive_metrics_map_to_the_error_counts() -> None:
     }
     assert from_resource(drive) == {"correctable_errors": 5.0, "temperature_c": 44.0}
     assert from_resource({"TemperatureCelsius": {"Reading": None}, "Status": {}}) == {}
+
+
+@pytest.mark.parametrize(
+    "resource",
+    [
+        {"CurrentPeriod": "n/a"},
+        {"PCIeErrors": [1]},
+        {"NVMeSMART": "x"},
+        {"CacheMetricsTotal": {"CurrentPeriod": 5}},
+        {"CacheMetricsTotal": "n/a", "BandwidthPercent": 12},
+    ],
+)
+def test_a_malformed_metrics_property_is_left_out(resource: dict[str, Any]) -> None:
+    expected = {"utilisation_pct": 12.0} if "BandwidthPercent" in resource else {}
+    assert from_resource(resource) == expected
+
+
+def test_a_failed_metrics_read_keeps_the_status_readings(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 500 on one metrics resource, a 400 on `$expand` and a malformed body on another:
+    the elements lose those numbers, the poll its readings never (it once failed whole), and
+    one warning counts the failures."""
+    caplog.set_level(logging.WARNING, logger="fabric.drivers.redfish.metrics")
+    with serve(write_world(tmp_path)) as (service, url):
+        service.failing[f"{METRICS}/box-env"] = 500
+        service.failing[f"{GPU0}?$expand"] = 400  # then read unexpanded, one by one
+        service.resources[f"{METRICS}/port1"]["PCIeErrors"] = "n/a"
+        readings = {r.external_id: r for r in driver_for(url).health()}
+    assert readings[BOX].health == "ok" and readings[BOX].metrics == {}
+    assert readings[GPU0].metrics["temperature_c"] == 58.0
+    assert readings[PORT].metrics == {"link_width": 16.0, "link_width_max": 16.0}
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert "2 metrics reads failed this poll" in warning and "(400)" in warning, warning
+
+
+def test_metrics_reads_stop_after_failures_in_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service that stopped answering its metrics cannot hold a poll for `max_reads`
+    failures (each maybe a timeout)."""
+    monkeypatch.setattr(MetricsReader, "MAX_FAILURES", 2)
+    with serve(write_world(tmp_path)) as (service, url):
+        del service.resources[V1]["ProtocolFeaturesSupported"]  # one read per resource
+        for name in ("box-env", "gpu0-env", "gpu0-processor", "port1"):
+            service.failing[f"{METRICS}/{name}"] = 503
+        readings = driver_for(url).health()
+        asked = [p for m, p in service.log if p.startswith(METRICS)]
+    assert len(asked) == 2 and readings
