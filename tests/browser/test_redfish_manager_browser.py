@@ -93,9 +93,16 @@ def test_an_operator_adds_a_redfish_manager_syncs_and_composes_through_it(
         assert Host.objects.filter(manager=manager).count() == 3
         assert Device.objects.filter(manager=manager).count() == 9
         _shot(page, "4-synced")
-        page.goto(f"/fabric/devices/?manager={manager.pk}&kind=gpu")
-        expect(page.locator("table tbody tr")).to_have_count(4)
-        _shot(page, "5-devices")
+        # Its hosts and devices, the lists naming the manager they are narrowed to.
+        page.click("#manager-counts >> text=Hosts")
+        expect(page.locator("#filter-manager")).to_contain_text("rf-lab")
+        expect(page.locator("table tbody tr")).to_have_count(3)
+        _shot(page, "5-hosts")
+        page.goto(f"/fabric/managers/{manager.pk}/")
+        page.click("#manager-counts >> text=Devices")
+        expect(page.locator("#filter-manager")).to_contain_text("rf-lab")
+        expect(page.locator("#device-table tbody tr")).to_have_count(9)
+        _shot(page, "6-devices")
 
         # Compose a GPU for Acme through it, from the console's request form.
         page.goto("/compositions/new/")
@@ -111,7 +118,7 @@ def test_an_operator_adds_a_redfish_manager_syncs_and_composes_through_it(
         expect(page.locator("#composition-live")).to_have_attribute(
             "data-state", "ready", timeout=60_000
         )
-        _shot(page, "6-composed")
+        _shot(page, "7-composed")
 
     composition = Composition.objects.get(name="rf-gpu-1")
     gpu = composition.allocations.get(device__kind="gpu").device
