@@ -81,6 +81,11 @@ def test_an_operator_adds_a_redfish_manager_syncs_and_composes_through_it(
         assert manager.driver == "redfish" and manager.endpoint == endpoint
         assert decrypt(manager) == {"username": USERNAME, "password": SECRET}
         _shot(page, "2-saved")
+        page.click("#edit-manager")  # the edit form gives back neither the password nor the user
+        expect(page.locator("#id_password")).to_have_value("")
+        expect(page.locator("#id_username")).to_have_value("")
+        assert SECRET not in page.content()
+        page.go_back()
 
         # Sync now: the worker discovers the inventory over Redfish.
         page.click("#sync-now")

@@ -13,6 +13,7 @@ import pytest
 import requests
 from django.db import connection
 
+from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.simulator.models import SimulatedElement, SimulatedFabric
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.worker import database_url
@@ -94,6 +95,12 @@ def test_create_writes_the_lab_world_once_and_serves_it_with_the_settings_accoun
                 f"{url}/redfish/v1/Systems", auth=("lab-ops", PASSWORD), timeout=10
             )
             assert hosts.status_code == 200 and hosts.json()["Members@odata.count"] == 4
+            # What an operator's Test connection of the lab reads.
+            found = RedfishDriver(
+                endpoint=url, settings={}, credentials={"username": "lab-ops", "password": PASSWORD}
+            ).probe()
+            assert (found.counts["hosts"], found.counts["devices"]) == (4, 16)
+            assert found.composition_methods and found.service.startswith("Redfish 1.")
         finally:
             assert PASSWORD not in printed + _stop(server)
     assert SimulatedElement.objects.filter(fabric__name="lab-cmd", kind="device").count() == 16
