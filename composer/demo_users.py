@@ -46,3 +46,10 @@ DEMO_USERS: tuple[DemoUser, ...] = (
 def demo_logins() -> str:
     """Every demo login with its role, for the launcher's banner and the seed's report."""
     return ", ".join(user.description for user in DEMO_USERS)
+
+
+# The account of the simulated world served as Redfish when the settings name none
+# (COMPOSER_SIMULATOR_REDFISH_USERNAME / _PASSWORD): the simulator's service signs in with
+# it, and `make run` prints it beside the Redfish lab's address.
+DEMO_REDFISH_USERNAME = "operator"
+DEMO_REDFISH_PASSWORD = "simulator"

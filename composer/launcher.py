@@ -4,11 +4,13 @@ Starts (in order) an embedded Redis when REDIS_URL is unset, migrates, loads the
 centre (idempotent), then runs two Celery workers (one for jobs on the default queue, a
 small one for beat's housekeeping on the "housekeeping" queue, so that outbox sweeps and
 health polls never wait behind slow compose jobs), Celery beat, the listener of the fabric
-managers' pushed events (`manage.py fabric_events`) and the ASGI server (Daphne) as child
-processes, and prints where the console is and who may log in once it answers:
-the web server serves a page and both workers answer a ping. Each child runs in its own
-process group; Ctrl-C or SIGTERM stops them all and waits for them, so nothing is left
-running. A child that dies stops the rest.
+managers' pushed events (`manage.py fabric_events`), the Redfish lab (a small simulated
+world of its own served as Redfish, for an operator to add as a manager:
+composer/redfish_lab.py; COMPOSER_REDFISH_LAB=0 leaves it out) and the ASGI server (Daphne)
+as child processes, and prints where the console and the lab are and who may log in once
+they answer: the web server serves a page, the lab its service root and both workers a
+ping. Each child runs in its own process group; Ctrl-C or SIGTERM stops them all and waits
+for them, so nothing is left running. A child that dies stops the rest.
 
 The settings are `composer.settings.dev` unless DJANGO_SETTINGS_MODULE names others: DEBUG
 off (COMPOSER_DEBUG=1 turns it on), static files served from their source folders. The
@@ -31,6 +33,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from composer.demo_users import demo_logins
+from composer.redfish_lab import RedfishLab, lab_plan
 from composer.settings.env import env_bool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,24 +93,33 @@ class Launcher:
                 return code or 1
         return None
 
-    def wait_until_ready(self, *, port: str, broker_url: str, workers: list[str]) -> int | None:
-        """Block until the web server answers HTTP and every worker a ping.
+    def wait_until_ready(
+        self, *, port: str, broker_url: str, workers: list[str], lab: RedfishLab | None = None
+    ) -> int | None:
+        """Block until the web server answers HTTP, the Redfish lab (if any) its service
+        root, and every worker a ping.
 
         Returns None when both do, else the exit code to stop with: a child's that exited,
         0 when a stop was requested, 1 when they did not answer within READY_TIMEOUT_S.
         """
         deadline = time.monotonic() + READY_TIMEOUT_S
         web_up = worker_up = False
+        lab_up = lab is None
         while not self.stopping:
             code = self.exited()
             if code is not None:
                 return code
             web_up = web_up or _web_answers(port)
+            lab_up = lab_up or (lab is not None and _web_answers(str(lab.port), "/redfish/v1/"))
             worker_up = worker_up or (web_up and _workers_answer(broker_url, workers))
-            if web_up and worker_up:
+            if web_up and worker_up and lab_up:
                 return None
             if time.monotonic() > deadline:
-                waiting = "the web server" if not web_up else "the Celery workers"
+                waiting = (
+                    "the web server"
+                    if not web_up
+                    else ("the Redfish lab" if not lab_up else "the Celery workers")
+                )
                 log.error("%s did not answer within %.0f s", waiting, READY_TIMEOUT_S)
                 return 1
             time.sleep(0.25)
@@ -136,11 +148,12 @@ def _manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
-def _web_answers(port: str) -> bool:
-    """Whether the ASGI server serves the login page (any HTTP answer: it is up)."""
+def _web_answers(port: str, path: str = "/accounts/login/") -> bool:
+    """Whether a server on `port` answers `path` (any HTTP answer: it is up); by default
+    whether the ASGI server serves the login page."""
     connection = http.client.HTTPConnection(HOST, int(port), timeout=5)
     try:
-        connection.request("GET", "/accounts/login/")
+        connection.request("GET", path)
         connection.getresponse().read()
     except (OSError, http.client.HTTPException):
         return False
@@ -211,13 +224,15 @@ def demo_credentials_keys(env: dict[str, str], var_dir: Path) -> None:
     env["COMPOSER_CREDENTIALS_KEYS"] = path.read_text().strip()
 
 
-def banner(port: str, password: str) -> str:
-    """What the user reads once the console answers: where, who may log in, how to stop."""
+def banner(port: str, password: str, lab: RedfishLab | None = None) -> str:
+    """What the user reads once the console answers: where, who may log in, the Redfish lab
+    to add as a manager, how to stop."""
     url = console_url(port)
     return (
         f"\n  Composer is running at {url}\n"
         f"  Logins (password {password!r}): {demo_logins()}\n"
-        f"  API docs: {url}api/docs/   Press Ctrl-C to stop.\n"
+        + (lab.banner() if lab is not None else "")
+        + f"  API docs: {url}api/docs/   Press Ctrl-C to stop.\n"
     )
 
 
@@ -242,6 +257,11 @@ def main() -> int:
         return 1
     if not _port_free(port):
         log.error("port %s on %s is taken by another program; set PORT to a free one", port, HOST)
+        return 1
+    try:
+        lab = lab_plan(env, host=HOST, avoid=int(port), is_free=lambda p: _port_free(str(p)))
+    except ValueError as exc:
+        log.error("%s", exc)
         return 1
     try:
         if not env.get("REDIS_URL"):
@@ -306,6 +326,8 @@ def main() -> int:
             env,
         )
         launcher.spawn("events", [sys.executable, "manage.py", "fabric_events"], env)
+        if lab is not None:
+            launcher.spawn("redfish_lab", lab.argv(sys.executable), lab.environment(env))
         launcher.spawn(
             "web",
             [
@@ -322,11 +344,11 @@ def main() -> int:
         )
         log.info("waiting for the web server and the workers to answer")
         code = launcher.wait_until_ready(
-            port=port, broker_url=env["REDIS_URL"], workers=[worker, housekeeping]
+            port=port, broker_url=env["REDIS_URL"], workers=[worker, housekeeping], lab=lab
         )
         if code is not None:
             return code
-        sys.stderr.write(banner(port, env.get("COMPOSER_DEMO_PASSWORD", "demo")))
+        sys.stderr.write(banner(port, env.get("COMPOSER_DEMO_PASSWORD", "demo"), lab))
         return launcher.watch()
     except Interrupted:
         log.info("interrupted while starting")

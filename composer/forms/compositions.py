@@ -181,10 +181,19 @@ class CompositionRequestForm(forms.Form):
             self.fields["tenant"].required = False
             self.fields["tenant"].widget = forms.HiddenInput()
         if operator:
-            hosts = Host.objects.exclude(state=ComponentState.ABSENT).order_by("name")
+            hosts = list(
+                Host.objects.exclude(state=ComponentState.ABSENT)
+                .order_by("name", "manager__name")
+                .values_list("pk", "name", "manager__name")
+            )
+            # Two managers' worlds may both have a "host-a-01": name the manager then.
+            several = len({manager for _pk, _name, manager in hosts}) > 1
             cast(forms.ChoiceField, self.fields["host"]).choices = [
                 ("", "Any host"),
-                *((str(pk), name) for pk, name in hosts.values_list("pk", "name")),
+                *(
+                    (str(pk), f"{name} ({manager})" if several else name)
+                    for pk, name, manager in hosts
+                ),
             ]
         else:
             del self.fields["host"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -15,9 +16,10 @@ def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
-def env_bool(name: str, default: bool = False) -> bool:
-    """Read a boolean; a value that is not a recognised word is a configuration error."""
-    raw = os.environ.get(name)
+def env_bool(name: str, default: bool = False, environ: Mapping[str, str] | None = None) -> bool:
+    """Read a boolean (from `environ` when given, else the process's environment); a value
+    that is not a recognised word is a configuration error."""
+    raw = (os.environ if environ is None else environ).get(name)
     if raw is None:
         return default
     value = raw.strip().lower()

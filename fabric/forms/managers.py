@@ -64,7 +64,9 @@ class ManagerForm(forms.Form):
     settings = forms.CharField(
         required=False,
         widget=forms.Textarea({**_MONO, "rows": 4}),
-        help_text='The driver\'s options as a JSON object, e.g. {"fabric": "demo"}.',
+        help_text="The driver's options as a JSON object, {} for its defaults: e.g. "
+        '{"timeout_s": 10, "composition_method": "specific"} for redfish, '
+        '{"fabric": "demo"} for the simulated fabric.',
     )
     verify_tls = _checkbox("Verify the manager's TLS certificate", initial=True)
     ca_bundle = forms.CharField(

@@ -14,6 +14,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
+from fabric.models import FabricManager
 from fabric.paging import IdsFirst
 from fabric.permissions import is_operator
 from fabric.secrets import MASK, is_secret_key, mask_secrets
@@ -139,3 +140,14 @@ def is_htmx_partial(request: HttpRequest, target: str) -> bool:
         and not request.headers.get("HX-History-Restore-Request")
         and request.headers.get("HX-Target") == target
     )
+
+
+def filtered_manager(filterset: Any) -> FabricManager | None:
+    """The fabric manager a list is narrowed to (`?manager=<id>`, as the manager page links
+    it), so that the filter bar can name it instead of hiding it; None when there is none."""
+    if "manager" not in filterset.form.fields or not filterset.is_valid():
+        return None
+    manager_id = filterset.form.cleaned_data.get("manager")
+    if not manager_id:
+        return None
+    return FabricManager.objects.filter(pk=manager_id).only("pk", "name").first()

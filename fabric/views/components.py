@@ -22,6 +22,7 @@ from fabric.views.common import (
     HISTORY_PAGE_SIZE,
     BadPage,
     display_settings,
+    filtered_manager,
     operator_required,
     paginate,
     paginate_or_raise,
@@ -97,6 +98,7 @@ def _component_list(
         "noun": noun,
         "is_filtered": any(request.GET.get(name) for name in filterset.form.fields),
         **_filter_bar(filterset),
+        "filtered_manager": filtered_manager(filterset),
     }
     return render(request, template, context, status=status)
 

@@ -27,6 +27,7 @@ from fabric.views.common import (
     PAGE_SIZES,
     BadPage,
     display_settings,
+    filtered_manager,
     is_htmx_partial,
     page_size,
     paginate,
@@ -204,6 +205,7 @@ def device_list(request: HttpRequest) -> HttpResponse:
         "page_sizes": PAGE_SIZES,
         "multi_filters": [_multi(filterset, name) for name in ("kind", "state", "health")],
         "is_filtered": is_filtered,
+        "filtered_manager": filtered_manager(filterset),
     }
     if page is not None and not page.paginator.count:
         # Nothing matches: say why, and how many there are without the filters.

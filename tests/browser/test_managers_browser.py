@@ -16,6 +16,7 @@ import pytest
 from fabric.credentials import decrypt
 from fabric.models import FabricManager
 from tests.fabric.simulated_world import simulated_manager
+from tests.support.manager_form import fill_manager_form
 
 pytestmark = pytest.mark.browser
 
@@ -31,16 +32,15 @@ def test_an_operator_adds_tests_edits_and_disables_a_manager(
     SHOTS.mkdir(parents=True, exist_ok=True)
     simulated_manager(name="existing", fabric="sim")  # the simulated world to point at
     page = login_page(admin_user)
-    page.goto("/fabric/managers/")
-    page.click("#add-manager")
-    expect(page.locator("h1")).to_have_text("Add a fabric manager")
-
-    page.fill("#id_name", "fm-lab")
-    page.select_option("#id_driver", "simulated")
-    page.fill("#id_endpoint", "sim://sim")
-    page.fill("#id_settings", '{"fabric": "sim"}')
-    page.fill("#id_username", "lab-operator")
-    page.fill("#id_password", SECRET)
+    fill_manager_form(
+        page,
+        name="fm-lab",
+        driver="simulated",
+        endpoint="sim://sim",
+        settings='{"fabric": "sim"}',
+        username="lab-operator",
+        password=SECRET,
+    )
 
     # Test connection with the entered values: what answered and how much it holds.
     page.click("#manager-test")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import http.cookiejar
 import json
 import os
@@ -22,6 +23,7 @@ from django.http.request import validate_host
 from composer.demo_users import DEMO_USERS
 from composer.embedded import free_port
 from composer.launcher import banner, console_environment, console_url, main
+from composer.redfish_lab import FABRIC, RedfishLab, lab_plan
 from tests.support.worker import spawn_logged
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +105,50 @@ def test_the_banner_names_every_demo_login() -> None:
     for user in DEMO_USERS:
         assert user.description in text
     assert "bob (Acme, read-only)" in text
+    assert "Redfish" not in text  # no lab, no line about it
+
+
+def test_the_banner_gives_the_redfish_labs_address_and_account_and_says_it_is_not_added() -> None:
+    text = banner("8123", "s3cret", RedfishLab("127.0.0.1", 8124, "lab-ops", "lab-pass"))
+
+    lab = text.split("Redfish lab", 1)[1]
+    assert "http://127.0.0.1:8124" in lab and "'lab-ops' / 'lab-pass'" in lab
+    assert "not added yet" in lab and "driver redfish" in lab
+
+
+def test_the_redfish_lab_takes_8001_or_the_next_free_port_and_can_be_left_out() -> None:
+    def free(port: int) -> bool:
+        return port not in {8001, 8002}
+
+    lab = lab_plan({}, host="127.0.0.1", avoid=8000, is_free=free)
+    assert lab is not None and (lab.port, lab.username, lab.password) == (
+        8003,
+        "operator",
+        "simulator",
+    )
+    beside = lab_plan({}, host="127.0.0.1", avoid=8003, is_free=free)  # the console on 8003
+    assert beside is not None and beside.port == 8004
+    assert (
+        lab_plan({"COMPOSER_REDFISH_LAB": "0"}, host="127.0.0.1", avoid=8000, is_free=free) is None
+    )
+    account = {
+        "COMPOSER_SIMULATOR_REDFISH_USERNAME": "ops",
+        "COMPOSER_SIMULATOR_REDFISH_PASSWORD": "pw",
+        "COMPOSER_REDFISH_LAB_PORT": "9100",
+    }
+    chosen = lab_plan(account, host="127.0.0.1", avoid=8000, is_free=free)
+    assert chosen is not None and (chosen.port, chosen.username, chosen.password) == (
+        9100,
+        "ops",
+        "pw",
+    )
+    assert chosen.environment({})["COMPOSER_SIMULATOR_REDFISH_PASSWORD"] == "pw"
+    assert "pw" not in chosen.argv("python")  # never on the command line, where ps shows it
+    for bad in ("8001", "80x", "8000"):
+        with pytest.raises(ValueError, match="COMPOSER_REDFISH_LAB_PORT"):
+            lab_plan({"COMPOSER_REDFISH_LAB_PORT": bad}, host="127.0.0.1", avoid=8000, is_free=free)
+    with pytest.raises(ValueError, match="no free port for the Redfish lab"):
+        lab_plan({}, host="127.0.0.1", avoid=8000, is_free=lambda port: False)
 
 
 def test_without_the_simulator_there_is_no_demo_and_the_launcher_says_so(
@@ -139,6 +185,9 @@ def launcher_env(tmp_path: Path, port: int) -> dict[str, str]:
         DATABASE_URL=f"sqlite:///{tmp_path / 'console.sqlite3'}",
         COMPOSER_SIMULATOR_LATENCY_SCALE="0",
         COMPOSER_DEMO_PASSWORD="launcher-test",
+        # Its own port: 8001 may be another console's lab on this machine.
+        COMPOSER_REDFISH_LAB_PORT=str(free_port()),
+        COMPOSER_SIMULATOR_REDFISH_PASSWORD="lab-launcher-test",
     )
     return env
 
@@ -176,7 +225,7 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         url = running.group(1)
         pids = {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", output)}
         redis = re.search(r"embedded Redis at (\S+) \(pid (\d+)\)", output)
-        assert set(pids) == {"worker", "housekeeping", "beat", "events", "web"}, output
+        assert set(pids) == {"worker", "housekeeping", "beat", "events", "redfish_lab", "web"}
         assert redis, output
         redis_pid = int(redis.group(2))
 
@@ -192,6 +241,26 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         assert any(not name.startswith("composer-housekeeping-") for name in names), pongs
         assert "launcher-test" in output
         assert all(user.description in output for user in DEMO_USERS), output
+
+        # The Redfish lab answers at the address and with the account the banner gives, with
+        # a world of its own, and is not a fabric manager until the operator adds it.
+        lab = re.search(r"Redfish lab \(.*\): (http://\S+)\n\s+account '(\S+)' / '(\S+)'", output)
+        assert lab, output
+        assert lab.group(1) == f"http://127.0.0.1:{env['COMPOSER_REDFISH_LAB_PORT']}"
+        assert (lab.group(2), lab.group(3)) == ("operator", "lab-launcher-test")
+        systems = urllib.request.Request(
+            f"{lab.group(1)}/redfish/v1/Systems",
+            headers={
+                "Authorization": "Basic "
+                + base64.b64encode(f"{lab.group(2)}:{lab.group(3)}".encode()).decode()
+            },
+        )
+        with urllib.request.urlopen(systems, timeout=10) as r:
+            assert json.load(r)["Members@odata.count"] == 4
+        operator = signed_in(url, "admin", "launcher-test")
+        with operator.open(f"{url}fabric/managers/", timeout=10) as r:
+            managers = r.read().decode()
+        assert "demo" in managers and lab.group(1) not in managers and FABRIC not in managers
 
         # A tenant who opens an operator's address (or any unknown one) gets the console's
         # own 404 page, with its styles, and never the URL map.

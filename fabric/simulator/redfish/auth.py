@@ -16,8 +16,8 @@ import threading
 
 from django.conf import settings
 
-DEFAULT_USERNAME = "operator"
-DEFAULT_PASSWORD = "simulator"
+from composer.demo_users import DEMO_REDFISH_PASSWORD as DEFAULT_PASSWORD
+from composer.demo_users import DEMO_REDFISH_USERNAME as DEFAULT_USERNAME
 
 
 def credentials() -> dict[str, str]:

@@ -14,6 +14,7 @@ from composer.choices import CompositionState
 from composer.models import Allocation, Composition, Job, StateChange, Template
 from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
+from tests.fabric.simulated_world import simulated_manager
 from tests.support.personas import PERSONAS
 
 pytestmark = pytest.mark.django_db
@@ -292,6 +293,18 @@ def test_operators_pick_the_tenant_and_the_host(
     response = client.post(reverse("composer:composition_create"), data)
     assert response.status_code == 302
     assert Composition.objects.get(name="for-globex").tenant == globex
+
+
+def test_with_several_managers_the_host_choices_name_each_hosts_manager(
+    synced: FabricManager, acme: Any, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """Two managers' worlds may name their hosts alike (the demo and its Redfish lab do)."""
+    form = client_as(admin_user).get(reverse("composer:composition_create"))
+    assert ">host-a-01</option>" in form.content.decode()  # one manager: names alone
+    other = simulated_manager(name="lab", fabric="lab")
+    inventory_sync(manager=other)
+    page = client_as(admin_user).get(reverse("composer:composition_create")).content.decode()
+    assert ">host-a-01 (sim)</option>" in page and ">host-a-01 (lab)</option>" in page
 
 
 def test_decompose_refuses_a_composition_still_placing(

@@ -13,7 +13,13 @@ from django.urls import reverse
 
 from fabric.choices import ChangeAction, ComponentState, DeviceState, Health, LinkState
 from fabric.models import ChangeRecord
-from tests.factories.fabric import EnclosureFactory, HostFactory, SmallFabric, SwitchFactory
+from tests.factories.fabric import (
+    EnclosureFactory,
+    FabricManagerFactory,
+    HostFactory,
+    SmallFabric,
+    SwitchFactory,
+)
 from tests.support.personas import TENANTS
 
 pytestmark = pytest.mark.django_db
@@ -165,6 +171,28 @@ def test_component_lists_filter_and_reject_bad_values(
     switches = reverse("fabric:switch_list")
     assert client.get(switches, {"protocol": "cxl"}).context["page"].paginator.count == 2
     assert client.get(switches, {"tier": "core"}).status_code == 400
+
+
+@pytest.mark.parametrize("name", ["host", "enclosure", "switch", "device"])
+def test_a_list_narrowed_to_a_manager_names_it_and_keeps_it(
+    name: str, small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """The manager page links its counts to lists narrowed to it: the filter bar says so (a
+    hidden filter would read as "every host") and keeps it when other filters change."""
+    client = client_as(admin_user)
+    other = FabricManagerFactory(name="fm-other")
+    HostFactory(name="host-other", manager=other)
+    url = reverse(f"fabric:{name}_list")
+    narrowed = client.get(url, {"manager": small.manager.pk})
+    assert narrowed.context["filtered_manager"] == small.manager
+    page = narrowed.content.decode()
+    block = page[page.index('id="filter-manager"') :]
+    assert f'name="manager" value="{small.manager.pk}"' in block
+    assert "fm-small" in block[: block.index("</div>")]
+    assert "host-other" not in page
+    plain = client.get(url)
+    assert plain.context["filtered_manager"] is None
+    assert 'id="filter-manager"' not in plain.content.decode()
 
 
 @pytest.mark.parametrize("name", ["host", "enclosure", "switch"])

@@ -3,7 +3,8 @@ Redfish service until stopped (Ctrl-C), for the Redfish driver, browsers and val
 
 Sign in with the account of the settings COMPOSER_SIMULATOR_REDFISH_USERNAME and
 COMPOSER_SIMULATOR_REDFISH_PASSWORD, or the one given by --username and --password
-(whose value is never printed).
+(whose value is never printed). `--create` first writes the fabric as a small lab world
+(LAB) when it does not exist yet: `make run` serves its Redfish lab so.
 """
 
 from __future__ import annotations
@@ -14,8 +15,27 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from fabric.drivers.base import DriverError
 from fabric.simulator import store
+from fabric.simulator.builder import WorldSpec, world_write
 from fabric.simulator.redfish.auth import credentials
 from fabric.simulator.redfish.server import make_server, stop
+
+# A world small enough to read at a glance: one rack, 4 hosts, 8 GPUs in two chassis,
+# 2 TiB of CXL memory, a JBOF of 4 drives and 2 NICs, behind a leaf and two spines.
+LAB = WorldSpec(
+    racks=1,
+    hosts=4,
+    gpu_enclosures=2,
+    gpus_per_enclosure=4,
+    memory_boxes=1,
+    memory_devices_per_box=2,
+    memory_box_gib=2048,
+    jbofs=1,
+    drives_per_jbof=4,
+    nics=2,
+    nics_per_chassis=2,
+    ports_per_switch=16,
+    seed=8001,
+)
 
 
 class Command(BaseCommand):
@@ -27,12 +47,20 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8001, help="Port to listen on.")
         parser.add_argument("--username", default="", help="Account name (default: settings).")
         parser.add_argument("--password", default="", help="Account password (default: settings).")
+        parser.add_argument(
+            "--create",
+            action="store_true",
+            help="Write the fabric as a small lab world first when it does not exist yet.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             store.fabric_get(options["fabric"])
         except DriverError as exc:
-            raise CommandError(str(exc)) from exc
+            if not options["create"]:
+                raise CommandError(str(exc)) from exc
+            world_write(fabric_name=options["fabric"], spec=LAB)
+            self.stdout.write(f"Wrote the lab world as simulated fabric {options['fabric']!r}.")
         try:
             server = make_server(
                 options["fabric"],
