@@ -49,7 +49,8 @@ def demo_logins() -> str:
 
 
 # The account of the simulated world served as Redfish when the settings name none
-# (COMPOSER_SIMULATOR_REDFISH_USERNAME / _PASSWORD): the simulator's service signs in with
-# it, and `make run` prints it beside the Redfish lab's address.
+# (COMPOSER_SIMULATOR_REDFISH_USERNAME / _PASSWORD): `make run` prints it beside the Redfish
+# lab's address and passes it to the lab in those variables. The simulator keeps its own
+# copy (it imports no composer); tests/fabric/simulator checks that they agree.
 DEMO_REDFISH_USERNAME = "operator"
 DEMO_REDFISH_PASSWORD = "simulator"

@@ -2,7 +2,8 @@
 or HTTP Basic, as a Redfish service offers them.
 
 The account comes from the settings COMPOSER_SIMULATOR_REDFISH_USERNAME and
-COMPOSER_SIMULATOR_REDFISH_PASSWORD (or the command's options); tokens live in the
+COMPOSER_SIMULATOR_REDFISH_PASSWORD (`make run` passes its lab's account through them),
+else the demo account below, for tests and a developer's machine; tokens live in the
 serving process only, so a restart signs every client out (they sign in again on the
 401, as they would with a real manager). Nothing here logs a password or a token.
 """
@@ -16,8 +17,11 @@ import threading
 
 from django.conf import settings
 
-from composer.demo_users import DEMO_REDFISH_PASSWORD as DEFAULT_PASSWORD
-from composer.demo_users import DEMO_REDFISH_USERNAME as DEFAULT_USERNAME
+# The demo account. The simulated manager imports no composer (fabric's registry loads
+# it in every worker), so the launcher's banner reads its own copy (composer/demo_users.py)
+# and hands it over in the settings' variables; a test checks that the two agree.
+DEFAULT_USERNAME = "operator"
+DEFAULT_PASSWORD = "simulator"
 
 
 def credentials() -> dict[str, str]:

@@ -20,6 +20,7 @@ from tests.support.worker import database_url
 
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "not-the-default-0xc0ffee"
+EXPOSED = ("--fabric", "exposed-cmd", "--bind", "0.0.0.0", "--port", "0")
 
 
 def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
@@ -64,7 +65,13 @@ def _stop(server: subprocess.Popen[str]) -> str:
 @pytest.mark.django_db(transaction=True)
 def test_the_command_serves_the_world_with_its_account_until_interrupted() -> None:
     simulated_manager(name="served-cmd", fabric="served-cmd")
-    server = _serve("--fabric", "served-cmd", "--username", "ops", "--password", PASSWORD)
+    server = _serve(
+        "--fabric",
+        "served-cmd",
+        "--username",
+        "ops",
+        env={"COMPOSER_SIMULATOR_REDFISH_PASSWORD": PASSWORD},
+    )
     try:
         url, first = _served_at(server)
         hosts = requests.get(f"{url}/redfish/v1/Systems", auth=("ops", PASSWORD), timeout=10)
@@ -122,3 +129,50 @@ def test_the_command_names_a_missing_fabric() -> None:
         check=False,
     )
     assert done.returncode != 0 and "No simulated fabric named 'no-such-fabric'" in done.stderr
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("password", ["", "simulator"])
+def test_the_demo_password_is_refused_beyond_the_loopback(password: str) -> None:
+    simulated_manager(name="exposed-cmd", fabric="exposed-cmd")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulator_redfish", *EXPOSED],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "composer.settings.test",
+            "DATABASE_URL": database_url(connection.settings_dict),
+            "COMPOSER_SIMULATOR_REDFISH_PASSWORD": password,
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "COMPOSER_SIMULATOR_REDFISH_PASSWORD" in done.stderr
+
+
+def test_the_password_is_taken_from_the_environment_only() -> None:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "simulator_redfish", "--help"],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "composer.settings.test"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "--username" in done.stdout and "--password" not in done.stdout
+
+
+def test_the_launchers_demo_account_is_the_simulators() -> None:
+    """`make run` prints composer's copy and passes it on; the service falls back to its
+    own: both must name one account."""
+    from composer import demo_users
+    from fabric.simulator.redfish import auth
+
+    assert (demo_users.DEMO_REDFISH_USERNAME, demo_users.DEMO_REDFISH_PASSWORD) == (
+        auth.DEFAULT_USERNAME,
+        auth.DEFAULT_PASSWORD,
+    )

@@ -2,13 +2,16 @@
 Redfish service until stopped (Ctrl-C), for the Redfish driver, browsers and validators.
 
 Sign in with the account of the settings COMPOSER_SIMULATOR_REDFISH_USERNAME and
-COMPOSER_SIMULATOR_REDFISH_PASSWORD, or the one given by --username and --password
-(whose value is never printed). `--create` first writes the fabric as a small lab world
+COMPOSER_SIMULATOR_REDFISH_PASSWORD (--username overrides the name). The password is read
+from the environment only, never from the command line (where `ps` and shell history
+would show it), and never printed; the demo's default password is refused on any address
+but the loopback. `--create` first writes the fabric as a small lab world
 (LAB) when it does not exist yet: `make run` serves its Redfish lab so.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -16,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from fabric.drivers.base import DriverError
 from fabric.simulator import store
 from fabric.simulator.builder import WorldSpec, world_write
-from fabric.simulator.redfish.auth import credentials
+from fabric.simulator.redfish.auth import DEFAULT_PASSWORD, credentials
 from fabric.simulator.redfish.server import make_server, stop
 
 # A world small enough to read at a glance: one rack, 4 hosts, 8 GPUs in two chassis,
@@ -38,6 +41,17 @@ LAB = WorldSpec(
 )
 
 
+def _loopback(address: str) -> bool:
+    """Whether only this machine can reach `address` (a name such as localhost counts when
+    it is one; anything that is not an address of the loopback does not)."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 class Command(BaseCommand):
     help = "Serve a simulated fabric as a DMTF Redfish service (Ctrl-C stops it)."
 
@@ -46,7 +60,6 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default="127.0.0.1", help="Address to listen on.")
         parser.add_argument("--port", type=int, default=8001, help="Port to listen on.")
         parser.add_argument("--username", default="", help="Account name (default: settings).")
-        parser.add_argument("--password", default="", help="Account password (default: settings).")
         parser.add_argument(
             "--create",
             action="store_true",
@@ -54,6 +67,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not _loopback(options["bind"]) and credentials()["password"] == DEFAULT_PASSWORD:
+            raise CommandError(
+                f"Refusing to serve on {options['bind']} with the demo password: set "
+                "COMPOSER_SIMULATOR_REDFISH_PASSWORD, or bind to 127.0.0.1."
+            )
         try:
             store.fabric_get(options["fabric"])
         except DriverError as exc:
@@ -67,7 +85,6 @@ class Command(BaseCommand):
                 options["bind"],
                 options["port"],
                 username=options["username"] or None,
-                password=options["password"] or None,
             )
         except OSError as exc:
             raise CommandError(
