@@ -13,6 +13,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from django.db import close_old_connections, connections
 
 from fabric.drivers.base import DriverError
-from fabric.simulator.redfish import auth, paths, tree, world, writes
+from fabric.simulator.redfish import auth, paths, sensors, tree, world, writes
 from fabric.simulator.redfish.common import Resource
 
 logger = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class Service:
         # (key, world, tree) of the elements alone, then with the bindings shown.
         self._unbound: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
+        self._sensors: sensors.Sensors | None = None  # of the world last read
 
     def current(self) -> tuple[world.World, dict[str, Resource]]:
         """The world and its tree as they are now: the elements' rendering is kept until
@@ -66,6 +68,20 @@ class Service:
             self._cached = (key, loaded, tree.bind(self._unbound[2], loaded))
             return self._cached[1], self._cached[2]
 
+    def lookup(self, current: world.World, resources: dict[str, Resource]) -> tree.Lookup:
+        """How a GET finds a resource: in the rendered tree, else a metrics resource read
+        now (its values move with time, sensors.py)."""
+        with self._lock:
+            if self._sensors is None or self._sensors.world is not current:
+                self._sensors = sensors.Sensors(current)
+            found = self._sensors
+        now = time.time()
+
+        def find(path: str) -> Resource | None:
+            return resources.get(path) or found.get(path, now)
+
+        return find
+
     # -- answers ---------------------------------------------------------------------
 
     def get(self, path: str, query: Mapping[str, list[str]], authed: bool) -> Answer:
@@ -73,19 +89,21 @@ class Service:
             return 200, {"v1": f"{paths.V1}/"}, {}
         if path == paths.V1 and authed:
             writes.begin_read(self.fabric_name)
-        _world, resources = self.current()
+        current, resources = self.current()
         if path == f"{paths.V1}/odata":
             return 200, tree.odata(resources), {}
         if path == f"{paths.V1}/$metadata":
             return 200, tree.metadata(resources), {"Content-Type": "application/xml"}
-        if path not in resources:
+        find = self.lookup(current, resources)
+        found = find(path)
+        if found is None:
             raise writes.Refused(404, f"There is no resource at {path}.")
         if "$expand" in query:
-            body = tree.expand(resources, path, query["$expand"][0])
+            body = tree.expand(find, found, query["$expand"][0])
             if body is None:
                 raise writes.Refused(400, "$expand supports ., * and ~ with $levels=1 only.")
             return 200, body, {}
-        return 200, resources[path], {"ETag": tree.etag(resources[path])}
+        return 200, found, {"ETag": tree.etag(found)}
 
     def write(self, method: str, path: str, body: dict[str, Any], if_match: str) -> Answer:
         if method == "POST" and path == paths.SESSIONS:

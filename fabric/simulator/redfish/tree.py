@@ -7,6 +7,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -104,22 +105,25 @@ def etag(body: Resource) -> str:
     return f'W/"{digest}"'
 
 
+# How `expand` finds a resource by its path (None where there is none).
+Lookup = Callable[[str], Resource | None]
 _EXPAND = re.compile(r"^([.*~])(?:\(\$levels=(\d+)\))?$")
 
 
-def expand(tree: dict[str, Resource], path: str, query: str) -> Resource | None:
-    """The resource at `path` with `$expand=query` applied (one level): `.` its
-    subordinate references (and a collection's members), `~` its Links, `*` both.
-    None when the query is not one this service supports."""
+def expand(find: Lookup, found: Resource, query: str) -> Resource | None:
+    """The resource `found` with `$expand=query` applied (one level): `.` its
+    subordinate references (and a collection's members), `~` its Links, `*` both; the
+    references are found with `find`. None when the query is not one this service
+    supports."""
     match = _EXPAND.match(query)
     if not match or int(match.group(2) or 1) > 1:
         return None
-    body = copy.deepcopy(tree[path])
+    body = copy.deepcopy(found)
     kind = match.group(1)
 
     def inline(value: Any) -> Any:
         if isinstance(value, dict) and set(value) == {"@odata.id"}:
-            return copy.deepcopy(tree.get(str(value["@odata.id"]), value))
+            return copy.deepcopy(find(str(value["@odata.id"])) or value)
         if isinstance(value, list):
             return [inline(v) for v in value]
         return value
