@@ -35,6 +35,8 @@ VERSIONS: dict[str, str] = {
     "ProcessorMetrics": "v1_7_0",
     "EnvironmentMetrics": "v1_5_0",
     "PortMetrics": "v1_8_1",
+    "EventService": "v1_12_0",
+    "Event": "v1_7_0",
 }
 # Collections named otherwise than <Type>Collection.
 COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}

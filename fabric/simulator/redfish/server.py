@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from django.db import close_old_connections, connections
 
 from fabric.drivers.base import DriverError
-from fabric.simulator.redfish import auth, paths, sensors, tree, world, writes
+from fabric.simulator.redfish import auth, events, paths, sensors, tree, world, writes
 from fabric.simulator.redfish.common import Resource
 
 logger = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ OPEN_PATHS = frozenset({"/redfish", paths.V1, f"{paths.V1}/odata", f"{paths.V1}/
 # How long the reply of an injected timeout is held before the connection is dropped:
 # past any client's timeout, so that the client sees a timeout, not an answer.
 LOST_REPLY_S = 30.0
+KEEP_ALIVE_S = 5.0  # a comment line on a quiet event stream this often
 Answer = tuple[int, Any, dict[str, str]]
 
 
@@ -50,6 +51,7 @@ class Service:
         self._unbound: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._sensors: sensors.Sensors | None = None  # of the world last read
+        self.events = events.Events(lambda: self.current()[0], self.stopping)
 
     def current(self) -> tuple[world.World, dict[str, Resource]]:
         """The world and its tree as they are now: the elements' rendering is kept until
@@ -203,6 +205,38 @@ class Handler(BaseHTTPRequestHandler):
         self.service.stopping.wait(self.service.lost_reply_s)
         self.close_connection = True
 
+    def _stream(self) -> None:
+        """Serve the event stream (events.py) until the client or the server goes: the
+        events after the client's Last-Event-ID first, then each as it happens, with a
+        comment line when there is none, so that a client that left is noticed."""
+        last = self.headers.get("Last-Event-ID") or ""
+        sent = int(last) if last.isdigit() else 0
+        self.service.events.open()
+        connections.close_all()  # no database connection held while streaming
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            quiet_since = time.monotonic()
+            while not self.service.stopping.is_set():
+                pending = self.service.events.log.after(sent, wait_s=events.WATCH_S)
+                for event_id, body in pending:
+                    self.wfile.write(f"id: {event_id}\ndata: {json.dumps(body)}\n\n".encode())
+                    sent = event_id
+                if pending or time.monotonic() - quiet_since >= KEEP_ALIVE_S:
+                    if not pending:
+                        self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    quiet_since = time.monotonic()
+        except OSError:
+            pass  # the client went away
+        finally:
+            self.service.events.close()
+
     def _handle(self) -> None:
         method = self.command
         url = urlsplit(self.path)
@@ -218,6 +252,8 @@ class Handler(BaseHTTPRequestHandler):
             open_login = method == "POST" and path == paths.SESSIONS
             if not authed and not open_login and not (method == "GET" and path in OPEN_PATHS):
                 raise writes.Refused(401, "Sign in: a session token or HTTP Basic is required.")
+            if method == "GET" and path == events.SSE:
+                return self._stream()
             if method == "GET":
                 answer = self.service.get(path, parse_qs(url.query), authed)
             else:
@@ -294,3 +330,4 @@ def stop(server: ThreadingHTTPServer) -> None:
         with suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         thread.join(timeout=5)
+    service.events.join(timeout=5)

@@ -59,7 +59,7 @@ def _compare(simulated: SimulatedDriver, redfish: RedfishDriver) -> dict[str, di
             assert want is not None, (key, name)
             slack = 1 if name in COUNTERS else 0
             assert abs(value - want) <= slack, (key, name, value, want)
-        compared[f"{key[0]}:{key[1]}"] = reading.metrics
+        compared[f"{key[0]}:{key[1]}"] = dict(reading.metrics)
     return compared
 
 

@@ -95,6 +95,7 @@ def test_the_service_validator_finds_no_failure(validated: Any) -> None:
     assert any(u.startswith("/redfish/v1/Systems/") for u in validated_uris)
     assert any("/MemoryChunks/" in u for u in validated_uris)
     assert any(u.startswith("/redfish/v1/Fabrics/CXL/Connections/") for u in validated_uris)
+    assert "/redfish/v1/EventService" in validated_uris
     for metrics in ("/ProcessorMetrics", "/EnvironmentMetrics", "/Ports/", "/Metrics"):
         assert any(metrics in u for u in validated_uris), metrics
     assert validated.pass_count > 0
