@@ -37,6 +37,8 @@ VERSIONS: dict[str, str] = {
     "PortMetrics": "v1_8_1",
     "EventService": "v1_12_0",
     "Event": "v1_7_0",
+    "TaskService": "v1_3_0",
+    "Task": "v1_7_4",
 }
 # Collections named otherwise than <Type>Collection.
 COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from django.db import close_old_connections, connections
 
 from fabric.drivers.base import DriverError
-from fabric.simulator.redfish import auth, events, paths, sensors, tree, world, writes
+from fabric.simulator.redfish import auth, events, paths, sensors, tasks, tree, world, writes
 from fabric.simulator.redfish.common import Resource
 
 logger = logging.getLogger(__name__)
@@ -39,7 +39,13 @@ Answer = tuple[int, Any, dict[str, str]]
 class Service:
     """The state of one server: its fabric, account, sessions, chunks and rendering."""
 
-    def __init__(self, fabric_name: str, accounts: auth.Accounts, lost_reply_s: float) -> None:
+    def __init__(
+        self,
+        fabric_name: str,
+        accounts: auth.Accounts,
+        lost_reply_s: float,
+        task_after_s: float | None = None,
+    ) -> None:
         self.fabric_name = fabric_name
         self.accounts = accounts
         self.pending = world.PendingChunks()
@@ -52,6 +58,7 @@ class Service:
         self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._sensors: sensors.Sensors | None = None  # of the world last read
         self.events = events.Events(lambda: self.current()[0], self.stopping)
+        self.tasks = tasks.Tasks(fabric_name, task_after_s)
 
     def current(self) -> tuple[world.World, dict[str, Resource]]:
         """The world and its tree as they are now: the elements' rendering is kept until
@@ -71,8 +78,8 @@ class Service:
             return self._cached[1], self._cached[2]
 
     def lookup(self, current: world.World, resources: dict[str, Resource]) -> tree.Lookup:
-        """How a GET finds a resource: in the rendered tree, else a metrics resource read
-        now (its values move with time, sensors.py)."""
+        """How a GET finds a resource: a task as it is now (tasks.py), in the rendered
+        tree, else a metrics resource read now (its values move with time, sensors.py)."""
         with self._lock:
             if self._sensors is None or self._sensors.world is not current:
                 self._sensors = sensors.Sensors(current)
@@ -80,7 +87,7 @@ class Service:
         now = time.time()
 
         def find(path: str) -> Resource | None:
-            return resources.get(path) or found.get(path, now)
+            return self.tasks.find(path) or resources.get(path) or found.get(path, now)
 
         return find
 
@@ -92,6 +99,9 @@ class Service:
         if path == paths.V1 and authed:
             writes.begin_read(self.fabric_name)
         current, resources = self.current()
+        monitored = self.tasks.monitor(path)
+        if monitored is not None:
+            return monitored
         if path == f"{paths.V1}/odata":
             return 200, tree.odata(resources), {}
         if path == f"{paths.V1}/$metadata":
@@ -125,9 +135,15 @@ class Service:
         if method == "PATCH" and host is not None and path in resources:
             if if_match and if_match != tree.etag(resources[path]):
                 raise writes.Refused(412, f"{path} changed since it was read (If-Match).")
-            writes.patch_system(current, host, body)
-            _world, resources = self.current()
-            return 200, resources[path], {"ETag": tree.etag(resources[path])}
+
+            def patch() -> Answer:
+                writes.patch_system(current, host, body)
+                _world, patched = self.current()
+                return 200, patched[path], {"ETag": tree.etag(patched[path])}
+
+            if self.tasks.wanted():  # takes long: 202 and a task monitor (tasks.py)
+                return self.tasks.start(f"change the blocks of {path}", patch, _refusal)
+            return patch()
         if method == "POST" and path == paths.CONNECTIONS:
             location = writes.create_connection(current, self.pending, body)
         elif method == "POST" and path.endswith("/MemoryChunks"):
@@ -141,6 +157,10 @@ class Service:
             raise writes.Refused(404, f"There is no resource at {path}.")
         _world, resources = self.current()
         return 201, resources.get(location), {"Location": location}
+
+
+def _refusal(status: int, message: str) -> Answer:
+    return status, _error(status, message), {}
 
 
 def _error(status: int, message: str) -> dict[str, Any]:
@@ -289,12 +309,14 @@ def make_server(
     username: str | None = None,
     password: str | None = None,
     lost_reply_s: float = LOST_REPLY_S,
+    task_after_s: float | None = None,
 ) -> ThreadingHTTPServer:
     """A server (not yet serving) for the simulated fabric `fabric_name`; the account
-    defaults to the settings' (auth.credentials())."""
+    defaults to the settings' (auth.credentials()). A PATCH of a system whose modelled
+    latency is `task_after_s` or more is answered 202 with a task monitor (None: never)."""
     account = auth.credentials()
     accounts = auth.Accounts(username or account["username"], password or account["password"])
-    service = Service(fabric_name, accounts, lost_reply_s)
+    service = Service(fabric_name, accounts, lost_reply_s, task_after_s)
     handler = type("BoundHandler", (Handler,), {"service": service})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
@@ -308,7 +330,7 @@ def serve_world(
     """Serve the simulated fabric `fabric_name` as Redfish in a background thread; yields
     the base URL (e.g. "http://127.0.0.1:54321"). Port 0 picks a free one. `options` are
     make_server's: the account (auth.credentials() unless `username`/`password` are
-    given) and `lost_reply_s`."""
+    given), `lost_reply_s` and `task_after_s`."""
     server = make_server(fabric_name, host, port, **options)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from fabric.simulator.redfish import chassis, compute, events, fabric, paths
+from fabric.simulator.redfish import chassis, compute, events, fabric, paths, tasks
 from fabric.simulator.redfish.common import VERSIONS, Resource, collection, ref, resource, status
 from fabric.simulator.redfish.world import World
 
@@ -41,6 +41,7 @@ _TOP = {
     "PowerEquipment": f"{paths.V1}/PowerEquipment",
     "SessionService": f"{paths.V1}/SessionService",
     "EventService": events.SERVICE,
+    "Tasks": tasks.SERVICE,
 }
 
 
@@ -96,6 +97,7 @@ def render_unbound(world: World, sessions: list[tuple[str, str]]) -> dict[str, R
     for (_session, user), path in zip(sessions, members, strict=True):
         tree[path] = resource(path, "User session", "Session", UserName=user)
     events.render(tree)
+    tasks.render(tree)
     chassis.render(world, tree, ports)
     fabric.render(world, tree, ports)
     compute.render(world, tree, ports)

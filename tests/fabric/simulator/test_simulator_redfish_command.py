@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from tests.fabric.simulated_world import simulated_manager
@@ -73,3 +74,10 @@ def test_the_command_names_a_missing_fabric() -> None:
         check=False,
     )
     assert done.returncode != 0 and "No simulated fabric named 'no-such-fabric'" in done.stderr
+
+
+@pytest.mark.django_db
+def test_the_command_refuses_a_negative_task_threshold() -> None:
+    simulated_manager(name="served-cmd", fabric="served-cmd")
+    with pytest.raises(CommandError, match="--task-after must be 0 or more seconds"):
+        call_command("simulator_redfish", "--fabric", "served-cmd", "--task-after", "-1")

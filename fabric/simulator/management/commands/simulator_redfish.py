@@ -27,12 +27,21 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8001, help="Port to listen on.")
         parser.add_argument("--username", default="", help="Account name (default: settings).")
         parser.add_argument("--password", default="", help="Account password (default: settings).")
+        parser.add_argument(
+            "--task-after",
+            type=float,
+            default=None,
+            help="Seconds: a system PATCH whose simulated bind latency is at least this is "
+            "answered 202 with a task monitor (default: never; 0: always).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             store.fabric_get(options["fabric"])
         except DriverError as exc:
             raise CommandError(str(exc)) from exc
+        if options["task_after"] is not None and options["task_after"] < 0:
+            raise CommandError("--task-after must be 0 or more seconds.")
         try:
             server = make_server(
                 options["fabric"],
@@ -40,6 +49,7 @@ class Command(BaseCommand):
                 options["port"],
                 username=options["username"] or None,
                 password=options["password"] or None,
+                task_after_s=options["task_after"],
             )
         except OSError as exc:
             raise CommandError(
