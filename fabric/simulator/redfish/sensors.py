@@ -19,10 +19,12 @@ until an element changes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from fabric.simulator.metrics import element_metrics
+from fabric.simulator.models import SimulatedBinding as Binding
 from fabric.simulator.propagation import own_health
 from fabric.simulator.redfish import paths
 from fabric.simulator.redfish.common import Resource, ref, resource
@@ -58,11 +60,12 @@ class _Source:
 
 
 class Sensors:
-    """The metrics resources of one world, by path; their values are computed when read."""
+    """The metrics resources of one world's elements, by path; their values are computed
+    when read. Kept across binds (`elements`: the world's, shared by the worlds that differ
+    only in their bindings), as the rendering of the elements is."""
 
     def __init__(self, world: World) -> None:
-        self.world = world
-        self.bound = {b.device_id for b in world.bindings}
+        self.elements = world.by_id
         self.ports = {p.external_id: p.data for p in world.of("port")}
         self.sources: dict[str, _Source] = {}
         for device in world.of("device"):
@@ -88,8 +91,9 @@ class Sensors:
                 if port is not None:
                     self.sources[f"{port_path(port)}/{PORT}"] = _Source(link, PORT)
 
-    def get(self, path: str, now: float) -> Resource | None:
-        """The metrics resource at `path` as it reads at `now`, or None if there is none."""
+    def get(self, path: str, now: float, bindings: Iterable[Binding]) -> Resource | None:
+        """The metrics resource at `path` as it reads at `now` with `bindings` (a bound
+        device works harder), or None if there is none."""
         source = self.sources.get(path)
         if source is None:
             return None
@@ -97,7 +101,7 @@ class Sensors:
         numbers = element_metrics(
             element,
             own_health(element),
-            bound=element.external_id in self.bound,
+            bound=any(b.device_id == element.external_id for b in bindings),
             ports=self.ports,
             now=now,
         )

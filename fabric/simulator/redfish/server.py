@@ -56,7 +56,7 @@ class Service:
         # (key, world, tree) of the elements alone, then with the bindings shown.
         self._unbound: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
-        self._sensors: sensors.Sensors | None = None  # of the world last read
+        self._sensors: sensors.Sensors | None = None  # of the elements last read
         self.events = events.Events(lambda: self.current()[0], self.stopping)
         self.tasks = tasks.Tasks(fabric_name, task_after_s)
 
@@ -81,13 +81,17 @@ class Service:
         """How a GET finds a resource: a task as it is now (tasks.py), in the rendered
         tree, else a metrics resource read now (its values move with time, sensors.py)."""
         with self._lock:
-            if self._sensors is None or self._sensors.world is not current:
+            if self._sensors is None or self._sensors.elements is not current.by_id:
                 self._sensors = sensors.Sensors(current)
             found = self._sensors
         now = time.time()
 
         def find(path: str) -> Resource | None:
-            return self.tasks.find(path) or resources.get(path) or found.get(path, now)
+            return (
+                self.tasks.find(path)
+                or resources.get(path)
+                or found.get(path, now, current.bindings)
+            )
 
         return find
 

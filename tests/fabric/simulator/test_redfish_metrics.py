@@ -112,3 +112,16 @@ def test_a_failed_gpu_reads_powered_off_with_no_temperature(
     metrics = _compare(simulated, redfish)[f"device:{gpu.external_id}"]
     assert "temperature_c" not in metrics
     assert metrics["power_w"] == 0 and metrics["utilisation_pct"] == 0
+
+
+def test_a_device_bound_after_a_read_reads_busier(
+    drivers: tuple[SimulatedDriver, RedfishDriver],
+) -> None:
+    """The metrics are read afresh after a bind (the elements' rendering is kept)."""
+    simulated, redfish = drivers
+    inventory = simulated.discover()
+    gpu = next(d for d in inventory.devices if d.kind == "gpu").external_id
+    idle = _compare(simulated, redfish)[f"device:{gpu}"]["utilisation_pct"]
+    simulated.bind(device_id=gpu, host_id=inventory.hosts[0].external_id)
+    busy = _compare(simulated, redfish)[f"device:{gpu}"]["utilisation_pct"]
+    assert idle < 5 and busy >= 55
