@@ -64,7 +64,8 @@ class Reader:
 
     def _read(self, last_event_id: str) -> None:
         for event in self.driver.event_stream(last_event_id=last_event_id):
-            self.events.append(event)
+            if not getattr(event, "opened", False):  # the manager's events, not a marker
+                self.events.append(event)
 
     def messages(self) -> list[tuple[str, str]]:
         return [(e.message_id.rsplit(".", 1)[-1], e.origin) for e in self.events]
