@@ -41,7 +41,7 @@ from fabric.drivers.base import (
 )
 from fabric.partitioning import PARTITIONABLE_KINDS
 from fabric.simulator import store
-from fabric.simulator.metrics import _metrics
+from fabric.simulator.metrics import element_metrics
 from fabric.simulator.models import SimulatedBinding, SimulatedElement, SimulatedFabric
 from fabric.simulator.propagation import CRITICAL, Effective, effective_health, own_health
 
@@ -237,7 +237,7 @@ class SimulatedDriver:
                     health=eff.health,  # type: ignore[arg-type]
                     state=state,
                     detail=eff.detail,
-                    metrics=_metrics(
+                    metrics=element_metrics(
                         element, eff, bound=element.external_id in bound, ports=ports, now=now
                     ),
                 )

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabric.simulator.models import SimulatedElement
-from fabric.simulator.propagation import CRITICAL, OK, Effective
+from fabric.simulator.propagation import CRITICAL, OK, Effective, ElementLike
 
 Kind = SimulatedElement.Kind
 # Nominal draw of a healthy device under typical load, for the simulated power metric.
@@ -29,8 +29,8 @@ _ECC_KINDS = frozenset({"gpu", "cxl_memory"})
 _POISON_KINDS = frozenset({"cxl_memory"})
 
 
-def _metrics(
-    element: SimulatedElement,
+def element_metrics(
+    element: ElementLike,
     effective: Effective,
     *,
     bound: bool = False,
@@ -52,8 +52,9 @@ def _metrics(
     degraded = effective.health != OK and not failed
     eid = element.external_id
     since_fault = 0.0
-    if now is not None and getattr(element, "updated_at", None) is not None:
-        since_fault = max(0.0, now - element.updated_at.timestamp())
+    updated_at = getattr(element, "updated_at", None)  # a row's, or a served world's Element
+    if now is not None and updated_at is not None:
+        since_fault = max(0.0, now - updated_at.timestamp())
     if element.kind == Kind.DEVICE:
         kind = str(data.get("kind"))
         nominal = _NOMINAL_POWER_W.get(kind, 20.0)

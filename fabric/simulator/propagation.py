@@ -32,12 +32,20 @@ _LINK_STATE = {OK: "up", WARNING: "degraded", CRITICAL: "down"}
 
 
 class ElementLike(Protocol):
-    """The fields of a SimulatedElement that propagation reads."""
+    """The fields of a SimulatedElement that propagation reads (read only: a row, or the
+    frozen element of a served world)."""
 
-    kind: str
-    external_id: str
-    data: Mapping[str, Any]
-    fault: str
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def external_id(self) -> str: ...
+
+    @property
+    def data(self) -> Mapping[str, Any]: ...
+
+    @property
+    def fault(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)

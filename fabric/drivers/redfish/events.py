@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import socket
 import threading
 from collections.abc import Iterator, Mapping
@@ -204,15 +205,25 @@ class EventStream:
             response = self._response
         if response is not None:
             try:
-                # Shut the socket down first: a read blocked in another thread wakes only
-                # then (closing alone leaves it waiting for the service's next byte).
+                # Shut the socket down: a read blocked in another thread wakes only then
+                # (closing alone waits for that read, i.e. the service's next byte), and
+                # that thread closes the response itself (`events`, finally).
                 connection = getattr(response.raw, "connection", None)
                 sock = getattr(connection, "sock", None)
                 if sock is not None:
                     sock.shutdown(socket.SHUT_RDWR)
-                response.raw.close()
-            except Exception as exc:  # a stream closing underneath must not fail the caller
-                logger.debug("closing the event stream: %s", type(exc).__name__)
+                else:
+                    # A stream answered with `Connection: close` hands its socket to the
+                    # response and the connection forgets it; reach it through the
+                    # response's file descriptor (a duplicate shuts the same socket down).
+                    with socket.socket(fileno=os.dup(response.raw.fileno())) as duplicate:
+                        duplicate.shutdown(socket.SHUT_RDWR)
+            except Exception as exc:  # no socket to reach: close, waiting for the read
+                logger.debug("shutting the event stream down: %s", type(exc).__name__)
+                try:
+                    response.raw.close()
+                except Exception as exc:  # a stream closing underneath must not fail the caller
+                    logger.debug("closing the event stream: %s", type(exc).__name__)
 
 
 def _broke(endpoint: str, exc: BaseException) -> str:

@@ -7,7 +7,7 @@ plugged into an outlet of its feed's PDU (`Links.PowerOutlets`), not the depreca
 
 from __future__ import annotations
 
-from fabric.simulator.redfish import paths
+from fabric.simulator.redfish import paths, sensors
 from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
 from fabric.simulator.redfish.world import Element, World
 
@@ -63,6 +63,7 @@ def _enclosure(
         SerialNumber=str(enclosure.get("serial")),
         Status=status(enclosure.fault),
         FabricAdapters=ref(f"{path}/FabricAdapters"),
+        **sensors.links(path),
         Links=links,
     )
     tree[path] = body

@@ -32,6 +32,13 @@ VERSIONS: dict[str, str] = {
     "PowerSubsystem": "v1_1_3",
     "PowerSupply": "v1_6_0",
     "Outlet": "v1_4_4",
+    "ProcessorMetrics": "v1_7_0",
+    "EnvironmentMetrics": "v1_5_0",
+    "PortMetrics": "v1_8_1",
+    "EventService": "v1_12_0",
+    "Event": "v1_7_0",
+    "TaskService": "v1_3_0",
+    "Task": "v1_7_4",
 }
 # Collections named otherwise than <Type>Collection.
 COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}

@@ -4,7 +4,7 @@ devices bound to them) and the CompositionService: a resource block per whole de
 
 from __future__ import annotations
 
-from fabric.simulator.redfish import paths
+from fabric.simulator.redfish import paths, sensors
 from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
 from fabric.simulator.redfish.world import Element, World
 
@@ -184,6 +184,7 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
             Revision=str(device.get("firmware")),
             **identity,
             **common,
+            **sensors.links(member),
             Links={"Chassis": ref(paths.chassis(enclosure)), "Endpoints": endpoint},
         )
     elif kind == "nic":
@@ -198,5 +199,6 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
             MemorySummary={"TotalMemorySizeMiB": int(device.get("memory_gib", 0)) * GIB_MIB},
             **identity,
             **common,
+            **sensors.links(member, metrics=sensors.PROCESSOR),
             Links={"Chassis": ref(paths.chassis(enclosure)), "Endpoints": endpoint},
         )

@@ -4,9 +4,10 @@ Connection per memory slice that a host holds."""
 
 from __future__ import annotations
 
-from fabric.simulator.redfish import paths
+from fabric.simulator.redfish import paths, sensors
 from fabric.simulator.redfish.chassis import chunk_slices
 from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
+from fabric.simulator.redfish.sensors import port_path
 from fabric.simulator.redfish.world import Element, World
 
 _PORT_TYPES = {"host": "UpstreamPort", "downstream": "DownstreamPort", "fabric": "InterswitchPort"}
@@ -18,25 +19,27 @@ _ENTITY_TYPES = {
 }
 
 
-def port_path(port: Element) -> str:
-    return paths.port(str(port.get("owner_kind")), str(port.get("owner_id")), _name(port))
-
-
 def _name(port: Element) -> str:
     return str(port.get("name") or port.external_id.rsplit("/", 1)[-1])
 
 
 def ports(world: World) -> dict[str, list[Resource]]:
     """Every port rendered, by owner id (switch, host or enclosure). A port reports its
-    link: LinkDown when the link failed, a warning when it is degraded; its own Status
-    otherwise says only its own fault."""
+    link: LinkDown when the link failed, a warning when it is degraded, the width it
+    trained to (the simulator's model: half when degraded, none when failed) and its
+    PortMetrics (sensors.py); its own Status otherwise says only its own fault."""
     by_id = {p.external_id: p for p in world.of("port")}
+    data = {p.external_id: p.data for p in world.of("port")}
     cabled: dict[str, list[tuple[str, str]]] = {}  # port -> (other port, link fault)
+    widths: dict[str, float] = {}  # port -> its link's trained width
     for link in world.of("link"):
         a, b = str(link.get("a_port_id")), str(link.get("b_port_id"))
         if a in by_id and b in by_id:
             cabled.setdefault(a, []).append((b, link.fault))
             cabled.setdefault(b, []).append((a, link.fault))
+            # Width does not move with time: any `now` reads the same.
+            width = sensors.link_numbers(link, data, now=0.0)["link_width"]
+            widths[a] = widths[b] = width
     found: dict[str, list[Resource]] = {}
     for port in world.of("port"):
         owner_kind = str(port.get("owner_kind"))
@@ -56,11 +59,13 @@ def ports(world: World) -> dict[str, list[Resource]]:
             PortProtocol="CXL",
             CurrentSpeedGbps=float(port.get("speed_gts", 32.0)) * lanes,
             Width=lanes,
-            ActiveWidth=lanes,
+            ActiveWidth=int(widths.get(port.external_id, lanes)),
             LinkStatus="NoLink" if not ends else "LinkDown" if "failed" in faults else "LinkUp",
             Status=status(fault),
             Links={"ConnectedPorts": refs([port_path(by_id[o]) for o, _f in ends])},
         )
+        if ends:
+            body.update(sensors.links(port_path(port), environment=False, metrics=sensors.PORT))
         found.setdefault(str(port.get("owner_id")), []).append(body)
     return found
 
@@ -98,6 +103,7 @@ def render(world: World, tree: dict[str, Resource], rendered: dict[str, list[Res
             FirmwareVersion=str(switch.get("firmware")),
             Status=status(switch.fault),
             Ports=ref(f"{path}/Ports"),
+            **sensors.links(path),
         )
         tree[f"{path}/Ports"] = collection(
             f"{path}/Ports", "Port", "Ports", [p["@odata.id"] for p in members]

@@ -13,6 +13,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +23,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from django.db import close_old_connections, connections
 
 from fabric.drivers.base import DriverError
-from fabric.simulator.redfish import auth, paths, tree, world, writes
+from fabric.simulator.redfish import auth, events, paths, sensors, tasks, tree, world, writes
 from fabric.simulator.redfish.common import Resource
 
 logger = logging.getLogger(__name__)
@@ -31,13 +32,20 @@ OPEN_PATHS = frozenset({"/redfish", paths.V1, f"{paths.V1}/odata", f"{paths.V1}/
 # How long the reply of an injected timeout is held before the connection is dropped:
 # past any client's timeout, so that the client sees a timeout, not an answer.
 LOST_REPLY_S = 30.0
+KEEP_ALIVE_S = 5.0  # a comment line on a quiet event stream this often
 Answer = tuple[int, Any, dict[str, str]]
 
 
 class Service:
     """The state of one server: its fabric, account, sessions, chunks and rendering."""
 
-    def __init__(self, fabric_name: str, accounts: auth.Accounts, lost_reply_s: float) -> None:
+    def __init__(
+        self,
+        fabric_name: str,
+        accounts: auth.Accounts,
+        lost_reply_s: float,
+        task_after_s: float | None = None,
+    ) -> None:
         self.fabric_name = fabric_name
         self.accounts = accounts
         self.pending = world.PendingChunks()
@@ -48,6 +56,9 @@ class Service:
         # (key, world, tree) of the elements alone, then with the bindings shown.
         self._unbound: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
         self._cached: tuple[tuple[Any, ...], world.World, dict[str, Resource]] | None = None
+        self._sensors: sensors.Sensors | None = None  # of the elements last read
+        self.events = events.Events(lambda: self.current()[0], self.stopping)
+        self.tasks = tasks.Tasks(fabric_name, task_after_s)
 
     def current(self) -> tuple[world.World, dict[str, Resource]]:
         """The world and its tree as they are now: the elements' rendering is kept until
@@ -66,6 +77,24 @@ class Service:
             self._cached = (key, loaded, tree.bind(self._unbound[2], loaded))
             return self._cached[1], self._cached[2]
 
+    def lookup(self, current: world.World, resources: dict[str, Resource]) -> tree.Lookup:
+        """How a GET finds a resource: a task as it is now (tasks.py), in the rendered
+        tree, else a metrics resource read now (its values move with time, sensors.py)."""
+        with self._lock:
+            if self._sensors is None or self._sensors.elements is not current.by_id:
+                self._sensors = sensors.Sensors(current)
+            found = self._sensors
+        now = time.time()
+
+        def find(path: str) -> Resource | None:
+            return (
+                self.tasks.find(path)
+                or resources.get(path)
+                or found.get(path, now, current.bindings)
+            )
+
+        return find
+
     # -- answers ---------------------------------------------------------------------
 
     def get(self, path: str, query: Mapping[str, list[str]], authed: bool) -> Answer:
@@ -73,19 +102,24 @@ class Service:
             return 200, {"v1": f"{paths.V1}/"}, {}
         if path == paths.V1 and authed:
             writes.begin_read(self.fabric_name)
-        _world, resources = self.current()
+        current, resources = self.current()
+        monitored = self.tasks.monitor(path)
+        if monitored is not None:
+            return monitored
         if path == f"{paths.V1}/odata":
             return 200, tree.odata(resources), {}
         if path == f"{paths.V1}/$metadata":
             return 200, tree.metadata(resources), {"Content-Type": "application/xml"}
-        if path not in resources:
+        find = self.lookup(current, resources)
+        found = find(path)
+        if found is None:
             raise writes.Refused(404, f"There is no resource at {path}.")
         if "$expand" in query:
-            body = tree.expand(resources, path, query["$expand"][0])
+            body = tree.expand(find, found, query["$expand"][0])
             if body is None:
                 raise writes.Refused(400, "$expand supports ., * and ~ with $levels=1 only.")
             return 200, body, {}
-        return 200, resources[path], {"ETag": tree.etag(resources[path])}
+        return 200, found, {"ETag": tree.etag(found)}
 
     def write(self, method: str, path: str, body: dict[str, Any], if_match: str) -> Answer:
         if method == "POST" and path == paths.SESSIONS:
@@ -105,9 +139,15 @@ class Service:
         if method == "PATCH" and host is not None and path in resources:
             if if_match and if_match != tree.etag(resources[path]):
                 raise writes.Refused(412, f"{path} changed since it was read (If-Match).")
-            writes.patch_system(current, host, body)
-            _world, resources = self.current()
-            return 200, resources[path], {"ETag": tree.etag(resources[path])}
+
+            def patch() -> Answer:
+                writes.patch_system(current, host, body)
+                _world, patched = self.current()
+                return 200, patched[path], {"ETag": tree.etag(patched[path])}
+
+            if self.tasks.wanted():  # takes long: 202 and a task monitor (tasks.py)
+                return self.tasks.start(f"change the blocks of {path}", patch, _refusal)
+            return patch()
         if method == "POST" and path == paths.CONNECTIONS:
             location = writes.create_connection(current, self.pending, body)
         elif method == "POST" and path.endswith("/MemoryChunks"):
@@ -121,6 +161,10 @@ class Service:
             raise writes.Refused(404, f"There is no resource at {path}.")
         _world, resources = self.current()
         return 201, resources.get(location), {"Location": location}
+
+
+def _refusal(status: int, message: str) -> Answer:
+    return status, _error(status, message), {}
 
 
 def _error(status: int, message: str) -> dict[str, Any]:
@@ -185,6 +229,38 @@ class Handler(BaseHTTPRequestHandler):
         self.service.stopping.wait(self.service.lost_reply_s)
         self.close_connection = True
 
+    def _stream(self) -> None:
+        """Serve the event stream (events.py) until the client or the server goes: the
+        events after the client's Last-Event-ID first, then each as it happens, with a
+        comment line when there is none, so that a client that left is noticed."""
+        last = self.headers.get("Last-Event-ID") or ""
+        sent = int(last) if last.isdigit() else 0
+        self.service.events.open()
+        connections.close_all()  # no database connection held while streaming
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.flush()
+            quiet_since = time.monotonic()
+            while not self.service.stopping.is_set():
+                pending = self.service.events.log.after(sent, wait_s=events.WATCH_S)
+                for event_id, body in pending:
+                    self.wfile.write(f"id: {event_id}\ndata: {json.dumps(body)}\n\n".encode())
+                    sent = event_id
+                if pending or time.monotonic() - quiet_since >= KEEP_ALIVE_S:
+                    if not pending:
+                        self.wfile.write(b": keep-alive\n\n")
+                    self.wfile.flush()
+                    quiet_since = time.monotonic()
+        except OSError:
+            pass  # the client went away
+        finally:
+            self.service.events.close()
+
     def _handle(self) -> None:
         method = self.command
         url = urlsplit(self.path)
@@ -200,6 +276,8 @@ class Handler(BaseHTTPRequestHandler):
             open_login = method == "POST" and path == paths.SESSIONS
             if not authed and not open_login and not (method == "GET" and path in OPEN_PATHS):
                 raise writes.Refused(401, "Sign in: a session token or HTTP Basic is required.")
+            if method == "GET" and path == events.SSE:
+                return self._stream()
             if method == "GET":
                 answer = self.service.get(path, parse_qs(url.query), authed)
             else:
@@ -235,12 +313,14 @@ def make_server(
     username: str | None = None,
     password: str | None = None,
     lost_reply_s: float = LOST_REPLY_S,
+    task_after_s: float | None = None,
 ) -> ThreadingHTTPServer:
     """A server (not yet serving) for the simulated fabric `fabric_name`; the account
-    defaults to the settings' (auth.credentials())."""
+    defaults to the settings' (auth.credentials()). A PATCH of a system whose modelled
+    latency is `task_after_s` or more is answered 202 with a task monitor (None: never)."""
     account = auth.credentials()
     accounts = auth.Accounts(username or account["username"], password or account["password"])
-    service = Service(fabric_name, accounts, lost_reply_s)
+    service = Service(fabric_name, accounts, lost_reply_s, task_after_s)
     handler = type("BoundHandler", (Handler,), {"service": service})
     server = ThreadingHTTPServer((host, port), handler)
     server.daemon_threads = True
@@ -254,7 +334,7 @@ def serve_world(
     """Serve the simulated fabric `fabric_name` as Redfish in a background thread; yields
     the base URL (e.g. "http://127.0.0.1:54321"). Port 0 picks a free one. `options` are
     make_server's: the account (auth.credentials() unless `username`/`password` are
-    given) and `lost_reply_s`."""
+    given), `lost_reply_s` and `task_after_s`."""
     server = make_server(fabric_name, host, port, **options)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -276,3 +356,4 @@ def stop(server: ThreadingHTTPServer) -> None:
         with suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
         thread.join(timeout=5)
+    service.events.join(timeout=5)

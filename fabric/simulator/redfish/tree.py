@@ -7,10 +7,11 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from fabric.simulator.redfish import chassis, compute, fabric, paths
+from fabric.simulator.redfish import chassis, compute, events, fabric, paths, tasks
 from fabric.simulator.redfish.common import VERSIONS, Resource, collection, ref, resource, status
 from fabric.simulator.redfish.world import World
 
@@ -39,6 +40,8 @@ _TOP = {
     "CompositionService": paths.COMPOSITION,
     "PowerEquipment": f"{paths.V1}/PowerEquipment",
     "SessionService": f"{paths.V1}/SessionService",
+    "EventService": events.SERVICE,
+    "Tasks": tasks.SERVICE,
 }
 
 
@@ -93,6 +96,8 @@ def render_unbound(world: World, sessions: list[tuple[str, str]]) -> dict[str, R
     tree[paths.SESSIONS] = collection(paths.SESSIONS, "Session", "Sessions", members)
     for (_session, user), path in zip(sessions, members, strict=True):
         tree[path] = resource(path, "User session", "Session", UserName=user)
+    events.render(tree)
+    tasks.render(tree)
     chassis.render(world, tree, ports)
     fabric.render(world, tree, ports)
     compute.render(world, tree, ports)
@@ -104,22 +109,25 @@ def etag(body: Resource) -> str:
     return f'W/"{digest}"'
 
 
+# How `expand` finds a resource by its path (None where there is none).
+Lookup = Callable[[str], Resource | None]
 _EXPAND = re.compile(r"^([.*~])(?:\(\$levels=(\d+)\))?$")
 
 
-def expand(tree: dict[str, Resource], path: str, query: str) -> Resource | None:
-    """The resource at `path` with `$expand=query` applied (one level): `.` its
-    subordinate references (and a collection's members), `~` its Links, `*` both.
-    None when the query is not one this service supports."""
+def expand(find: Lookup, found: Resource, query: str) -> Resource | None:
+    """The resource `found` with `$expand=query` applied (one level): `.` its
+    subordinate references (and a collection's members), `~` its Links, `*` both; the
+    references are found with `find`. None when the query is not one this service
+    supports."""
     match = _EXPAND.match(query)
     if not match or int(match.group(2) or 1) > 1:
         return None
-    body = copy.deepcopy(tree[path])
+    body = copy.deepcopy(found)
     kind = match.group(1)
 
     def inline(value: Any) -> Any:
         if isinstance(value, dict) and set(value) == {"@odata.id"}:
-            return copy.deepcopy(tree.get(str(value["@odata.id"]), value))
+            return copy.deepcopy(find(str(value["@odata.id"])) or value)
         if isinstance(value, list):
             return [inline(v) for v in value]
         return value

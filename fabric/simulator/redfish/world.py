@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Max, Q
@@ -27,6 +28,7 @@ class Element:
     external_id: str
     data: dict[str, Any]
     fault: str
+    updated_at: datetime | None = None  # when its fault last changed: counters grow since
 
     def get(self, name: str, default: Any = "") -> Any:
         value = self.data.get(name)
@@ -121,11 +123,13 @@ def load(fabric_name: str, pending: PendingChunks) -> World:
     world = World(fabric=fabric.name)
     rows = (
         SimulatedElement.objects.filter(fabric=fabric, is_present=True)
-        .only("kind", "external_id", "data", "fault")
+        .only("kind", "external_id", "data", "fault", "updated_at")
         .order_by("kind", "external_id")
     )
     for row in rows:
-        element = Element(row.kind, row.external_id, dict(row.data or {}), row.fault or "")
+        element = Element(
+            row.kind, row.external_id, dict(row.data or {}), row.fault or "", row.updated_at
+        )
         world.by_kind.setdefault(row.kind, []).append(element)
         world.by_id[row.external_id] = element
     world.bindings = store.bindings_for(fabric)

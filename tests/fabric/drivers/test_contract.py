@@ -119,13 +119,13 @@ class RedfishSimulatedHarness(SimulatedHarness):
     connections, so its tests run in committed transactions.
 
     A Redfish health poll is a discovery (a walk from the service root), so its latency
-    is the simulator's "discover" one; the driver reads no sensor metrics.
+    is the simulator's "discover" one; the sensor metrics are the simulator's own, served
+    as Redfish metrics resources.
     """
 
     name = "redfish-simulated"
     transactional = True
     latency_trace = ("discover", "bind", "unbind", "discover")
-    reports_metrics = False
 
     def __init__(self) -> None:
         simulated_manager(name="contract", fabric="contract")

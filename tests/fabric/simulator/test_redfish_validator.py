@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from fabric.drivers.redfish.driver import RedfishDriver
 from fabric.simulator.driver import SimulatedDriver
 from fabric.simulator.redfish.auth import credentials
 from fabric.simulator.redfish.server import serve_world
@@ -43,7 +44,14 @@ def validated(tmp_path: Path) -> Iterator[Any]:
     driver.bind(device_id=gpu.external_id, host_id=inventory.hosts[0].external_id)
     driver.bind(device_id=memory.external_id, host_id=inventory.hosts[1].external_id, size_gib=64)
     account = credentials()
-    with serve_world("validated") as url:
+    with serve_world("validated", task_after_s=0) as url:
+        # A bind over Redfish, answered as a task (every PATCH is one here): the Task too.
+        redfish = RedfishDriver(endpoint=url, settings={"timeout_s": 5}, credentials=account)
+        served = redfish.discover()
+        redfish.bind(
+            device_id=[d for d in served.devices if d.kind == "gpu"][-1].external_id,
+            host_id=served.hosts[2].external_id,
+        )
         # The validator logs through the logger it is given: its own, never the `redfish`
         # library's (`redfish.redfish_logger` would set that to INFO for the rest of the
         # run, and the driver keeps it at WARNING so that no session token is logged).
@@ -95,4 +103,8 @@ def test_the_service_validator_finds_no_failure(validated: Any) -> None:
     assert any(u.startswith("/redfish/v1/Systems/") for u in validated_uris)
     assert any("/MemoryChunks/" in u for u in validated_uris)
     assert any(u.startswith("/redfish/v1/Fabrics/CXL/Connections/") for u in validated_uris)
+    assert "/redfish/v1/EventService" in validated_uris
+    assert "/redfish/v1/TaskService/Tasks/1" in validated_uris
+    for metrics in ("/ProcessorMetrics", "/EnvironmentMetrics", "/Ports/", "/Metrics"):
+        assert any(metrics in u for u in validated_uris), metrics
     assert validated.pass_count > 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from fabric.drivers.redfish.driver import RedfishDriver
@@ -176,3 +177,10 @@ def test_the_launchers_demo_account_is_the_simulators() -> None:
         auth.DEFAULT_USERNAME,
         auth.DEFAULT_PASSWORD,
     )
+
+
+@pytest.mark.django_db
+def test_the_command_refuses_a_negative_task_threshold() -> None:
+    simulated_manager(name="served-cmd", fabric="served-cmd")
+    with pytest.raises(CommandError, match="--task-after must be 0 or more seconds"):
+        call_command("simulator_redfish", "--fabric", "served-cmd", "--task-after", "-1")

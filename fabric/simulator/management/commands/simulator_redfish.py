@@ -65,8 +65,17 @@ class Command(BaseCommand):
             action="store_true",
             help="Write the fabric as a small lab world first when it does not exist yet.",
         )
+        parser.add_argument(
+            "--task-after",
+            type=float,
+            default=None,
+            help="Seconds: a system PATCH whose simulated bind latency is at least this is "
+            "answered 202 with a task monitor (default: never; 0: always).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["task_after"] is not None and options["task_after"] < 0:
+            raise CommandError("--task-after must be 0 or more seconds.")
         if not _loopback(options["bind"]) and credentials()["password"] == DEFAULT_PASSWORD:
             raise CommandError(
                 f"Refusing to serve on {options['bind']} with the demo password: set "
@@ -85,6 +94,7 @@ class Command(BaseCommand):
                 options["bind"],
                 options["port"],
                 username=options["username"] or None,
+                task_after_s=options["task_after"],
             )
         except OSError as exc:
             raise CommandError(
