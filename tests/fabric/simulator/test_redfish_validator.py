@@ -2,7 +2,8 @@
 resource from the service root down (CompositionService, Fabrics, Chassis and Systems
 among them) against DMTF's published CSDL, with no failure and no warning.
 
-The CSDL is read in place from the `shared/data/redfish-csdl` folder beside the repository;
+The CSDL is read in place from `shared/data/redfish-csdl` beside the repository (or above
+it, or $REDFISH_CSDL);
 the test skips, naming that folder, where it is absent (CI has it).
 """
 
@@ -20,8 +21,9 @@ from fabric.simulator.driver import SimulatedDriver
 from fabric.simulator.redfish.auth import credentials
 from fabric.simulator.redfish.server import serve_world
 from tests.fabric.simulated_world import TINY, simulated_manager
+from tests.support.shared_data import shared_data
 
-CSDL = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "redfish-csdl"
+CSDL = shared_data("redfish-csdl", env="REDFISH_CSDL")
 COVERED = ("/redfish/v1/CompositionService", "/redfish/v1/Fabrics", "/redfish/v1/Chassis")
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,8 +33,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def validated(tmp_path: Path) -> Iterator[Any]:
     """The validator's run over the whole service, with a GPU and a memory slice bound (so
     that composed systems, blocks, chunks and connections are validated too)."""
-    if not (CSDL / "ServiceRoot_v1.xml").is_file():
-        pytest.skip(f"DMTF's CSDL is not at {CSDL} (the redfish-csdl data folder)")
+    if CSDL is None or not (CSDL / "ServiceRoot_v1.xml").is_file():
+        pytest.skip(
+            "DMTF's CSDL is not here: no shared/data/redfish-csdl beside the repository "
+            "(or above it), nor $REDFISH_CSDL"
+        )
     system_under_test = pytest.importorskip("redfish_service_validator.system_under_test")
     from redfish_service_validator import logger, metadata
 

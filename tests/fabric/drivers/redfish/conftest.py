@@ -7,7 +7,6 @@ where it is absent.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -18,21 +17,15 @@ import pytest
 from fabric.drivers.redfish import sessions
 from fabric.drivers.redfish.driver import RedfishDriver
 from tests.support.redfish_server import PASSWORD, USERNAME, MockService, serve
+from tests.support.shared_data import shared_data
 
-REPO = Path(__file__).resolve().parents[4]
 MOCKUPS_NAME = "shared/data/redfish-mockups"
 
 
 def mockups_folder() -> Path | None:
-    """Where the mockups are: $REDFISH_MOCKUPS, else shared/ in the repository or beside it
-    (or beside a folder above it)."""
-    if os.environ.get("REDFISH_MOCKUPS"):
-        return Path(os.environ["REDFISH_MOCKUPS"])
-    for parent in (REPO, *REPO.parents):
-        candidate = parent / MOCKUPS_NAME
-        if candidate.is_dir():
-            return candidate
-    return None
+    """Where the mockups are: $REDFISH_MOCKUPS, else shared/data/ in the repository or
+    beside it (or beside a folder above it)."""
+    return shared_data("redfish-mockups", env="REDFISH_MOCKUPS")
 
 
 def mockup(name: str) -> Path:
