@@ -5,7 +5,9 @@ Settings (the manager's `settings`, never secrets): `timeout_s` (each call, defa
 `task_timeout_s` (following a 202, default 60), `verify_tls` (default true), `ca_bundle`
 (a PEM file to verify the manager's certificate against), `composition_method` (one of
 "expandable", "specific", "compose-action" to use only that one; default: what fits),
-`metrics_max_reads` (metrics resources read per health poll, default 256; 0: none).
+`metrics_max_reads` (metrics resources read per health poll, default 256; 0: none),
+`use_expand` (default true; false reads every member on its own, for a service whose
+`$expand` answers wrongly).
 Credentials: {"username": ..., "password": ...}, used to sign in and for nothing else.
 """
 
@@ -33,7 +35,7 @@ from fabric.drivers.redfish.mapping import Index, rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL, Methods, methods_of
 from fabric.drivers.redfish.metrics import MetricsReader, elements_of, max_reads_of
-from fabric.drivers.redfish.reader import Reader, expand_query, ref
+from fabric.drivers.redfish.reader import Reader, expand_query, ref, use_expand_of
 from fabric.drivers.redfish.sessions import session_for
 from fabric.drivers.redfish.walk import Snapshot, walk
 
@@ -78,6 +80,7 @@ class RedfishDriver:
                 permanent=True,
             )
         self.prefer = prefer
+        self.use_expand = use_expand_of(self.settings)
 
     def __repr__(self) -> str:
         return f"RedfishDriver(endpoint={self.endpoint!r})"  # never the credentials
@@ -94,8 +97,8 @@ class RedfishDriver:
         return session_for(self.endpoint, self._credentials, options)
 
     def _reader(self, session: Session) -> Reader:
-        session_root = session.root or {}
-        return Reader(session, expand=expand_query(session_root))
+        expand = expand_query(session.root or {}) if self.use_expand else ""
+        return Reader(session, expand=expand)
 
     def survey(self) -> State:
         """A fresh discovery with all it read (kept for the binds that follow; tests and
