@@ -73,6 +73,10 @@ class RedfishDriver:
         self._state: State | None = None
         self._stream: EventStream | None = None
         self._stream_closed = False
+        # Binds to one host change one system, read then PATCHed with its ETag: two at once
+        # from one instance (a compose job binds side by side) would refuse each other
+        # (412). They take the host's lock; binds to different hosts still overlap.
+        self._host_locks: dict[str, threading.Lock] = {}
         prefer = str(self.settings.get("composition_method") or "")
         if prefer and prefer not in ALL:
             raise DriverError(
@@ -172,6 +176,10 @@ class RedfishDriver:
             reader.requests,
         )
         return state
+
+    def _host_lock(self, host_id: str) -> threading.Lock:
+        with self._lock:
+            return self._host_locks.setdefault(host_id, threading.Lock())
 
     def _known(self) -> State:
         with self._lock:
@@ -286,7 +294,8 @@ class RedfishDriver:
                 f"device {device_id!r} whole.",
                 permanent=True,
             )
-        return self._composer(state).bind(device_id, host_id)
+        with self._host_lock(host_id):
+            return self._composer(state).bind(device_id, host_id)
 
     def unbind(self, *, binding_id: str) -> None:
         """Undo a binding read back from the service; an unknown id is not an error."""
@@ -300,9 +309,10 @@ class RedfishDriver:
             self._slicer(state).unbind(source)
             return
         session = self._session()
-        reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
-        etag = reply.etag or str(reply.body.get("@odata.etag") or "")
-        self._composer(state).unbind(binding, reply.body, etag)
+        with self._host_lock(binding.host_id):
+            reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
+            etag = reply.etag or str(reply.body.get("@odata.etag") or "")
+            self._composer(state).unbind(binding, reply.body, etag)
 
     def event_stream(self, *, last_event_id: str = "") -> Iterator[DriverEvent]:
         """The service's server-sent events over this manager's session, resuming after
