@@ -45,6 +45,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -67,7 +68,13 @@ from django.test.utils import setup_databases, teardown_databases  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
 from bench.common import machine, markers, percentile, write_section  # noqa: E402
-from bench.processes import database_url, redis_for_bench, services  # noqa: E402
+from bench.processes import (  # noqa: E402
+    database_url,
+    redfish_service,
+    redis_for_bench,
+    services,
+)
+from bench.redfish_manager import redfish_manager  # noqa: E402
 from composer import celery_app  # noqa: E402
 from composer.choices import CompositionState, JobKind, Role  # noqa: E402
 from composer.models import Composition, Job, Membership, StateChange, Tenant  # noqa: E402
@@ -76,7 +83,10 @@ from composer.services.composition_jobs import (  # noqa: E402
     composition_decompose_run,
 )
 from composer.services.compositions import composition_decompose  # noqa: E402
+from fabric.services.pools import pools_assign, pools_ensure_defaults  # noqa: E402
+from fabric.services.sync import inventory_sync  # noqa: E402
 from fabric.simulator import store  # noqa: E402
+from fabric.simulator.builder import world_write  # noqa: E402
 from fabric.simulator.console.demo import demo_seed  # noqa: E402
 from fabric.simulator.spec import WorldSpec  # noqa: E402
 
@@ -354,19 +364,45 @@ def concurrent(
 # --- setup ------------------------------------------------------------------------------------
 
 
-def seed(devices: int | None) -> tuple[WorldSpec, str]:
+def seed(devices: int | None, redfish: RedfishServing | None = None) -> tuple[WorldSpec, str]:
     """The demo data centre (or a world of `devices`) through the real path, latencies zero;
-    a tenant with no quotas and a member with an API token. Returns the world and the token."""
+    a tenant with no quotas and a member with an API token. Returns the world and the token.
+
+    With `redfish`, the manager is a Redfish one reading the same world served as Redfish
+    by `manage.py simulator_redfish` (its own process), synced and pooled as the demo's."""
     spec = WorldSpec.for_device_count(devices) if devices else WorldSpec()
-    result = demo_seed(spec=spec, manager_name="bench", fabric_name="bench", users=False)
+    if redfish is None:
+        result = demo_seed(spec=spec, manager_name="bench", fabric_name="bench", users=False)
+        summary = result.sync.summary() if result.sync else "no sync"
+    else:
+        world_write(fabric_name="bench", spec=spec)
     fabric = store.fabric_get("bench")
     for operation in (*store.OPERATIONS, "timeout"):
         store.latency_set(fabric=fabric, operation=operation, ms=0)
-    log(f"seeded: {result.sync.summary() if result.sync else 'no sync'}\n")
+    if redfish is not None:
+        manager = redfish_manager("bench", redfish.start())
+        summary = inventory_sync(manager=manager, source="benchmark").summary()
+        pools_ensure_defaults(manager=manager)
+        pools_assign(manager=manager, source="benchmark")
+    log(f"seeded: {summary}\n")
     tenant = Tenant.objects.create(name="Bench", slug="bench")
     user = get_user_model().objects.create_user("bench", password="bench-only")
     Membership.objects.create(user=user, tenant=tenant, role=Role.MEMBER)
     return spec, Token.objects.create(user=user).key
+
+
+class RedfishServing:
+    """The world served as Redfish for the seed, started once the world is written (the
+    command refuses a fabric that does not exist) and stopped by `stack`."""
+
+    def __init__(self, stack: ExitStack, folder: Path) -> None:
+        self.stack, self.folder = stack, folder
+
+    def start(self) -> str:
+        database = database_url(connection.settings_dict)
+        return self.stack.enter_context(
+            redfish_service(database=database, fabric="bench", folder=self.folder)
+        )
 
 
 def purge(redis: str) -> int:
@@ -495,8 +531,15 @@ class Results:
 
 
 def measure(args: argparse.Namespace, folder: Path) -> Results:
-    """Seed, probe, start the services, run both runs; everything stopped on the way out."""
-    world, token = seed(args.devices)
+    """Seed, probe, start the services, run both runs; everything stopped on the way out
+    (the Redfish service too, where `args.driver` is redfish)."""
+    with ExitStack() as stack:
+        serving = RedfishServing(stack, folder) if args.driver == "redfish" else None
+        world, token = seed(args.devices, serving)
+        return _measure(args, folder, world, token)
+
+
+def _measure(args: argparse.Namespace, folder: Path, world: WorldSpec, token: str) -> Results:
     info = machine()
     url = database_url(connection.settings_dict)
     with redis_for_bench(folder, url=os.environ.get("REDIS_URL")) as redis:
@@ -545,7 +588,9 @@ def measure(args: argparse.Namespace, folder: Path) -> Results:
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The options; `driver` is not one of them: bench_redfish.py sets it to compose
+    through the Redfish driver and reports those figures in a section of its own."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compositions", type=int, default=300, help="sequential composes")
     parser.add_argument("--concurrent", type=int, default=240, help="composes from threads")
@@ -558,7 +603,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm-up", type=int, default=6)
     parser.add_argument("--logs", type=Path, default=None, help="keep the processes' logs here")
     parser.add_argument("--no-write", action="store_true", help="print, do not update the docs")
-    args = parser.parse_args(argv)
+    parser.set_defaults(driver="simulated")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     warnings.filterwarnings("ignore", message="No directory at")
 
     Path(settings.BENCH_DIR).mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Processes a benchmark starts: web servers, Celery workers and its own Redis.
 
-Shared by the benchmarks that measure through real processes (bench_e2e, bench_fanout).
+Shared by the benchmarks that measure through real processes (bench_e2e, bench_fanout,
+bench_redfish).
 Needs no Django: `redis_for_bench` runs before `django.setup()` when the settings must
 read the Redis it starts.
 """
@@ -140,6 +141,44 @@ def services(
     finally:
         for child in reversed(children):
             child.stop()
+
+
+def answers_redfish(port: int) -> bool:
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        conn.request("GET", "/redfish")
+        ok = conn.getresponse().status == 200
+        conn.close()
+        return ok
+    except OSError:
+        return False
+
+
+@contextmanager
+def redfish_service(*, database: str, fabric: str, folder: Path) -> Iterator[str]:
+    """The simulated fabric `fabric` served as Redfish by `manage.py simulator_redfish`, in
+    a process of its own as a real manager would be (not a thread sharing the client's
+    interpreter); yields its base URL. Stopped on the way out, whatever happens."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
+        "DATABASE_URL": database,
+        "BENCH_CHILD": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    port = free_port()
+    child = spawn(
+        "redfish",
+        [sys.executable, "manage.py", "simulator_redfish", "--fabric", fabric,
+         "--port", str(port)],
+        env,
+        folder,
+    )  # fmt: skip
+    try:
+        wait_until(child, lambda: answers_redfish(port))
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        child.stop()
 
 
 @contextmanager

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from composer.settings.base import *  # noqa: F403
 from composer.settings.base import DATABASES, VAR_DIR
-from composer.settings.env import env_bool
+from composer.settings.env import env_bool, env_list
 
 DEBUG = False
 SECRET_KEY = "bench-only-key"  # never leaves the machine
 ALLOWED_HOSTS = ["*"]
+# A Redfish manager's credentials are stored encrypted, as in production; this key encrypts
+# only the simulated service's account, in a throwaway database.
+COMPOSER_CREDENTIALS_KEYS = env_list(
+    "COMPOSER_CREDENTIALS_KEYS", ["YmVuY2gtb25seS1jcmVkZW50aWFscy1rZXktMDAwMDA="]
+)
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 BENCH_DIR = VAR_DIR / "bench"
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":

@@ -50,6 +50,10 @@ class BlockComposer:
         self.index = index
         self.methods = methods
         self.prefer = prefer
+        # Built on first use, once: `bindings` is called once per system, and a fabric of
+        # thousands of hosts and devices would otherwise rebuild them per system.
+        self._devices_of: dict[str, list[str]] | None = None
+        self._anchors: dict[str, str] = {}
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -67,10 +71,12 @@ class BlockComposer:
 
     def bindings(self, systems: Iterable[dict[str, Any]]) -> list[Binding]:
         """One binding per reported device in a system's resource blocks."""
-        devices_of: dict[str, list[str]] = {}
-        for device, block in self.index.device_block.items():
-            devices_of.setdefault(block, []).append(device)
-        anchors = {a: h for h, a in self.index.host_anchor.items()}
+        if self._devices_of is None:
+            self._devices_of = {}
+            for device, block in self.index.device_block.items():
+                self._devices_of.setdefault(block, []).append(device)
+            self._anchors = {a: h for h, a in self.index.host_anchor.items()}
+        devices_of, anchors = self._devices_of, self._anchors
         found = []
         for system in systems:
             blocks = [b.rstrip("/") for b in link(system, "ResourceBlocks")]

@@ -5,7 +5,9 @@ Settings (the manager's `settings`, never secrets): `timeout_s` (each call, defa
 `task_timeout_s` (following a 202, default 60), `verify_tls` (default true), `ca_bundle`
 (a PEM file to verify the manager's certificate against), `composition_method` (one of
 "expandable", "specific", "compose-action" to use only that one; default: what fits),
-`metrics_max_reads` (metrics resources read per health poll, default 256; 0: none).
+`metrics_max_reads` (metrics resources read per health poll, default 256; 0: none),
+`use_expand` (default true; false reads every member on its own, for a service whose
+`$expand` answers wrongly).
 Credentials: {"username": ..., "password": ...}, used to sign in and for nothing else.
 """
 
@@ -33,7 +35,7 @@ from fabric.drivers.redfish.mapping import Index, rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL, Methods, methods_of
 from fabric.drivers.redfish.metrics import MetricsReader, elements_of, max_reads_of
-from fabric.drivers.redfish.reader import Reader, expand_query, ref
+from fabric.drivers.redfish.reader import Reader, expand_query, ref, use_expand_of
 from fabric.drivers.redfish.sessions import session_for
 from fabric.drivers.redfish.walk import Snapshot, walk
 
@@ -71,6 +73,10 @@ class RedfishDriver:
         self._state: State | None = None
         self._stream: EventStream | None = None
         self._stream_closed = False
+        # Binds to one host change one system, read then PATCHed with its ETag: two at once
+        # from one instance (a compose job binds side by side) would refuse each other
+        # (412). They take the host's lock; binds to different hosts still overlap.
+        self._host_locks: dict[str, threading.Lock] = {}
         prefer = str(self.settings.get("composition_method") or "")
         if prefer and prefer not in ALL:
             raise DriverError(
@@ -78,6 +84,7 @@ class RedfishDriver:
                 permanent=True,
             )
         self.prefer = prefer
+        self.use_expand = use_expand_of(self.settings)
 
     def __repr__(self) -> str:
         return f"RedfishDriver(endpoint={self.endpoint!r})"  # never the credentials
@@ -94,8 +101,8 @@ class RedfishDriver:
         return session_for(self.endpoint, self._credentials, options)
 
     def _reader(self, session: Session) -> Reader:
-        session_root = session.root or {}
-        return Reader(session, expand=expand_query(session_root))
+        expand = expand_query(session.root or {}) if self.use_expand else ""
+        return Reader(session, expand=expand)
 
     def survey(self) -> State:
         """A fresh discovery with all it read (kept for the binds that follow; tests and
@@ -169,6 +176,10 @@ class RedfishDriver:
             reader.requests,
         )
         return state
+
+    def _host_lock(self, host_id: str) -> threading.Lock:
+        with self._lock:
+            return self._host_locks.setdefault(host_id, threading.Lock())
 
     def _known(self) -> State:
         with self._lock:
@@ -295,7 +306,8 @@ class RedfishDriver:
                 f"device {device_id!r} whole.",
                 permanent=True,
             )
-        return self._composer(state).bind(device_id, host_id)
+        with self._host_lock(host_id):
+            return self._composer(state).bind(device_id, host_id)
 
     def unbind(self, *, binding_id: str) -> None:
         """Undo a binding read back from the service; an unknown id is not an error."""
@@ -309,9 +321,10 @@ class RedfishDriver:
             self._slicer(state).unbind(source)
             return
         session = self._session()
-        reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
-        etag = reply.etag or str(reply.body.get("@odata.etag") or "")
-        self._composer(state).unbind(binding, reply.body, etag)
+        with self._host_lock(binding.host_id):
+            reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
+            etag = reply.etag or str(reply.body.get("@odata.etag") or "")
+            self._composer(state).unbind(binding, reply.body, etag)
 
     def event_stream(self, *, last_event_id: str = "") -> Iterator[DriverEvent]:
         """The service's server-sent events over this manager's session, resuming after

@@ -3,7 +3,9 @@
 Nothing here builds a path: every URI read is an `@odata.id` the service itself returned
 (the service root's links, a collection's Members, a resource's navigation properties).
 Collections are read with `$expand=.($levels=1)` (or `*`) when the service root advertises
-`ProtocolFeaturesSupported.ExpandQuery` (one request instead of one per member).
+`ProtocolFeaturesSupported.ExpandQuery` (one request instead of one per member), unless the
+manager's setting `use_expand` is false: a service whose `$expand` answers wrongly (members
+missing, or an error) is then read one member at a time, slower but right.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fabric.drivers.base import DriverError
 from fabric.drivers.redfish.client import Session
 
 logger = logging.getLogger(__name__)
@@ -51,6 +54,16 @@ def expand_query(root: Mapping[str, Any]) -> str:
     if expand.get("NoLinks"):
         return ".($levels=1)"
     return "*($levels=1)" if expand.get("ExpandAll") else ""
+
+
+def use_expand_of(settings: Mapping[str, Any]) -> bool:
+    """The setting `use_expand` (default true): false never sends `$expand`."""
+    value = settings.get("use_expand", True)
+    if not isinstance(value, bool):
+        raise DriverError(
+            f"Setting use_expand must be true or false; got {value!r}.", permanent=True
+        )
+    return value
 
 
 class Reader:

@@ -3,12 +3,15 @@ and CXL memory slices through memory chunks and connections."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from fabric.drivers.base import Binding, DriverError, Inventory
+from fabric.drivers.redfish.compose import BlockComposer
 from fabric.drivers.redfish.driver import RedfishDriver
 from tests.fabric.drivers.redfish.conftest import Served, driver_for
 from tests.support.redfish_server import MockService
@@ -169,6 +172,50 @@ def test_concurrent_binds_of_one_device_from_one_driver_bind_it_once(served: Ser
     assert len(bound) == 1
     assert [o for o in outcomes if isinstance(o, Binding)] == bound
     assert all(o.permanent for o in outcomes if isinstance(o, DriverError)), outcomes
+
+
+def test_concurrent_binds_to_one_host_from_one_driver_all_bind(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compose job binds a composition's devices side by side on one instance: binds to
+    one expandable system must not each PATCH the system as they read it (the later PATCH
+    would be refused, 412). The barrier holds every PATCH until all binds have reached
+    theirs, or for a moment when they come one at a time."""
+    with served("public-composability") as (_service, url):
+        driver = driver_for(url)
+        inventory = driver.discover()
+        state = driver.survey()
+        free = [
+            d.external_id
+            for d in inventory.devices
+            if (block := state.index.device_block.get(d.external_id))
+            and not (state.index.blocks[block].get("Links") or {}).get("ComputerSystems")
+        ][:2]
+        assert len(free) == 2, "the mockup has two free devices"
+        host = "/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock1"
+        barrier = threading.Barrier(len(free))
+        patch = BlockComposer.patch_blocks
+
+        def held(self: BlockComposer, *args: Any) -> None:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=1)
+            patch(self, *args)
+
+        monkeypatch.setattr(BlockComposer, "patch_blocks", held)
+        with ThreadPoolExecutor(max_workers=len(free)) as pool:
+            outcomes = list(
+                pool.map(lambda d: _outcome(lambda: driver.bind(device_id=d, host_id=host)), free)
+            )
+        bound = {b.device_id for b in driver.bindings() if b.host_id == host}
+    assert [o for o in outcomes if not isinstance(o, Binding)] == []
+    assert set(free) <= bound
+
+
+def _outcome(call: Any) -> Any:
+    try:
+        return call()
+    except DriverError as exc:
+        return exc
 
 
 def test_health_reads_each_element_status(served: Served) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fabric.drivers.base import DriverError
 from fabric.drivers.redfish.reader import expand_query
 from tests.fabric.drivers.redfish.conftest import Served, driver_for, mockup
 
@@ -141,6 +142,26 @@ def test_expand_is_used_when_the_service_advertises_it(served: Served, expand: b
         assert state.snapshot.requests < 120
     else:
         assert state.snapshot.requests > other.snapshot.requests
+
+
+def test_a_manager_may_turn_expand_off(served: Served) -> None:
+    """use_expand false reads each member on its own, as for a service that does not
+    advertise $expand, and finds the same inventory."""
+    with served("public-composability") as (_service, url):
+        expanded = driver_for(url).survey()
+    with served("public-composability") as (_service, url):
+        off = driver_for(url, use_expand=False).survey()
+    with served("public-composability") as (service, url):
+        service.resources["/redfish/v1"]["ProtocolFeaturesSupported"].pop("ExpandQuery")
+        unadvertised = driver_for(url).survey()
+    assert off.inventory == expanded.inventory
+    assert off.snapshot.requests == unadvertised.snapshot.requests
+    assert off.snapshot.requests > expanded.snapshot.requests
+
+
+def test_use_expand_must_be_true_or_false() -> None:
+    with pytest.raises(DriverError, match="use_expand must be true or false"):
+        driver_for("http://127.0.0.1:9", use_expand="no")
 
 
 def test_probe_names_the_service_its_counts_and_methods(served: Served) -> None:
