@@ -33,6 +33,7 @@ from fabric.services.managers import (
     manager_update,
 )
 from fabric.services.managers.input import credentials_check, stored_credentials_check
+from fabric.services.managers.methods import methods_text
 from fabric.views.common import operator_required
 
 logger = logging.getLogger(__name__)
@@ -184,7 +185,12 @@ def manager_test_view(request: HttpRequest, pk: int) -> HttpResponse:
     if request.headers.get("HX-Request") == "true":
         return render(request, "fabric/_manager_probe.html", {"probe": outcome})
     if outcome.ok:
-        messages.success(request, f"Connection test of {manager.name}: {outcome.summary()}.")
+        composes = methods_text(outcome.composition_methods)
+        messages.success(
+            request,
+            f"Connection test of {manager.name}: {outcome.summary()}"
+            + (f"; composes by {composes}." if composes else "."),
+        )
     else:
         messages.error(request, f"Connection test of {manager.name} {outcome.summary()}")
     return redirect("fabric:manager_detail", pk=manager.pk)

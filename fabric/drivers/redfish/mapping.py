@@ -59,6 +59,33 @@ def state_of(resource: Mapping[str, Any]) -> str:
     return str((resource.get("Status") or {}).get("State") or "").lower()
 
 
+_SLOT_TYPES = frozenset({"Slot", "Bay", "Connector"})
+
+
+def slot_of(resource: Mapping[str, Any], holder: Mapping[str, Any] | None = None) -> int:
+    """The slot or bay a device sits in: `LocationOrdinalValue` of the `PartLocation` of its
+    `Location` (a drive's `PhysicalLocation`, a PCIe device's `Slot.Location`), else of the
+    resource that holds it (`holder`: the adapter of a network interface, the PCIe device
+    of a memory domain). 0 where the service does not say, or says a location of another
+    type (a socket, an embedded part)."""
+    for source in (resource, holder or {}):
+        for location in (
+            source.get("Location"),
+            source.get("PhysicalLocation"),
+            (source.get("Slot") or {}).get("Location"),
+        ):
+            part = (location or {}).get("PartLocation") if isinstance(location, dict) else None
+            if not isinstance(part, dict) or part.get("LocationOrdinalValue") is None:
+                continue
+            if part.get("LocationType") not in (None, *_SLOT_TYPES):
+                continue
+            try:
+                return int(part["LocationOrdinalValue"])
+            except (TypeError, ValueError):
+                continue
+    return 0
+
+
 def _text(resource: Mapping[str, Any], name: str) -> str:
     value = resource.get(name)
     return str(value) if value is not None else ""
@@ -181,6 +208,7 @@ def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[Devi
             serial=_text(resource, "SerialNumber"),
             firmware=_text(resource, "FirmwareVersion"),
             enclosure_id=enclosure(owner, resource),
+            slot=slot_of(resource, snap.holders.get(device_id)),
             health=health_of(resource),
             attributes=attributes,
             **extra,
@@ -194,8 +222,11 @@ def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[Devi
     for owner, drive in snap.drives:
         if drive.get("Protocol") == "NVMe":
             add(owner, drive, "nvme", capacity_gb=int(drive.get("CapacityBytes") or 0) // 10**9)
+    # An adapter that a network interface names is that interface's card, not another NIC.
+    cards = {a.rstrip("/") for _o, r in snap.network for a in link(r, "NetworkAdapter")}
     for owner, adapter in snap.network:
-        add(owner, adapter, "nic")
+        if rid(adapter) not in cards:
+            add(owner, adapter, "nic")
     for owner, domain in snap.memory_domains:
         chunks = snap.chunks.get(rid(domain), [])
         size_mib = int(domain.get("MemorySizeMiB") or 0) or sum(
@@ -284,6 +315,18 @@ def hosts_of(
     return list(hosts.values())
 
 
+def _only_houses(chassis: Mapping[str, Any]) -> bool:
+    """A chassis that holds a server or a switch and nothing else (no chassis inside, no
+    resource blocks): the box that system or switch is, not an enclosure of devices."""
+    houses = link(chassis, "ComputerSystems") or link(chassis, "Switches")
+    return (
+        bool(houses)
+        and not link(chassis, "Contains")
+        and not link(chassis, "ResourceBlocks")
+        and not chassis.get("FabricAdapters")
+    )
+
+
 def enclosures_of(
     snap: Snapshot, devices: list[DeviceInfo], rack_of: Mapping[str, str], feed_ids: set[str]
 ) -> list[EnclosureInfo]:
@@ -297,6 +340,9 @@ def enclosures_of(
         if chassis.get("ChassisType") == "Rack":
             continue
         held = kinds.get(rid(chassis), set())
+        if not held and _only_houses(chassis):
+            continue  # a server's or a switch's own chassis: it says where they sit
+
         kind = (
             "gpu_chassis"
             if "gpu" in held

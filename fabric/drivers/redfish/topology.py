@@ -24,11 +24,15 @@ _WORST_FIRST: tuple[HealthValue, ...] = ("critical", "warning", "ok")
 
 
 def switches_of(snap: Snapshot, rack_of: Mapping[str, str]) -> list[SwitchInfo]:
-    """Each switch of each fabric; its rack is the rack of a chassis that lists it."""
+    """Each switch of each fabric; its rack is the rack of a chassis that lists it (or that
+    the switch names in `Links.Chassis`)."""
     in_chassis = {s.rstrip("/"): rid(c) for c in snap.chassis for s in link(c, "Switches")}
     switches = []
     for fabric_id, switch in snap.switches:
         switch_id = rid(switch)
+        own = [c.rstrip("/") for c in link(switch, "Chassis") if c.rstrip("/") in rack_of]
+        if own:
+            in_chassis.setdefault(switch_id, own[0])
         protocol = str(switch.get("SwitchType") or "").lower() or "pcie"
         switches.append(
             SwitchInfo(

@@ -14,6 +14,8 @@ from typing import Any
 
 from fabric.drivers.redfish.reader import Reader, Resource, link, ref, refs
 
+# What a PCIe function names as the device it serves.
+_SERVED = ("Processor", "Drives", "MemoryDomains", "EthernetInterfaces", "NetworkDeviceFunctions")
 # Where a device was found: the chassis (enclosure) or resource block that lists it.
 Found = tuple[str, Resource]
 
@@ -41,6 +43,7 @@ class Snapshot:
     chunks: dict[str, list[Resource]] = field(default_factory=dict)  # domain -> chunks
     network: list[Found] = field(default_factory=list)  # adapters and interfaces
     pcie_devices: list[Found] = field(default_factory=list)
+    holders: dict[str, Resource] = field(default_factory=dict)  # device -> its card/adapter
     pdus: list[Resource] = field(default_factory=list)
     outlet_pdu: dict[str, str] = field(default_factory=dict)  # PDU outlet -> PDU
     supply_outlets: dict[str, list[str]] = field(default_factory=dict)  # chassis -> outlets
@@ -85,12 +88,19 @@ def _devices_of(reader: Reader, snap: Snapshot, owner: str, resource: Resource) 
     for name in ("NetworkAdapters", "EthernetInterfaces", "NetworkInterfaces"):
         for adapter in reader.property_members(resource, name):
             snap.network.append((owner, adapter))
+            # An interface's slot is its adapter's (a NetworkInterface has no Location).
+            for card in reader.many(link(adapter, "NetworkAdapter")):
+                snap.holders.setdefault(_id(adapter), card)
     for domain in reader.property_members(resource, "MemoryDomains"):
         snap.memory_domains.append((owner, domain))
         snap.chunks[_id(domain)] = reader.property_members(domain, "MemoryChunks")
     for device in reader.property_members(resource, "PCIeDevices"):
         functions = reader.property_members(device, "PCIeFunctions")
         snap.pcie_devices.append((owner, {**device, "_functions": functions}))
+        # What a function serves sits in the PCIe device's slot (a memory domain has none).
+        for function in functions:
+            for served in (n for name in _SERVED for n in link(function, name)):
+                snap.holders.setdefault(served.rstrip("/"), device)
 
 
 def _chassis(reader: Reader, snap: Snapshot) -> None:

@@ -29,6 +29,7 @@ from fabric.drivers.base import Credentials, DriverError, FabricDriver, ProbeRep
 from fabric.drivers.registry import DRIVERS, get_driver, manager_credentials
 from fabric.models import FabricManager
 from fabric.services.history import change_record
+from fabric.services.managers.methods import method_rows
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,11 @@ class ProbeOutcome:
     def count_rows(self) -> list[tuple[str, str, int]]:
         """(kind, label, count) per kind, for the page: "power_feeds" reads "Power feeds"."""
         return [(kind, kind.replace("_", " ").capitalize(), n) for kind, n in self.counts.items()]
+
+    @property
+    def method_rows(self) -> list[tuple[str, str]]:
+        """(term, plain words) per composition method, for the page."""
+        return method_rows(self.composition_methods)
 
     def summary(self) -> str:
         """One line for the audit trail and messages."""

@@ -8,7 +8,16 @@ plugged into an outlet of its feed's PDU (`Links.PowerOutlets`), not the depreca
 from __future__ import annotations
 
 from fabric.simulator.redfish import paths, sensors
-from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
+from fabric.simulator.redfish.common import (
+    Resource,
+    collection,
+    made,
+    ref,
+    refs,
+    resource,
+    slot,
+    status,
+)
 from fabric.simulator.redfish.world import Element, World
 
 GIB_MIB = 1024
@@ -19,10 +28,11 @@ def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resour
     enclosure's rendered ports (by enclosure id)."""
     racks = world.of("rack")
     enclosures = world.of("enclosure")
-    members = [paths.chassis(e.external_id) for e in [*racks, *enclosures]]
+    mounted = racked(world)
+    members = [paths.chassis(e.external_id) for e in [*racks, *enclosures, *mounted]]
     tree[paths.CHASSIS] = collection(paths.CHASSIS, "Chassis", "Chassis", members)
     for rack in racks:
-        inside = [e for e in enclosures if e.get("rack_id") == rack.external_id]
+        inside = [e for e in [*enclosures, *mounted] if e.get("rack_id") == rack.external_id]
         path = paths.chassis(rack.external_id)
         tree[path] = resource(
             path,
@@ -34,12 +44,44 @@ def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resour
             Links={"Contains": refs([paths.chassis(e.external_id) for e in inside])},
         )
     memory: dict[str, list[Element]] = {}
+    nics: dict[str, list[Element]] = {}
     for device in world.of("device"):
-        if device.get("kind") == "cxl_memory":
-            memory.setdefault(str(device.get("enclosure_id")), []).append(device)
+        held = {"cxl_memory": memory, "nic": nics}.get(str(device.get("kind")))
+        if held is not None:
+            held.setdefault(str(device.get("enclosure_id")), []).append(device)
     for enclosure in enclosures:
         _enclosure(world, tree, enclosure, ports.get(enclosure.external_id, []), memory)
+        _cards(tree, enclosure.external_id, nics.get(enclosure.external_id, []))
+        if nics.get(enclosure.external_id):
+            path = paths.chassis(enclosure.external_id)
+            tree[path] = {**tree[path], "NetworkAdapters": ref(f"{path}/NetworkAdapters")}
+    for element in mounted:
+        _mounted(tree, element)
     _power(world, tree)
+
+
+def racked(world: World) -> list[Element]:
+    """Hosts and switches that sit in a rack: each gets a chassis of its own, contained by
+    the rack's, which is how a Redfish service says where a system or a switch is."""
+    return [e for e in [*world.of("host"), *world.of("switch")] if e.get("rack_id") in world.by_id]
+
+
+def _mounted(tree: dict[str, Resource], element: Element) -> None:
+    path = paths.chassis(element.external_id)
+    holds = (
+        {"ComputerSystems": refs([paths.system(element.external_id)])}
+        if element.kind == "host"
+        else {"Switches": refs([paths.switch(element.external_id)])}
+    )
+    tree[path] = resource(
+        path,
+        str(element.get("name") or element.external_id),
+        "Chassis",
+        ChassisType="RackMount",
+        **made(element),
+        Status=status(element.fault),
+        Links={"ContainedBy": ref(paths.chassis(str(element.get("rack_id")))), **holds},
+    )
 
 
 def _enclosure(
@@ -58,9 +100,7 @@ def _enclosure(
         str(enclosure.get("name") or enclosure.external_id),
         "Chassis",
         ChassisType="Enclosure",
-        Manufacturer=str(enclosure.get("vendor")),
-        Model=str(enclosure.get("model")),
-        SerialNumber=str(enclosure.get("serial")),
+        **made(enclosure),
         Status=status(enclosure.fault),
         FabricAdapters=ref(f"{path}/FabricAdapters"),
         **sensors.links(path),
@@ -97,6 +137,66 @@ def _enclosure(
         )
         for device, domain_path in zip(devices, domains, strict=True):
             domain(world, tree, device, domain_path)
+            _pcie(tree, enclosure.external_id, device, domain_path)
+        tree[f"{path}/PCIeDevices"] = collection(
+            f"{path}/PCIeDevices",
+            "PCIeDevice",
+            "PCIe devices",
+            [paths.pcie_device(enclosure.external_id, d.external_id) for d in devices],
+        )
+        body["PCIeDevices"] = ref(f"{path}/PCIeDevices")
+
+
+def function(enclosure: str, device: Element) -> str:
+    """The PCIe function that serves a CXL memory device's domain."""
+    return f"{paths.pcie_device(enclosure, device.external_id)}/PCIeFunctions/0"
+
+
+def _cards(tree: dict[str, Resource], enclosure: str, nics: list[Element]) -> None:
+    """Each NIC's card in its slot of the enclosure; the NIC's network interface (in its
+    resource block) names it in `Links.NetworkAdapter`."""
+    if not nics:
+        return
+    path = f"{paths.chassis(enclosure)}/NetworkAdapters"
+    cards = [paths.adapter(enclosure, n.external_id) for n in nics]
+    tree[path] = collection(path, "NetworkAdapter", "Network adapters", cards)
+    for nic, card in zip(nics, cards, strict=True):
+        tree[card] = resource(
+            card,
+            str(nic.get("name") or nic.external_id),
+            "NetworkAdapter",
+            **made(nic),
+            Location=slot(nic.get("slot")),
+            Status=status(nic.fault),
+        )
+
+
+def _pcie(tree: dict[str, Resource], enclosure: str, device: Element, domain_path: str) -> None:
+    """A CXL memory device's PCIe device: its slot, and the function that serves the
+    memory domain (a memory domain has no location of its own)."""
+    path = paths.pcie_device(enclosure, device.external_id)
+    serving = function(enclosure, device)
+    tree[path] = resource(
+        path,
+        str(device.get("name") or device.external_id),
+        "PCIeDevice",
+        **made(device),
+        Slot={"Location": slot(device.get("slot"))},
+        Status=status(device.fault),
+        PCIeFunctions=ref(f"{path}/PCIeFunctions"),
+    )
+    tree[f"{path}/PCIeFunctions"] = collection(
+        f"{path}/PCIeFunctions", "PCIeFunction", "PCIe functions", [serving]
+    )
+    tree[serving] = resource(
+        serving,
+        "Memory function",
+        "PCIeFunction",
+        FunctionId=0,
+        DeviceClass="MemoryController",
+        Status=status(device.fault),
+        Links={"PCIeDevice": ref(path), "MemoryDomains": refs([domain_path])},
+    )
 
 
 def domain(world: World, tree: dict[str, Resource], device: Element, path: str) -> None:
@@ -112,6 +212,7 @@ def domain(world: World, tree: dict[str, Resource], device: Element, path: str) 
         MemoryChunkIncrementMiB=GIB_MIB,
         MinMemoryChunkSizeMiB=GIB_MIB,
         MemoryChunks=ref(paths.chunks(path)),
+        Links={"PCIeFunctions": refs([function(str(device.get("enclosure_id")), device)])},
     )
     slices = [s for s in chunk_slices(world) if s[0] == device.external_id]
     members = [f"{paths.chunks(path)}/{paths.seg(chunk_id)}" for _d, chunk_id, _s, _b in slices]

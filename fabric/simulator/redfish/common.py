@@ -26,6 +26,9 @@ VERSIONS: dict[str, str] = {
     "MemoryChunks": "v1_6_2",
     "Drive": "v1_22_0",
     "NetworkInterface": "v1_2_3",
+    "NetworkAdapter": "v1_14_0",
+    "PCIeDevice": "v1_21_0",
+    "PCIeFunction": "v1_7_0",
     "FabricAdapter": "v1_5_3",
     "PowerDistribution": "v1_6_0",
     "PowerEquipment": "v1_2_3",
@@ -77,6 +80,28 @@ def collection(path: str, type_name: str, name: str, members: list[str]) -> Reso
         "Name": name,
         "Members": refs(members),
         "Members@odata.count": len(members),
+    }
+
+
+def made(element: Any) -> dict[str, str]:
+    """Who made a simulated element, as Redfish says it on any physical part."""
+    return {
+        "Manufacturer": str(element.get("vendor")),
+        "Model": str(element.get("model")),
+        "SerialNumber": str(element.get("serial")),
+    }
+
+
+def slot(number: object, kind: str = "Slot") -> dict[str, object]:
+    """Where a part sits in its chassis: a `Location` whose `PartLocation` numbers the
+    slot (or bay), as a real service says it."""
+    ordinal = int(str(number or 0))
+    return {
+        "PartLocation": {
+            "LocationOrdinalValue": ordinal,
+            "LocationType": kind,
+            "ServiceLabel": f"{kind} {ordinal}",
+        }
     }
 
 

@@ -4,7 +4,7 @@ devices bound to them) and the CompositionService: a resource block per whole de
 
 from __future__ import annotations
 
-from fabric.simulator.redfish import paths, sensors
+from fabric.simulator.redfish import common, paths, sensors
 from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
 from fabric.simulator.redfish.world import Element, World
 
@@ -66,14 +66,14 @@ def _system(
     if host.get("power_feed_id") in world.by_id:
         links["PoweredBy"] = refs([paths.pdu(str(host.get("power_feed_id")))])
     links["Endpoints"] = refs([paths.endpoint(host.external_id)])
+    if host.get("rack_id") in world.by_id:
+        links["Chassis"] = refs([paths.chassis(host.external_id)])
     tree[path] = resource(
         path,
         str(host.get("name") or host.external_id),
         "ComputerSystem",
         SystemType="Physical",
-        Manufacturer=str(host.get("vendor")),
-        Model=str(host.get("model")),
-        SerialNumber=str(host.get("serial")),
+        **common.made(host),
         PowerState="On",
         Status=status(host.fault),
         ProcessorSummary={"Count": 1, "CoreCount": int(host.get("cores", 0))},
@@ -166,13 +166,9 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
         **{paths.DEVICE_MEMBER.get(kind, "Processors"): refs([member])},
         Links=links,
     )
-    common = {"Status": status(device.fault)}
+    own_status = {"Status": status(device.fault)}
     endpoint = refs([paths.endpoint(device.external_id)])
-    identity = {
-        "Manufacturer": str(device.get("vendor")),
-        "Model": str(device.get("model")),
-        "SerialNumber": str(device.get("serial")),
-    }
+    identity = common.made(device)
     if kind == "nvme":
         tree[member] = resource(
             member,
@@ -182,13 +178,17 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
             MediaType="SSD",
             CapacityBytes=int(device.get("capacity_gb", 0)) * 10**9,
             Revision=str(device.get("firmware")),
+            PhysicalLocation=common.slot(device.get("slot"), "Bay"),
             **identity,
-            **common,
+            **own_status,
             **sensors.links(member),
             Links={"Chassis": ref(paths.chassis(enclosure)), "Endpoints": endpoint},
         )
     elif kind == "nic":
-        tree[member] = resource(member, name, "NetworkInterface", **common)
+        card = paths.adapter(enclosure, device.external_id)
+        tree[member] = resource(
+            member, name, "NetworkInterface", **own_status, Links={"NetworkAdapter": ref(card)}
+        )
     else:
         tree[member] = resource(
             member,
@@ -197,8 +197,9 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
             ProcessorType="GPU",
             FirmwareVersion=str(device.get("firmware")),
             MemorySummary={"TotalMemorySizeMiB": int(device.get("memory_gib", 0)) * GIB_MIB},
+            Location=common.slot(device.get("slot")),
             **identity,
-            **common,
+            **own_status,
             **sensors.links(member, metrics=sensors.PROCESSOR),
             Links={"Chassis": ref(paths.chassis(enclosure)), "Endpoints": endpoint},
         )

@@ -104,6 +104,11 @@ def render(world: World, tree: dict[str, Resource], rendered: dict[str, list[Res
             Status=status(switch.fault),
             Ports=ref(f"{path}/Ports"),
             **sensors.links(path),
+            Links=(
+                {"Chassis": ref(paths.chassis(switch.external_id))}
+                if switch.get("rack_id") in world.by_id
+                else {}
+            ),
         )
         tree[f"{path}/Ports"] = collection(
             f"{path}/Ports", "Port", "Ports", [p["@odata.id"] for p in members]

@@ -68,6 +68,16 @@ def device(device_id: str, kind: str, enclosure: str) -> str:
     return f"{block(device_id)}/{member}/{seg(device_id)}"
 
 
+def adapter(enclosure: str, device_id: str) -> str:
+    """The card of a NIC in its enclosure (where its slot is said)."""
+    return f"{chassis(enclosure)}/NetworkAdapters/{seg(device_id)}"
+
+
+def pcie_device(enclosure: str, device_id: str) -> str:
+    """The PCIe device of a CXL memory device in its enclosure (where its slot is said)."""
+    return f"{chassis(enclosure)}/PCIeDevices/{seg(device_id)}"
+
+
 def chunks(domain_path: str) -> str:
     return f"{domain_path}/MemoryChunks"
 

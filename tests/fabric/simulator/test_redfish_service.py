@@ -70,16 +70,26 @@ def test_the_redfish_driver_finds_the_inventory_the_simulated_driver_finds(
     def placed(inventory: Inventory, by: dict[str, dict[str, str]]) -> set[tuple[str, ...]]:
         feeds, racks = by["power_feeds"], by["racks"]
         return {
-            *((d.name, by["enclosures"][d.enclosure_id or ""]) for d in inventory.devices),
+            *(
+                (d.name, by["enclosures"][d.enclosure_id or ""], f"slot {d.slot}")
+                for d in inventory.devices
+            ),
             *(
                 (e.name, feeds[e.power_feed_id or ""], racks[e.rack_id or ""])
                 for e in inventory.enclosures
             ),
-            *((h.name, feeds[h.power_feed_id or ""]) for h in inventory.hosts),
+            *(
+                (h.name, feeds[h.power_feed_id or ""], racks.get(h.rack_id or "", "no rack"))
+                for h in inventory.hosts
+            ),
+            *((s.name, racks.get(s.rack_id or "", "no rack")) for s in inventory.switches),
             *((f.name, racks[f.rack_id or ""]) for f in inventory.power_feeds),
         }
 
     assert placed(got, names) == placed(want, wanted_names)
+    # The world puts every host and switch in a rack and every device in a slot.
+    assert all(h.rack_id for h in want.hosts) and all(s.rack_id for s in want.switches)
+    assert all(d.slot for d in want.devices)
 
     # Cabling: the same pairs of (owner name, port name), each link once.
     def cabling(inventory: Inventory, by: dict[str, dict[str, str]]) -> Counter[frozenset[str]]:

@@ -14,6 +14,7 @@ from django.urls import reverse
 from fabric.choices import ChangeAction, DeviceState
 from fabric.credentials import decrypt
 from fabric.models import ChangeRecord, Device, FabricManager
+from fabric.simulator.redfish.server import serve_world
 from tests.fabric.simulated_world import simulated_manager
 from tests.factories.fabric import FabricManagerFactory, fabric_small
 from tests.support.personas import TENANTS
@@ -212,6 +213,45 @@ def test_test_connection_of_the_entered_values_shows_the_counts_and_saves_nothin
     assert not FabricManager.objects.filter(name="fm-try").exists()
     record = ChangeRecord.objects.get(action=ChangeAction.TESTED)
     assert (record.target_id, record.target_label) == (0, "fm-try")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_test_connection_of_a_redfish_manager_says_each_method_in_plain_words(
+    admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    simulated_manager(name="existing", fabric="rf-words")
+    with serve_world("rf-words", username="ops", password=SECRET) as url:
+        response = client_as(admin_user).post(
+            reverse("fabric:manager_test_entered"),
+            _form(
+                name="rf-try",
+                driver="redfish",
+                endpoint=url,
+                settings="{}",
+                username="ops",
+                password=SECRET,
+            ),
+            HTTP_HX_REQUEST="true",
+        )
+    body = html.unescape(response.content.decode())
+    assert 'id="probe-ok"' in body, body
+    expandable = body.split('data-method="expandable">', 1)[-1].split("</div>", 1)[0]
+    assert expandable == (
+        '<span class="mono">expandable</span>: '
+        "adds devices to an existing server (PATCH of its resource blocks)"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_connection_test_message_says_each_method_in_plain_words(
+    admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    manager = simulated_manager(name="words", fabric="sim")
+    response = client_as(admin_user).post(
+        reverse("fabric:manager_test", args=[manager.pk]), follow=True
+    )
+    body = html.unescape(response.content.decode())
+    assert "composes by bind: binds each device to its host, one at a time." in body
 
 
 def test_test_connection_of_bad_values_says_which_field(

@@ -118,6 +118,11 @@ def test_cxl_discovery_maps_fabric_links_reachability_and_partitionable_memory(
     assert pooled.memory_gib == 256 and pooled.attributes["partitionable"] is True
     assert pooled.enclosure_id == "/redfish/v1/Chassis/PooledCXLType3"
     assert {r.external_id for r in inventory.racks} == {"/redfish/v1/Chassis/CXLRack"}
+    # A system's rack: its chassis (Links.Chassis), contained by the rack chassis.
+    assert {h.external_id: h.rack_id for h in inventory.hosts} == {
+        f"/redfish/v1/Systems/{host}": "/redfish/v1/Chassis/CXLRack"
+        for host in ("Host1", "Host2", "Host5")
+    }
     gpu = next(
         d for d in inventory.devices if d.external_id.endswith("PooledCXLType2/Processors/GPU")
     )
