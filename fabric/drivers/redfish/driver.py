@@ -61,6 +61,7 @@ class RedfishDriver:
         self._credentials = dict(credentials or {})
         self._lock = threading.Lock()
         self._state: State | None = None
+        self._recalled = False  # _state is an earlier driver's walk (fabric.drivers.redfish.known)
         self._stream: EventStream | None = None
         self._stream_closed = False
         # Binds to one host change one system, read then PATCHed with its ETag: two at once
@@ -126,7 +127,7 @@ class RedfishDriver:
         reader = self._reader(session)
         state = state_of(reader)
         with self._lock:
-            self._state = state
+            self._state, self._recalled = state, False
         known.remember(self._key(), state)
         logger.info(
             "redfish %s: discovered %s in %s requests",
@@ -161,7 +162,7 @@ class RedfishDriver:
             if state is None:
                 return self.survey()
             with self._lock:
-                self._state = state
+                self._state, self._recalled = state, True
             return state
 
     def _on_known(self, op: Callable[[State], T]) -> T:
@@ -301,22 +302,31 @@ class RedfishDriver:
 
     def unbind(self, *, binding_id: str) -> None:
         """Undo a binding read back from the service; an unknown id is not an error."""
-        self._on_known(lambda state: self._unbind(state, binding_id))
+        if self._on_known(lambda state: self._unbind(state, binding_id)):
+            return
+        with self._lock:
+            recalled, self._recalled = self._recalled, False
+        if recalled:
+            # An earlier walk maps no binding of that id: a device it predates may hold it
+            # (bound since by another worker), so a fresh walk looks again before "none".
+            self._unbind(self.survey(), binding_id)
 
-    def _unbind(self, state: State, binding_id: str) -> None:
+    def _unbind(self, state: State, binding_id: str) -> bool:
+        """Undo the binding if `state` maps it; False where it maps none of that id."""
         bindings, sources = self._bindings(state)
         binding = next((b for b in bindings if b.binding_id == binding_id), None)
         if binding is None:
-            return
+            return False
         kind, source = sources[binding_id]
         if kind == "memory":
             self._slicer(state).unbind(source)
-            return
+            return True
         session = self._session()
         with self._host_lock(binding.host_id):
             reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
             etag = reply.etag or str(reply.body.get("@odata.etag") or "")
             self._composer(state).unbind(binding, reply.body, etag)
+        return True
 
     def event_stream(self, *, last_event_id: str = "") -> Iterator[DriverEvent]:
         """The service's server-sent events over this manager's session, resuming after

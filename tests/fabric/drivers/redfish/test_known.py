@@ -140,3 +140,22 @@ def test_binds_side_by_side_in_a_fresh_driver_walk_once(served: Served) -> None:
                 )
             )
         assert _since(service, start).count(ROOT) == 1
+
+
+def test_an_unbind_from_an_earlier_walk_finds_a_device_bound_since(served: Served) -> None:
+    with served("public-composability") as (service, url):
+        device = _free_devices(driver_for(url))[0]
+        block = driver_for(url).survey().index.device_block[device]
+        collection = "/redfish/v1/CompositionService/ResourceBlocks"
+        members = service.resources[collection]["Members"]
+        with service.lock:  # the block is listed again only after the next walk is kept
+            members.remove({"@odata.id": block})
+        assert device not in driver_for(url).survey().index.devices
+        with service.lock:
+            members.append({"@odata.id": block})
+        # Another worker (another credential: another walk) binds the device since.
+        other = RedfishDriver(endpoint=url, credentials={"token": service.issue_token()})
+        binding = other.bind(device_id=device, host_id=HOST)
+
+        driver_for(url).unbind(binding_id=binding.binding_id)
+        assert binding not in other.bindings()
