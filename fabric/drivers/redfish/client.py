@@ -87,6 +87,15 @@ class Options:
         return self.ca_bundle or requests.certs.where()
 
 
+class NotFound(DriverError):
+    """The service has no resource at a path it was asked about (404). Permanent; the
+    driver walks the service again and retries once when a path it took from an earlier
+    discovery answers it (the resource moved or vanished since)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, permanent=True)
+
+
 @dataclass(slots=True)
 class Reply:
     """One answer: status, parsed body (empty when none), headers that matter."""
@@ -349,9 +358,7 @@ class Session:
                 permanent=True,
             )
         if status == 404:
-            raise DriverError(
-                f"{self.endpoint} has no such resource to {what} (404){tail}", permanent=True
-            )
+            raise NotFound(f"{self.endpoint} has no such resource to {what} (404){tail}")
         if status in (408, 429) or status >= 500:
             raise DriverError(
                 f"{self.endpoint} failed to {what} ({status}){tail}; trying again may help.",

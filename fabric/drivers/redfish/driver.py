@@ -7,7 +7,9 @@ Settings (the manager's `settings`, never secrets): `timeout_s` (each call, defa
 "expandable", "specific", "compose-action" to use only that one; default: what fits),
 `metrics_max_reads` (metrics resources read per health poll, default 256; 0: none),
 `use_expand` (default true; false reads every member on its own, for a service whose
-`$expand` answers wrongly).
+`$expand` answers wrongly), `survey_max_age_s` (how long a bind or unbind by a later driver
+of this process starts from the latest discovery instead of walking the service, default
+300; 0: every job walks; fabric.drivers.redfish.known).
 Credentials: {"username": ..., "password": ...}, used to sign in and for nothing else.
 """
 
@@ -15,9 +17,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 from fabric.drivers.base import (
     Binding,
@@ -27,32 +28,21 @@ from fabric.drivers.base import (
     ProbeReport,
 )
 from fabric.drivers.events import DriverEvent, EventsNotOffered
-from fabric.drivers.redfish import mapping, topology
-from fabric.drivers.redfish.client import Options, Session
+from fabric.drivers.redfish import known
+from fabric.drivers.redfish.client import NotFound, Options, Session
 from fabric.drivers.redfish.compose import BlockComposer
 from fabric.drivers.redfish.events import EventStream, stream_of
-from fabric.drivers.redfish.mapping import Index, rid
+from fabric.drivers.redfish.health import readings_of
+from fabric.drivers.redfish.mapping import rid
 from fabric.drivers.redfish.memory import MemorySlicer
-from fabric.drivers.redfish.methods import ALL, Methods, methods_of
-from fabric.drivers.redfish.metrics import MetricsReader, elements_of, max_reads_of
+from fabric.drivers.redfish.methods import ALL
+from fabric.drivers.redfish.metrics import max_reads_of
 from fabric.drivers.redfish.reader import Reader, expand_query, ref, use_expand_of
 from fabric.drivers.redfish.sessions import session_for
-from fabric.drivers.redfish.walk import Snapshot, walk
+from fabric.drivers.redfish.state import State, state_of
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class State:
-    """One discovery: what was read, what it maps to, and how the service composes."""
-
-    snapshot: Snapshot
-    inventory: Inventory
-    index: Index
-    reach: topology.Reach
-    methods: Methods
-    initiators: dict[str, str]  # initiator endpoint -> host
-    fabric_connections: dict[str, str]  # endpoint -> its fabric's Connections collection
+T = TypeVar("T")
 
 
 class RedfishDriver:
@@ -71,6 +61,7 @@ class RedfishDriver:
         self._credentials = dict(credentials or {})
         self._lock = threading.Lock()
         self._state: State | None = None
+        self._recalled = False  # _state is an earlier driver's walk (fabric.drivers.redfish.known)
         self._stream: EventStream | None = None
         self._stream_closed = False
         # Binds to one host change one system, read then PATCHed with its ETag: two at once
@@ -85,6 +76,8 @@ class RedfishDriver:
             )
         self.prefer = prefer
         self.use_expand = use_expand_of(self.settings)
+        self.max_age_s = known.max_age_of(self.settings)
+        self._survey_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"RedfishDriver(endpoint={self.endpoint!r})"  # never the credentials
@@ -105,8 +98,9 @@ class RedfishDriver:
         return Reader(session, expand=expand)
 
     def survey(self) -> State:
-        """A fresh discovery with all it read (kept for the binds that follow; tests and
-        benchmarks read its snapshot, reachability and request count)."""
+        """A fresh discovery with all it read (kept for the binds that follow, this driver's
+        and, for a while, later drivers' of this process; tests and benchmarks read its
+        snapshot, reachability and request count)."""
         session = self._session()
         # The root is read afresh each time: a manager's firmware may add a service to it.
         root = session.check(session.request("GET", "/redfish/v1/"), "read the service root")
@@ -128,63 +122,58 @@ class RedfishDriver:
             ) from exc
 
     def _map(self, session: Session) -> State:
-        """Walk the service and map what it holds; kept as this driver's known state."""
+        """Walk the service and map what it holds; kept as this driver's known state and
+        as the process's latest discovery of this manager (fabric.drivers.redfish.known)."""
         reader = self._reader(session)
-        snap = walk(reader)
-        index = Index()
-        index.blocks = {rid(b): b for b in snap.blocks}
-        racks, rack_of = mapping.racks_of(snap)
-        feeds = mapping.feeds_of(snap, {r.external_id for r in racks})
-        feed_ids = {f.external_id for f in feeds}
-        hosts = mapping.hosts_of(snap, index, rack_of, feed_ids)
-        chassis_ids = {rid(c) for c in snap.chassis if c.get("ChassisType") != "Rack"}
-        devices = mapping.devices_of(snap, index, chassis_ids)
-        enclosures = mapping.enclosures_of(snap, devices, rack_of, feed_ids)
-        switches = topology.switches_of(snap, rack_of)
-        ports = topology.ports_of(snap, index, chassis_ids)
-        links = topology.links_of(snap, ports)
-        reach = topology.reach_of(snap, index, ports)
-        devices = [_with_reach(d, reach) for d in devices]
-        hosts = [_with_reach(h, reach) for h in hosts]
-        index.devices = {d.external_id: d for d in devices}
-        inventory = Inventory(
-            racks=tuple(racks),
-            power_feeds=tuple(feeds),
-            switches=tuple(switches),
-            hosts=tuple(hosts),
-            enclosures=tuple(enclosures),
-            devices=tuple(devices),
-            ports=tuple(ports),
-            links=tuple(links),
-        )
-        state = State(
-            snapshot=snap,
-            inventory=inventory,
-            index=index,
-            reach=reach,
-            methods=methods_of(snap, reader),
-            initiators=_initiators(snap, reach),
-            fabric_connections=dict(snap.endpoint_connections),
-        )
-        snap.requests = reader.requests  # methods_of may read capability objects
+        state = state_of(reader)
         with self._lock:
-            self._state = state
+            self._state, self._recalled = state, False
+        known.remember(self._key(), state)
         logger.info(
             "redfish %s: discovered %s in %s requests",
             self.endpoint,
-            inventory.counts(),
+            state.inventory.counts(),
             reader.requests,
         )
         return state
+
+    def _key(self) -> tuple[Any, ...]:
+        options = Options.from_settings(self.settings)
+        return known.key_of(self.endpoint, self._credentials, options, self.use_expand)
 
     def _host_lock(self, host_id: str) -> threading.Lock:
         with self._lock:
             return self._host_locks.setdefault(host_id, threading.Lock())
 
     def _known(self) -> State:
+        """This driver's discovery, else the process's latest one of this manager while
+        younger than `survey_max_age_s`, else a walk (one at a time: binds side by side in
+        a fresh driver wait for the first one's walk rather than each walking)."""
         with self._lock:
             state = self._state
-        return state if state is not None else self.survey()
+        if state is not None:
+            return state
+        with self._survey_lock:
+            with self._lock:
+                state = self._state
+            if state is not None:
+                return state
+            state = known.recall(self._key(), self.max_age_s) if self.max_age_s else None
+            if state is None:
+                return self.survey()
+            with self._lock:
+                self._state, self._recalled = state, True
+            return state
+
+    def _on_known(self, op: Callable[[State], T]) -> T:
+        """`op` on the known state; where a resource that state names answers 404 (moved
+        or gone since it was read), once more on a fresh walk. A 409 or 412 is no sign of a
+        stale state: it stays the refusal it is."""
+        try:
+            return op(self._known())
+        except NotFound as exc:
+            logger.info("redfish %s: %s; walking the service again", self.endpoint, exc.message)
+            return op(self.survey())
 
     # -- FabricDriver --------------------------------------------------------------------
 
@@ -275,11 +264,13 @@ class RedfishDriver:
     def bindings(self) -> list[Binding]:
         """Every device in a composed system's resource blocks, every memory slice that a
         connection gives a host; read fresh from the service."""
-        return self._bindings(self._known())[0]
+        return self._on_known(lambda state: self._bindings(state)[0])
 
     def bind(self, *, device_id: str, host_id: str, size_gib: int | None = None) -> Binding:
         """Compose the device (or connect a `size_gib` memory chunk of it) to the host."""
-        state = self._known()
+        return self._on_known(lambda state: self._bind(state, device_id, host_id, size_gib))
+
+    def _bind(self, state: State, device_id: str, host_id: str, size_gib: int | None) -> Binding:
         if device_id not in state.index.devices or host_id not in {
             h.external_id for h in state.inventory.hosts
         }:
@@ -311,20 +302,31 @@ class RedfishDriver:
 
     def unbind(self, *, binding_id: str) -> None:
         """Undo a binding read back from the service; an unknown id is not an error."""
-        state = self._known()
+        if self._on_known(lambda state: self._unbind(state, binding_id)):
+            return
+        with self._lock:
+            recalled, self._recalled = self._recalled, False
+        if recalled:
+            # An earlier walk maps no binding of that id: a device it predates may hold it
+            # (bound since by another worker), so a fresh walk looks again before "none".
+            self._unbind(self.survey(), binding_id)
+
+    def _unbind(self, state: State, binding_id: str) -> bool:
+        """Undo the binding if `state` maps it; False where it maps none of that id."""
         bindings, sources = self._bindings(state)
         binding = next((b for b in bindings if b.binding_id == binding_id), None)
         if binding is None:
-            return
+            return False
         kind, source = sources[binding_id]
         if kind == "memory":
             self._slicer(state).unbind(source)
-            return
+            return True
         session = self._session()
         with self._host_lock(binding.host_id):
             reply = session.check(session.request("GET", rid(source)), f"read {rid(source)}")
             etag = reply.etag or str(reply.body.get("@odata.etag") or "")
             self._composer(state).unbind(binding, reply.body, etag)
+        return True
 
     def event_stream(self, *, last_event_id: str = "") -> Iterator[DriverEvent]:
         """The service's server-sent events over this manager's session, resuming after
@@ -346,74 +348,8 @@ class RedfishDriver:
             stream.close()
 
     def health(self) -> list[HealthReading]:
-        """A reading per element from its own `Status` (Health; State), absent ones left out,
-        with the numbers of the metrics resources it links to (fabric.drivers.redfish.metrics;
-        none where the service has none). A link reads what its ports' metrics say."""
-        state_read = self.survey()
-        inventory = state_read.inventory
-        numbers = MetricsReader(
-            self._reader(self._session()), max_reads=max_reads_of(self.settings)
-        ).of(elements_of(state_read.snapshot))
-        readings: list[HealthReading] = []
-        for kind, items in (
-            ("rack", inventory.racks),
-            ("power_feed", inventory.power_feeds),
-            ("switch", inventory.switches),
-            ("host", inventory.hosts),
-            ("enclosure", inventory.enclosures),
-            ("device", inventory.devices),
-            ("port", inventory.ports),
-        ):
-            for item in items:
-                state = str(item.attributes.get("state") or "")
-                readings.append(
-                    HealthReading(
-                        target_kind=kind,  # type: ignore[arg-type]
-                        external_id=item.external_id,
-                        health=item.health,
-                        state=state,
-                        detail=""
-                        if item.health in ("ok", "unknown")
-                        else f"the manager reports {item.health} ({state or 'no state'})",
-                        metrics=numbers.get(item.external_id, {}),
-                    )
-                )
-        for link_info in inventory.links:
-            readings.append(
-                HealthReading(
-                    target_kind="link",
-                    external_id=link_info.external_id,
-                    health=link_info.health,
-                    state=link_info.state,
-                    metrics={
-                        **numbers.get(link_info.b_port_id, {}),
-                        **numbers.get(link_info.a_port_id, {}),
-                    },
-                    detail=""
-                    if link_info.health in ("ok", "unknown")
-                    else f"the manager reports its ports' link {link_info.state}",
-                )
-            )
-        return readings
-
-
-def _with_reach(info: Any, reach: topology.Reach) -> Any:
-    element = info.external_id
-    extra = {
-        "endpoints": sorted(reach.element_endpoints.get(element, [])),
-        "zones": sorted(reach.element_zones.get(element, [])),
-    }
-    if element in reach.reachable_from:
-        extra["reachable_from"] = sorted(set(reach.reachable_from[element]))
-    return replace(info, attributes={**info.attributes, **extra})
-
-
-def _initiators(snap: Snapshot, reach: topology.Reach) -> dict[str, str]:
-    """Endpoints whose entities are initiators, and the host each stands for."""
-    hosts: dict[str, str] = {}
-    for endpoint in snap.endpoints:
-        roles = {str(e.get("EntityRole")) for e in endpoint.get("ConnectedEntities") or []}
-        elements = reach.endpoints.get(rid(endpoint), [])
-        if "Initiator" in roles and elements:
-            hosts[rid(endpoint)] = elements[0]
-    return hosts
+        """A reading per element from a fresh walk, with its metrics
+        (fabric.drivers.redfish.health)."""
+        state = self.survey()
+        reader = self._reader(self._session())
+        return readings_of(state, reader, max_reads_of(self.settings))

@@ -22,6 +22,13 @@ _SESSIONS: OrderedDict[tuple[Any, ...], Session] = OrderedDict()
 _SESSIONS_LOCK = threading.Lock()
 
 
+def credential_digest(credentials: Mapping[str, str]) -> str:
+    """A digest of the credentials, to key by them without keeping them."""
+    return hashlib.sha256(
+        "\0".join(str(credentials.get(k, "")) for k in ("username", "password", "token")).encode()
+    ).hexdigest()
+
+
 def session_for(endpoint: str, credentials: Mapping[str, str], options: Options) -> Session:
     """The process's session for this manager, created on first use.
 
@@ -30,10 +37,7 @@ def session_for(endpoint: str, credentials: Mapping[str, str], options: Options)
     rotated credentials sign in afresh while the key itself holds no secret. Past
     MAX_SESSIONS the least recently used session is evicted and signed out.
     """
-    digest = hashlib.sha256(
-        "\0".join(str(credentials.get(k, "")) for k in ("username", "password", "token")).encode()
-    ).hexdigest()
-    key = (os.getpid(), endpoint.rstrip("/"), digest, options)
+    key = (os.getpid(), endpoint.rstrip("/"), credential_digest(credentials), options)
     evicted: list[Session] = []
     with _SESSIONS_LOCK:
         session = _SESSIONS.get(key)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fabric.drivers.redfish import sessions
+from fabric.drivers.redfish import known, sessions
 from fabric.drivers.redfish.driver import RedfishDriver
 from tests.support.redfish_server import PASSWORD, USERNAME, MockService, serve
 from tests.support.shared_data import shared_data
@@ -64,3 +64,6 @@ def own_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test its own session cache: sessions left by earlier tests (their servers gone)
     would otherwise be evicted, and signed out, in the middle of a later one."""
     monkeypatch.setattr(sessions, "_SESSIONS", type(sessions._SESSIONS)())
+    # Each test its own discoveries too: a port reused by a later test's server would
+    # otherwise find an earlier world's discovery.
+    monkeypatch.setattr(known, "_KNOWN", type(known._KNOWN)())
