@@ -137,7 +137,7 @@ class BlockComposer:
         self, host_id: str, system_id: str, system: dict[str, Any], etag: str, block_id: str
     ) -> None:
         current = [b.rstrip("/") for b in link(system, "ResourceBlocks")]
-        if self._allowed(EXPANDABLE) and self.methods.expandable(system_id):
+        if self._allowed(EXPANDABLE) and self.methods.expandable(system_id, system):
             self.patch_blocks(system_id, etag, [*current, block_id], f"bind to {host_id}")
             return
         if self._allowed(COMPOSE_ACTION) and self.methods.compose_target and current:
@@ -217,7 +217,7 @@ class BlockComposer:
         remaining = [b for b in current if b != block_id]
         anchors = set(self.index.host_anchor.values())
         what = f"unbind {binding.device_id} from {binding.host_id}"
-        if self._allowed(EXPANDABLE) and self.methods.expandable(system_id):
+        if self._allowed(EXPANDABLE) and self.methods.expandable(system_id, system):
             self.patch_blocks(system_id, etag, remaining, what)
         elif set(remaining) <= anchors and (
             self.methods.specific_target or self.methods.compose_target

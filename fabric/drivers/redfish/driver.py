@@ -37,7 +37,7 @@ from fabric.drivers.redfish.mapping import rid
 from fabric.drivers.redfish.memory import MemorySlicer
 from fabric.drivers.redfish.methods import ALL
 from fabric.drivers.redfish.metrics import max_reads_of
-from fabric.drivers.redfish.reader import Reader, expand_query, ref, use_expand_of
+from fabric.drivers.redfish.reader import Reader, expand_query, link, ref, use_expand_of
 from fabric.drivers.redfish.sessions import session_for
 from fabric.drivers.redfish.state import State, state_of
 
@@ -61,7 +61,6 @@ class RedfishDriver:
         self._credentials = dict(credentials or {})
         self._lock = threading.Lock()
         self._state: State | None = None
-        self._recalled = False  # _state is an earlier driver's walk (fabric.drivers.redfish.known)
         self._stream: EventStream | None = None
         self._stream_closed = False
         # Binds to one host change one system, read then PATCHed with its ETag: two at once
@@ -127,7 +126,7 @@ class RedfishDriver:
         reader = self._reader(session)
         state = state_of(reader)
         with self._lock:
-            self._state, self._recalled = state, False
+            self._state = state
         known.remember(self._key(), state)
         logger.info(
             "redfish %s: discovered %s in %s requests",
@@ -162,7 +161,7 @@ class RedfishDriver:
             if state is None:
                 return self.survey()
             with self._lock:
-                self._state, self._recalled = state, True
+                self._state = state
             return state
 
     def _on_known(self, op: Callable[[State], T]) -> T:
@@ -246,8 +245,17 @@ class RedfishDriver:
 
     def _bindings(
         self, state: State
-    ) -> tuple[list[Binding], dict[str, tuple[str, dict[str, Any]]]]:
+    ) -> tuple[State, list[Binding], dict[str, tuple[str, dict[str, Any]]]]:
+        """The bindings the service reports now, read with `state` (returned: a fresh walk
+        where the reads name a block, a server or an initiator that `state` does not know,
+        since a walk that predates them would map their bindings wrongly or not at all, and
+        the reconciler unbinds what it takes for an orphan)."""
         systems, connections, reader = self._current(state)
+        unknown = unknown_to(state, systems, connections)
+        if unknown:
+            logger.info("redfish %s: %s, walking the service again", self.endpoint, unknown)
+            state = self.survey()
+            systems, connections, reader = self._current(state)
         composer, slicer = self._composer(state), self._slicer(state)
         found: list[Binding] = []
         sources: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -259,12 +267,12 @@ class RedfishDriver:
             for binding in slicer.bindings([connection], reader):
                 found.append(binding)
                 sources[binding.binding_id] = ("memory", connection)
-        return found, sources
+        return state, found, sources
 
     def bindings(self) -> list[Binding]:
         """Every device in a composed system's resource blocks, every memory slice that a
         connection gives a host; read fresh from the service."""
-        return self._on_known(lambda state: self._bindings(state)[0])
+        return self._on_known(lambda state: self._bindings(state)[1])
 
     def bind(self, *, device_id: str, host_id: str, size_gib: int | None = None) -> Binding:
         """Compose the device (or connect a `size_gib` memory chunk of it) to the host."""
@@ -289,7 +297,8 @@ class RedfishDriver:
                     "(size_gib=None).",
                     permanent=True,
                 )
-            existing = [b for b in self._bindings(state)[0] if b.size_gib is not None]
+            state, found, _sources = self._bindings(state)
+            existing = [b for b in found if b.size_gib is not None]
             return self._slicer(state).bind(device_id, host_id, size_gib, existing)
         if state.snapshot.composition is None:
             raise DriverError(
@@ -302,18 +311,12 @@ class RedfishDriver:
 
     def unbind(self, *, binding_id: str) -> None:
         """Undo a binding read back from the service; an unknown id is not an error."""
-        if self._on_known(lambda state: self._unbind(state, binding_id)):
-            return
-        with self._lock:
-            recalled, self._recalled = self._recalled, False
-        if recalled:
-            # An earlier walk maps no binding of that id: a device it predates may hold it
-            # (bound since by another worker), so a fresh walk looks again before "none".
-            self._unbind(self.survey(), binding_id)
+        self._on_known(lambda state: self._unbind(state, binding_id))
 
     def _unbind(self, state: State, binding_id: str) -> bool:
-        """Undo the binding if `state` maps it; False where it maps none of that id."""
-        bindings, sources = self._bindings(state)
+        """Undo the binding if the service reports it; False where it reports none of that
+        id (a walk that predates its device or host is walked again by `_bindings`)."""
+        state, bindings, sources = self._bindings(state)
         binding = next((b for b in bindings if b.binding_id == binding_id), None)
         if binding is None:
             return False
@@ -353,3 +356,26 @@ class RedfishDriver:
         state = self.survey()
         reader = self._reader(self._session())
         return readings_of(state, reader, max_reads_of(self.settings))
+
+
+def unknown_to(
+    state: State, systems: list[dict[str, Any]], connections: list[dict[str, Any]]
+) -> str:
+    """What the fresh reads of systems and connections name that `state` does not know,
+    in words ("" when nothing): a resource block, a server, a memory initiator."""
+    anchors = set(state.index.host_anchor.values())
+    for system in systems:
+        blocks = [b.rstrip("/") for b in link(system, "ResourceBlocks")]
+        new = [b for b in blocks if b not in state.index.blocks]
+        if new:
+            return f"system {rid(system)} holds resource block {new[0]} that the walk predates"
+        if blocks and rid(system) not in state.index.system_host and not anchors & set(blocks):
+            return f"system {rid(system)} is a server the walk predates"
+    endpoints = {rid(e) for e in state.snapshot.endpoints}
+    for connection in connections:
+        if not connection.get("MemoryChunkInfo"):
+            continue
+        initiators = [e.rstrip("/") for e in link(connection, "InitiatorEndpoints")]
+        if any(e not in state.initiators and e not in endpoints for e in initiators):
+            return f"connection {rid(connection)} names an endpoint the walk predates"
+    return ""

@@ -47,9 +47,13 @@ class Methods:
             found.append(COMPOSE_ACTION)
         return tuple(found)
 
-    def expandable(self, system_id: str) -> bool:
+    def expandable(self, system_id: str, system: Mapping[str, Any] | None = None) -> bool:
+        """Whether the system's blocks may change: as the walk found it, or as `system`, read
+        just now, says of itself (a system composed since the walk is in no walk)."""
         return self.enabled and (
-            system_id in self.expandable_systems or self.updatable_after_create
+            system_id in self.expandable_systems
+            or self.updatable_after_create
+            or (system is not None and system_is_expandable(system))
         )
 
 

@@ -231,3 +231,18 @@ def test_health_reads_each_element_status(served: Served) -> None:
         readings[("host", "/redfish/v1/CompositionService/ResourceBlocks/ComputeBlock1")].health
         == "ok"
     )
+
+
+def test_a_system_composed_since_the_walk_is_expandable_by_what_it_says_of_itself() -> None:
+    """A kept walk knows only the systems of its time: a system composed since (by the
+    specific method, in an earlier job) says itself whether it may grow, and the bind or
+    unbind believes the system as just read rather than refusing it permanently."""
+    from fabric.drivers.redfish.methods import Methods
+
+    methods = Methods(enabled=True, expandable_systems=frozenset({"/redfish/v1/Systems/1"}))
+    since = {"Composition": {"UseCases": ["ExpandableSystem"]}}
+    assert methods.expandable("/redfish/v1/Systems/1")
+    assert not methods.expandable("/redfish/v1/Systems/since")
+    assert methods.expandable("/redfish/v1/Systems/since", since)
+    assert not methods.expandable("/redfish/v1/Systems/since", {"Composition": {}})
+    assert not Methods(enabled=False).expandable("/redfish/v1/Systems/since", since)

@@ -4,6 +4,7 @@ driver binds from it without walking the service, until it is older than
 
 from __future__ import annotations
 
+import copy
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -159,3 +160,43 @@ def test_an_unbind_from_an_earlier_walk_finds_a_device_bound_since(served: Serve
 
         driver_for(url).unbind(binding_id=binding.binding_id)
         assert binding not in other.bindings()
+
+
+def test_bindings_from_an_earlier_walk_walk_again_for_what_it_predates(served: Served) -> None:
+    """A server made since the kept walk, on a compute block the walk never saw, holding a
+    device: answered from that walk its binding would be named after the system, not the
+    host, and the reconciler would unbind a live device as an orphan. The reads name a
+    block the walk predates, so the driver walks again and answers as a fresh one does."""
+    with served("public-composability") as (service, url):
+        first = driver_for(url)
+        device = _free_devices(first)[0]
+        state = first.survey()  # the walk the next driver recalls
+        blocks = "/redfish/v1/CompositionService/ResourceBlocks"
+        new_block, new_system = f"{blocks}/ComputeBlockSince", "/redfish/v1/Systems/Since"
+        with service.lock:
+            block = copy.deepcopy(service.resources[HOST])
+            block.update({"@odata.id": new_block, "Id": "ComputeBlockSince"})
+            service.resources[new_block] = block
+            service.resources[blocks]["Members"].append({"@odata.id": new_block})
+            system = copy.deepcopy(service.resources[state.index.host_system[HOST]])
+            system.update({"@odata.id": new_system, "Id": "Since"})
+            system["Links"]["ResourceBlocks"] = [
+                {"@odata.id": new_block},
+                {"@odata.id": state.index.device_block[device]},
+            ]
+            service.resources[new_system] = system
+            service.resources["/redfish/v1/Systems"]["Members"].append({"@odata.id": new_system})
+        start = len(service.log)
+        recalled = driver_for(url).bindings()
+        assert ROOT in _since(service, start), "the reads named a block the walk predates"
+        fresh = driver_for(url, survey_max_age_s=0).bindings()
+        assert sorted(b.binding_id for b in recalled) == sorted(b.binding_id for b in fresh)
+        assert any(b.device_id == device and b.host_id == new_block for b in recalled)
+
+
+def test_bindings_from_a_current_walk_do_not_walk(served: Served) -> None:
+    with served("public-composability") as (service, url):
+        driver_for(url).survey()
+        start = len(service.log)
+        driver_for(url).bindings()
+        assert ROOT not in _since(service, start)
