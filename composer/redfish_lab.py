@@ -61,10 +61,13 @@ class RedfishLab:
 
     def banner(self) -> str:
         """The banner's lines about the lab: where, which account, and what to do with it."""
+        # The demo password is printed as the demo logins are; one the operator chose is
+        # theirs to know, and never printed.
+        shown = repr(self.password) if self.password == DEMO_REDFISH_PASSWORD else "(yours)"
         return (
             f"  Redfish lab (a small simulated fabric of its own, served as Redfish): "
             f"{self.endpoint}\n"
-            f"    account {self.username!r} / {self.password!r}; not added yet: add it under "
+            f"    account {self.username!r} / {shown}; not added yet: add it under "
             f"Fabric > Fabric managers > Add, driver redfish.\n"
         )
 
