@@ -1,5 +1,6 @@
 """The project's URL map: pages of both apps, the API, its schema and docs, the admin.
 
+Composer's Redfish service (`composer.redfish`) answers /redfish and /redfish/v1/... .
 The optional simulator app's page and API route come in through `composer.views.urls` and
 `composer.api.urls`, only where it is installed.
 """
@@ -22,6 +23,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
     # Anything else under /api/ (ending in a slash, as under /api/v1/) is a JSON 404 too.
     re_path(r"^api/[\s\S]*/$", NotFoundView.as_view()),
+    path("", include("composer.redfish.urls")),
     path("fabric/", include("fabric.urls")),
     path("", include("composer.views.urls")),
 ]

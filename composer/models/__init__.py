@@ -14,6 +14,7 @@ from composer.models.reconcile import (
     ReconcileTrigger,
     UnbindPending,
 )
+from composer.models.redfish import RedfishSession
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
 
@@ -33,6 +34,7 @@ __all__ = [
     "ReconcileRun",
     "ReconcileStatus",
     "ReconcileTrigger",
+    "RedfishSession",
     "StateChange",
     "Template",
     "Tenant",

@@ -359,6 +359,11 @@ COMPOSER_SIMULATOR_LATENCY_SCALE = float(env_str("COMPOSER_SIMULATOR_LATENCY_SCA
 COMPOSER_SIMULATOR_REDFISH_USERNAME = env_str("COMPOSER_SIMULATOR_REDFISH_USERNAME", "")
 COMPOSER_SIMULATOR_REDFISH_PASSWORD = env_str("COMPOSER_SIMULATOR_REDFISH_PASSWORD", "")
 
+# Composer's Redfish service (docs/redfish.md): a session unused this long ends, and one
+# user holds at most this many sessions at once (the oldest past it are refused, not cut).
+COMPOSER_REDFISH_SESSION_TIMEOUT_S = env_int("COMPOSER_REDFISH_SESSION_TIMEOUT_S", 1800)
+COMPOSER_REDFISH_SESSIONS_PER_USER = env_int("COMPOSER_REDFISH_SESSIONS_PER_USER", 32)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

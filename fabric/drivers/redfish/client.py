@@ -398,12 +398,18 @@ class Session:
 
 
 def _message(body: Mapping[str, Any]) -> str:
-    """The first message of a Redfish error or task body."""
+    """The first message of a Redfish error or task body that says what went wrong: a
+    GeneralError's own text says only "see Resolution", so its Resolution (or the
+    error's message) is what is said instead."""
     error = body.get("error") if isinstance(body.get("error"), dict) else body
     assert isinstance(error, Mapping)
     for info in error.get("@Message.ExtendedInfo") or error.get("Messages") or []:
-        if isinstance(info, dict) and info.get("Message"):
-            return str(info["Message"])
+        if not isinstance(info, dict) or not info.get("Message"):
+            continue
+        if str(info.get("MessageId") or "").endswith(".GeneralError"):
+            said = str(error.get("message") or info.get("Resolution") or "")
+            return said if said and said != "None." else str(info["Message"])
+        return str(info["Message"])
     return str(error.get("message") or "")
 
 

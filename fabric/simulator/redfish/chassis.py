@@ -7,17 +7,9 @@ plugged into an outlet of its feed's PDU (`Links.PowerOutlets`), not the depreca
 
 from __future__ import annotations
 
+from fabric.redfish_render.build import Resource, collection, ref, refs, resource, slot
 from fabric.simulator.redfish import paths, sensors
-from fabric.simulator.redfish.common import (
-    Resource,
-    collection,
-    made,
-    ref,
-    refs,
-    resource,
-    slot,
-    status,
-)
+from fabric.simulator.redfish.common import made, status
 from fabric.simulator.redfish.world import Element, World
 
 GIB_MIB = 1024

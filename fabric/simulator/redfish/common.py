@@ -1,86 +1,13 @@
-"""Small builders shared by the renderers: links, collections, types and Status."""
+"""What only the simulated world says: who made an element, and its injected fault as
+a Status. The builders every Redfish payload uses are `fabric.redfish_render.build`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-Resource = dict[str, Any]
-
-# The schema version each resource is rendered as (all present in DMTF's published CSDL).
-VERSIONS: dict[str, str] = {
-    "ServiceRoot": "v1_20_0",
-    "SessionService": "v1_2_0",
-    "Session": "v1_8_0",
-    "Chassis": "v1_28_0",
-    "ComputerSystem": "v1_27_0",
-    "CompositionService": "v1_2_3",
-    "ResourceBlock": "v1_4_3",
-    "Zone": "v1_6_3",
-    "Fabric": "v1_4_0",
-    "Switch": "v1_11_0",
-    "Port": "v1_18_0",
-    "Endpoint": "v1_8_2",
-    "Connection": "v1_4_0",
-    "Processor": "v1_22_0",
-    "MemoryDomain": "v1_5_1",
-    "MemoryChunks": "v1_6_2",
-    "Drive": "v1_22_0",
-    "NetworkInterface": "v1_2_3",
-    "NetworkAdapter": "v1_14_0",
-    "PCIeDevice": "v1_21_0",
-    "PCIeFunction": "v1_7_0",
-    "FabricAdapter": "v1_5_3",
-    "PowerDistribution": "v1_6_0",
-    "PowerEquipment": "v1_2_3",
-    "PowerSubsystem": "v1_1_3",
-    "PowerSupply": "v1_6_0",
-    "Outlet": "v1_4_4",
-    "ProcessorMetrics": "v1_7_0",
-    "EnvironmentMetrics": "v1_5_0",
-    "PortMetrics": "v1_8_1",
-    "EventService": "v1_12_0",
-    "Event": "v1_7_0",
-    "TaskService": "v1_3_0",
-    "Task": "v1_7_4",
-}
-# Collections named otherwise than <Type>Collection.
-COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}
+from fabric.redfish_render.build import health_status
 
 _HEALTH = {"": "OK", "degraded": "Warning", "failed": "Critical"}
-
-
-def ref(path: str) -> dict[str, str]:
-    return {"@odata.id": path}
-
-
-def refs(paths: list[str]) -> list[dict[str, str]]:
-    return [ref(p) for p in paths]
-
-
-def odata_type(name: str) -> str:
-    return f"#{name}.{VERSIONS[name]}.{name}"
-
-
-def resource(path: str, name: str, type_name: str, **body: Any) -> Resource:
-    """A resource with its identity: @odata.id, @odata.type, Id (the last segment), Name."""
-    return {
-        "@odata.id": path,
-        "@odata.type": odata_type(type_name),
-        "Id": path.rsplit("/", 1)[-1],
-        "Name": name,
-        **body,
-    }
-
-
-def collection(path: str, type_name: str, name: str, members: list[str]) -> Resource:
-    kind = COLLECTION_TYPES.get(type_name, f"{type_name}Collection")
-    return {
-        "@odata.id": path,
-        "@odata.type": f"#{kind}.{kind}",
-        "Name": name,
-        "Members": refs(members),
-        "Members@odata.count": len(members),
-    }
 
 
 def made(element: Any) -> dict[str, str]:
@@ -92,19 +19,6 @@ def made(element: Any) -> dict[str, str]:
     }
 
 
-def slot(number: object, kind: str = "Slot") -> dict[str, object]:
-    """Where a part sits in its chassis: a `Location` whose `PartLocation` numbers the
-    slot (or bay), as a real service says it."""
-    ordinal = int(str(number or 0))
-    return {
-        "PartLocation": {
-            "LocationOrdinalValue": ordinal,
-            "LocationType": kind,
-            "ServiceLabel": f"{kind} {ordinal}",
-        }
-    }
-
-
 def status(fault: str = "") -> dict[str, str]:
     """An element's own Status: its injected fault alone ("" ok, degraded, failed)."""
-    return {"State": "Enabled", "Health": _HEALTH.get(fault, "OK")}
+    return health_status(_HEALTH.get(fault, "OK"))

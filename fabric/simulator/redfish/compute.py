@@ -4,8 +4,10 @@ devices bound to them) and the CompositionService: a resource block per whole de
 
 from __future__ import annotations
 
+from fabric.redfish_render import build
+from fabric.redfish_render.build import Resource, collection, ref, refs, resource
 from fabric.simulator.redfish import common, paths, sensors
-from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
+from fabric.simulator.redfish.common import status
 from fabric.simulator.redfish.world import Element, World
 
 GIB_MIB = 1024
@@ -178,7 +180,7 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
             MediaType="SSD",
             CapacityBytes=int(device.get("capacity_gb", 0)) * 10**9,
             Revision=str(device.get("firmware")),
-            PhysicalLocation=common.slot(device.get("slot"), "Bay"),
+            PhysicalLocation=build.slot(device.get("slot"), "Bay"),
             **identity,
             **own_status,
             **sensors.links(member),
@@ -197,7 +199,7 @@ def _block(tree: dict[str, Resource], device: Element) -> None:
             ProcessorType="GPU",
             FirmwareVersion=str(device.get("firmware")),
             MemorySummary={"TotalMemorySizeMiB": int(device.get("memory_gib", 0)) * GIB_MIB},
-            Location=common.slot(device.get("slot")),
+            Location=build.slot(device.get("slot")),
             **identity,
             **own_status,
             **sensors.links(member, metrics=sensors.PROCESSOR),

@@ -31,8 +31,9 @@ from typing import Any
 from django.db import connections
 
 from fabric.drivers.base import DriverError
+from fabric.redfish_render.build import Resource, collection, odata_type, ref, resource
 from fabric.simulator.redfish import paths
-from fabric.simulator.redfish.common import Resource, collection, odata_type, ref, resource, status
+from fabric.simulator.redfish.common import status
 from fabric.simulator.redfish.sensors import port_path
 from fabric.simulator.redfish.world import Element, World
 

@@ -4,9 +4,10 @@ Connection per memory slice that a host holds."""
 
 from __future__ import annotations
 
+from fabric.redfish_render.build import Resource, collection, ref, refs, resource
 from fabric.simulator.redfish import paths, sensors
 from fabric.simulator.redfish.chassis import chunk_slices
-from fabric.simulator.redfish.common import Resource, collection, ref, refs, resource, status
+from fabric.simulator.redfish.common import status
 from fabric.simulator.redfish.sensors import port_path
 from fabric.simulator.redfish.world import Element, World
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from urllib.parse import quote, unquote
 
-V1 = "/redfish/v1"
+from fabric.redfish_render.build import V1 as V1
+
 SYSTEMS = f"{V1}/Systems"
 CHASSIS = f"{V1}/Chassis"
 FABRIC = f"{V1}/Fabrics/CXL"

@@ -23,11 +23,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from fabric.redfish_render.build import Resource, ref, resource
 from fabric.simulator.metrics import element_metrics
 from fabric.simulator.models import SimulatedBinding as Binding
 from fabric.simulator.propagation import own_health
 from fabric.simulator.redfish import paths
-from fabric.simulator.redfish.common import Resource, ref, resource
 from fabric.simulator.redfish.world import Element, World
 
 ENVIRONMENT = "EnvironmentMetrics"

@@ -23,8 +23,11 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from django.db import close_old_connections, connections
 
 from fabric.drivers.base import DriverError
+from fabric.redfish_render import documents
+from fabric.redfish_render.build import Resource
+from fabric.redfish_render.errors import error_body
+from fabric.redfish_render.messages import message
 from fabric.simulator.redfish import auth, events, paths, sensors, tasks, tree, world, writes
-from fabric.simulator.redfish.common import Resource
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +80,7 @@ class Service:
             self._cached = (key, loaded, tree.bind(self._unbound[2], loaded))
             return self._cached[1], self._cached[2]
 
-    def lookup(self, current: world.World, resources: dict[str, Resource]) -> tree.Lookup:
+    def lookup(self, current: world.World, resources: dict[str, Resource]) -> documents.Lookup:
         """How a GET finds a resource: a task as it is now (tasks.py), in the rendered
         tree, else a metrics resource read now (its values move with time, sensors.py)."""
         with self._lock:
@@ -115,11 +118,11 @@ class Service:
         if found is None:
             raise writes.Refused(404, f"There is no resource at {path}.")
         if "$expand" in query:
-            body = tree.expand(find, found, query["$expand"][0])
+            body = documents.expand(find, found, query["$expand"][0])
             if body is None:
                 raise writes.Refused(400, "$expand supports ., * and ~ with $levels=1 only.")
             return 200, body, {}
-        return 200, found, {"ETag": tree.etag(found)}
+        return 200, found, {"ETag": documents.etag(found)}
 
     def write(self, method: str, path: str, body: dict[str, Any], if_match: str) -> Answer:
         if method == "POST" and path == paths.SESSIONS:
@@ -137,13 +140,13 @@ class Service:
         current, resources = self.current()
         host = paths.under(path, paths.SYSTEMS)
         if method == "PATCH" and host is not None and path in resources:
-            if if_match and if_match != tree.etag(resources[path]):
+            if if_match and if_match != documents.etag(resources[path]):
                 raise writes.Refused(412, f"{path} changed since it was read (If-Match).")
 
             def patch() -> Answer:
                 writes.patch_system(current, host, body)
                 _world, patched = self.current()
-                return 200, patched[path], {"ETag": tree.etag(patched[path])}
+                return 200, patched[path], {"ETag": documents.etag(patched[path])}
 
             if self.tasks.wanted():  # takes long: 202 and a task monitor (tasks.py)
                 return self.tasks.start(f"change the blocks of {path}", patch, _refusal)
@@ -167,22 +170,8 @@ def _refusal(status: int, message: str) -> Answer:
     return status, _error(status, message), {}
 
 
-def _error(status: int, message: str) -> dict[str, Any]:
-    return {
-        "error": {
-            "code": "Base.1.8.GeneralError",
-            "message": message,
-            "@Message.ExtendedInfo": [
-                {
-                    "@odata.type": "#Message.v1_1_1.Message",
-                    "MessageId": "Base.1.8.GeneralError",
-                    "Message": message,
-                    "Severity": "Critical" if status >= 500 else "Warning",
-                    "Resolution": "None.",
-                }
-            ],
-        }
-    }
+def _error(status: int, text: str) -> dict[str, Any]:
+    return error_body(text, [message("Base.GeneralError", resolution=text)])
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -29,9 +29,10 @@ from typing import Any
 from django.db import connections
 
 from fabric.drivers.base import DriverError
+from fabric.redfish_render.build import Resource, collection, ref, resource
 from fabric.simulator import store
 from fabric.simulator.redfish import paths, writes
-from fabric.simulator.redfish.common import Resource, collection, ref, resource, status
+from fabric.simulator.redfish.common import status
 
 SERVICE = f"{paths.V1}/TaskService"
 TASKS = f"{SERVICE}/Tasks"
@@ -98,10 +99,7 @@ class Task:
         if self.ended_at:
             found["EndTime"] = self.ended_at
         if failed and self.answer is not None:
-            message = self.answer[1]["error"]["message"]
-            found["Messages"] = [
-                {"MessageId": "Base.1.8.GeneralError", "Message": message, "Severity": "Critical"}
-            ]
+            found["Messages"] = self.answer[1]["error"]["@Message.ExtendedInfo"]
         return found
 
 

@@ -3,36 +3,19 @@ answered from it: `$expand` one level, ETags, the OData service document and `$m
 
 from __future__ import annotations
 
-import copy
-import hashlib
-import json
-import re
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from fabric.redfish_render import documents
+from fabric.redfish_render.build import Resource, collection, ref, resource
 from fabric.simulator.redfish import chassis, compute, events, fabric, paths, tasks
-from fabric.simulator.redfish.common import VERSIONS, Resource, collection, ref, resource, status
+from fabric.simulator.redfish.common import status
 from fabric.simulator.redfish.world import World
 
 REDFISH_VERSION = "1.20.0"
 SERVICE_UUID = "6c6f6361-6c2d-5369-6d75-6c61746f7231"
 # What the service supports beyond plain reads, said in the service root.
-PROTOCOL_FEATURES = {
-    "ExpandQuery": {
-        "ExpandAll": True,
-        "Levels": True,
-        "Links": True,
-        "NoLinks": True,
-        "MaxLevels": 1,
-    },
-    "FilterQuery": False,
-    "SelectQuery": False,
-    "OnlyMemberQuery": False,
-    "ExcerptQuery": False,
-    "TopSkipQuery": False,
-    "DeepOperations": {"DeepPATCH": False, "DeepPOST": False},
-}
+PROTOCOL_FEATURES = documents.protocol_features()
 _TOP = {
     "Systems": paths.SYSTEMS,
     "Chassis": paths.CHASSIS,
@@ -104,77 +87,11 @@ def render_unbound(world: World, sessions: list[tuple[str, str]]) -> dict[str, R
     return tree
 
 
-def etag(body: Resource) -> str:
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:20]
-    return f'W/"{digest}"'
-
-
-# How `expand` finds a resource by its path (None where there is none).
-Lookup = Callable[[str], Resource | None]
-_EXPAND = re.compile(r"^([.*~])(?:\(\$levels=(\d+)\))?$")
-
-
-def expand(find: Lookup, found: Resource, query: str) -> Resource | None:
-    """The resource `found` with `$expand=query` applied (one level): `.` its
-    subordinate references (and a collection's members), `~` its Links, `*` both; the
-    references are found with `find`. None when the query is not one this service
-    supports."""
-    match = _EXPAND.match(query)
-    if not match or int(match.group(2) or 1) > 1:
-        return None
-    body = copy.deepcopy(found)
-    kind = match.group(1)
-
-    def inline(value: Any) -> Any:
-        if isinstance(value, dict) and set(value) == {"@odata.id"}:
-            return copy.deepcopy(find(str(value["@odata.id"])) or value)
-        if isinstance(value, list):
-            return [inline(v) for v in value]
-        return value
-
-    for name, value in list(body.items()):
-        if name == "Links" and kind in "*~" and isinstance(value, dict):
-            body["Links"] = {k: inline(v) for k, v in value.items()}
-        elif name not in ("Links", "@odata.id") and kind in ".*":
-            body[name] = inline(value)
-    return body
-
-
 def odata(tree: dict[str, Resource]) -> dict[str, Any]:
     """The OData service document: the root's top-level services."""
-    return {
-        "@odata.context": f"{paths.V1}/$metadata",
-        "value": [{"name": "Service", "kind": "Singleton", "url": f"{paths.V1}/"}]
-        + [{"name": name, "kind": "Singleton", "url": path} for name, path in _TOP.items()],
-    }
+    return documents.odata(_TOP)
 
 
 def metadata(tree: dict[str, Resource]) -> str:
     """`$metadata`: a reference to DMTF's schema of every type the tree holds."""
-    namespaces: dict[str, set[str]] = {}
-    for body in tree.values():
-        parts = str(body.get("@odata.type") or "").lstrip("#").split(".")
-        if len(parts) == 3:
-            namespaces.setdefault(parts[0], set()).update({parts[0], f"{parts[0]}.{parts[1]}"})
-        elif len(parts) == 2:
-            namespaces.setdefault(parts[0], set()).add(parts[0])
-    for name in VERSIONS:
-        namespaces.setdefault(name, {name})
-    lines = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        '<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">',
-    ]
-    for schema in sorted(namespaces):
-        lines.append(f'  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{schema}_v1.xml">')
-        for namespace in sorted(namespaces[schema]):
-            lines.append(f'    <edmx:Include Namespace="{namespace}"/>')
-        lines.append("  </edmx:Reference>")
-    lines += [
-        "  <edmx:DataServices>",
-        '    <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">',
-        '      <EntityContainer Name="Service" Extends="ServiceRoot.v1_20_0.ServiceContainer"/>',
-        "    </Schema>",
-        "  </edmx:DataServices>",
-        "</edmx:Edmx>",
-    ]
-    return "\n".join(lines) + "\n"
+    return documents.metadata(tree.values())

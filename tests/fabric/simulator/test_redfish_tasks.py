@@ -81,10 +81,12 @@ def test_a_refused_task_is_a_permanent_error_with_the_managers_message(
     with pytest.raises(DriverError) as refused:
         _bind_first_gpu(driver)
     assert refused.value.permanent and "409" in refused.value.message
+    assert "injected" in refused.value.message  # the Resolution of the GeneralError
     [task] = service.tasks.held.values()
     body = task.body()
     assert body["TaskState"] == "Exception" and body["TaskStatus"] == "Critical"
-    assert "injected" in body["Messages"][0]["Message"]
+    [message] = body["Messages"]
+    assert message["MessageId"].endswith(".GeneralError") and "injected" in message["Resolution"]
     assert driver.bindings() == []
 
 

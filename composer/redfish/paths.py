@@ -1,0 +1,35 @@
+"""Where Composer's Redfish resources live."""
+
+from __future__ import annotations
+
+from fabric.redfish_render.build import V1
+
+SESSION_SERVICE = f"{V1}/SessionService"
+SESSIONS = f"{SESSION_SERVICE}/Sessions"
+ACCOUNT_SERVICE = f"{V1}/AccountService"
+ACCOUNTS = f"{ACCOUNT_SERVICE}/Accounts"
+ROLES = f"{ACCOUNT_SERVICE}/Roles"
+REGISTRIES = f"{V1}/Registries"
+SYSTEMS = f"{V1}/Systems"
+CHASSIS = f"{V1}/Chassis"
+FABRICS = f"{V1}/Fabrics"
+COMPOSITION = f"{V1}/CompositionService"
+RESOURCE_BLOCKS = f"{COMPOSITION}/ResourceBlocks"
+RESOURCE_ZONES = f"{COMPOSITION}/ResourceZones"
+RESERVATIONS = f"{COMPOSITION}/CompositionReservations"
+TASK_SERVICE = f"{V1}/TaskService"
+TASKS = f"{TASK_SERVICE}/Tasks"
+EVENT_SERVICE = f"{V1}/EventService"
+# The top-level services the root links to, by the root's property names.
+TOP = {
+    "Systems": SYSTEMS,
+    "Chassis": CHASSIS,
+    "Fabrics": FABRICS,
+    "CompositionService": COMPOSITION,
+    "SessionService": SESSION_SERVICE,
+    "AccountService": ACCOUNT_SERVICE,
+    "Tasks": TASK_SERVICE,
+    "EventService": EVENT_SERVICE,
+    "Registries": REGISTRIES,
+}
+__all__ = ["V1"]

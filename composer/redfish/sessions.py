@@ -1,0 +1,133 @@
+"""Redfish authentication: sessions (`X-Auth-Token`) and HTTP Basic.
+
+A token is 32 random bytes shown once, in the answer to the login; only its SHA-256 is
+stored. A session ends when its owner (or an operator) deletes it or when it has been
+unused for `COMPOSER_REDFISH_SESSION_TIMEOUT_S`. Opening and closing are audited.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import authenticate
+from django.http import HttpRequest
+from django.utils import timezone
+
+from composer.models import RedfishSession
+from composer.redfish.caller import Caller
+from fabric.choices import ChangeAction
+from fabric.models import ChangeRecord
+from fabric.services.history import change_record
+
+# The last-used time is written at most this often per session (not on every request).
+TOUCH_EVERY = timedelta(seconds=30)
+MAX_TOKEN = 200  # longer than any token this service makes: refused without a query
+
+
+def timeout() -> timedelta:
+    return timedelta(seconds=settings.COMPOSER_REDFISH_SESSION_TIMEOUT_S)
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
+
+
+class TooManySessions(Exception):
+    """The user holds COMPOSER_REDFISH_SESSIONS_PER_USER live sessions already."""
+
+
+def login(
+    request: HttpRequest, username: object, password: object, remote_addr: str | None
+) -> tuple[RedfishSession, str] | None:
+    """A new session and its token, or None when the name or password is wrong."""
+    if not isinstance(username, str) or not isinstance(password, str):
+        return None
+    user = authenticate(request, username=username, password=password)
+    if user is None or not user.is_active:
+        return None
+    now = timezone.now()
+    RedfishSession.objects.filter(last_used_at__lt=now - timeout()).delete()
+    live = RedfishSession.objects.filter(user=user).count()
+    if live >= settings.COMPOSER_REDFISH_SESSIONS_PER_USER:
+        raise TooManySessions
+    token = secrets.token_urlsafe(32)
+    session = RedfishSession.objects.create(
+        public_id=secrets.token_hex(8),
+        token_sha256=digest(token),
+        user=user,
+        last_used_at=now,
+        remote_addr=remote_addr,
+    )
+    _audit(session, ChangeAction.ADDED, f"Redfish session opened by {user}", user, remote_addr)
+    return session, token
+
+
+def logout(session: RedfishSession, caller: Caller) -> None:
+    """End `session` (the caller's own, or any for an operator)."""
+    _audit(
+        session,
+        ChangeAction.DELETED,
+        f"Redfish session of {session.user} closed",
+        caller.user,
+        caller.remote_addr,
+    )
+    session.delete()
+
+
+def caller_of(request: HttpRequest, remote_addr: str | None) -> Caller | None:
+    """The caller a request authenticates as (a live session's token, else HTTP Basic),
+    or None."""
+    token = request.headers.get("X-Auth-Token")
+    if token:
+        return _by_token(token, remote_addr)
+    header = request.headers.get("Authorization", "")
+    if header[:6].lower() == "basic ":
+        try:
+            pair = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        username, _colon, password = pair.partition(":")
+        user = authenticate(request, username=username, password=password)
+        if user is not None and user.is_active:
+            return Caller(user=user, remote_addr=remote_addr)
+    return None
+
+
+def _by_token(token: str, remote_addr: str | None) -> Caller | None:
+    if len(token) > MAX_TOKEN or not token.isprintable():
+        return None
+    now = timezone.now()
+    session = (
+        RedfishSession.objects.select_related("user")
+        .filter(token_sha256=digest(token), last_used_at__gte=now - timeout())
+        .first()
+    )
+    if session is None or not session.user.is_active:
+        return None
+    if now - session.last_used_at >= TOUCH_EVERY:
+        RedfishSession.objects.filter(pk=session.pk).update(last_used_at=now)
+    return Caller(user=session.user, session_id=session.public_id, remote_addr=remote_addr)
+
+
+def _audit(
+    session: RedfishSession,
+    action: ChangeAction,
+    message: str,
+    actor: object,
+    remote_addr: str | None,
+) -> None:
+    record = change_record(
+        session,
+        action,
+        label=f"Redfish session {session.public_id}",
+        message=message,
+        actor=actor,
+        source="redfish",
+        remote_addr=remote_addr,
+    )
+    ChangeRecord.objects.bulk_create([record])
