@@ -59,11 +59,25 @@ def _compiled(pattern: str) -> re.Pattern[str]:
 
 @cache
 def table() -> tuple[Route, ...]:
-    """Every route, the literal ones first (so "/Systems/Capabilities" is not a system)."""
+    """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
+    Two families may declare one pattern (one reads systems, another composes them):
+    their handlers are merged; two handlers of one method are a programming error."""
     from composer.redfish import service
 
-    routes: list[Route] = [*service.ROUTES]
-    return tuple(sorted(routes, key=lambda r: "{" in r.pattern))
+    merged: dict[str, Route] = {}
+    for route in [*service.ROUTES]:
+        known = merged.get(route.pattern)
+        if known is None:
+            merged[route.pattern] = route
+            continue
+        handlers = {}
+        for method in ("get", "post", "patch", "delete"):
+            mine, theirs = getattr(known, method), getattr(route, method)
+            if mine and theirs:
+                raise ValueError(f"two {method.upper()} handlers for {route.pattern}")
+            handlers[method] = mine or theirs
+        merged[route.pattern] = Route(route.pattern, **handlers)
+    return tuple(sorted(merged.values(), key=lambda r: "{" in r.pattern))
 
 
 def resolve(path: str) -> tuple[Route, dict[str, str]] | None:
