@@ -225,13 +225,14 @@ def demo_credentials_keys(env: dict[str, str], var_dir: Path) -> None:
 
 
 def banner(port: str, password: str, lab: RedfishLab | None = None) -> str:
-    """What the user reads once the console answers: where, who may log in, the Redfish lab
-    to add as a manager, how to stop."""
+    """What the user reads once the console answers: where, who may log in, Composer's own
+    Redfish service, the Redfish lab to add as a manager, how to stop."""
     url = console_url(port)
     return (
         f"\n  Composer is running at {url}\n"
         f"  Logins (password {password!r}): {demo_logins()}\n"
         + (lab.banner() if lab is not None else "")
+        + f"  Redfish: {url}redfish/v1/ (the same logins; docs/redfish.md)\n"
         + f"  API docs: {url}api/docs/   Press Ctrl-C to stop.\n"
     )
 

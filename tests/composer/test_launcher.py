@@ -105,7 +105,8 @@ def test_the_banner_names_every_demo_login() -> None:
     for user in DEMO_USERS:
         assert user.description in text
     assert "bob (Acme, read-only)" in text
-    assert "Redfish" not in text  # no lab, no line about it
+    assert "Redfish lab" not in text  # no lab, no line about it
+    assert "Redfish: http://127.0.0.1:8123/redfish/v1/" in text  # Composer's own service
 
 
 def test_the_banner_gives_the_redfish_labs_address_and_account_and_says_it_is_not_added() -> None:
