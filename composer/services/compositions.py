@@ -11,7 +11,7 @@ and the placement funnel. The placement itself (snapshot, engine, the plan as JS
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -32,6 +32,7 @@ from composer.services.composition_checks import (
     composition_check_quotas,
     composition_name_clean,
 )
+from composer.services.composition_pins import Pin, pins_resolve
 from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
     composition_place,
@@ -67,8 +68,9 @@ def composition_preview(*, tenant: Tenant, spec: Mapping[str, Any]) -> Placement
     """
     clean = spec_normalise(spec)
     host = composition_check_fabric(spec=clean)
-    composition_check_quotas(tenant=tenant, spec=clean)
-    return composition_place(tenant, clean, host)
+    pins = pins_resolve(spec=clean)
+    composition_check_quotas(tenant=tenant, spec=clean, pins=pins)
+    return composition_place(tenant, clean, host, pins)
 
 
 # --- request -------------------------------------------------------------------------------
@@ -106,6 +108,7 @@ def composition_request(
     raw = {**(template.spec if template else {}), **(spec or {})}
     clean = spec_normalise(raw)
     host = composition_check_fabric(spec=clean)
+    pins = pins_resolve(spec=clean)
     try:
         with transaction.atomic():
             # One request per tenant at a time: quotas are checked against settled holdings.
@@ -115,9 +118,9 @@ def composition_request(
                 if first is not None:
                     return first
             composition_check_name_free(tenant=tenant, name=name)
-            composition_check_quotas(tenant=tenant, spec=clean)
+            composition_check_quotas(tenant=tenant, spec=clean, pins=pins)
             composition = _create(tenant, requested_by, name, template, clean, key, remote_addr)
-            _place_and_claim(composition, clean, host, requested_by, remote_addr)
+            _place_and_claim(composition, clean, host, pins, requested_by, remote_addr)
     except IntegrityError:
         if key:  # a concurrent retry with the same key won the race
             first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
@@ -171,6 +174,7 @@ def _place_and_claim(
     composition: Composition,
     spec: dict[str, Any],
     host: Host | None,
+    pins: Sequence[Pin],
     actor: Any,
     remote_addr: str | None,
 ) -> None:
@@ -180,7 +184,7 @@ def _place_and_claim(
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
     for attempt in (1, 2):
-        outcome = composition_place(composition.tenant, spec, host)
+        outcome = composition_place(composition.tenant, spec, host, pins)
         if isinstance(outcome, Rejection):
             composition_transition(
                 composition,
