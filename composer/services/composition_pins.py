@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from composer.choices import CompositionState
 from composer.errors import SpecError
-from composer.models import UnbindPending
+from composer.models import Allocation, UnbindPending
 from composer.placement.pinned import device_words
 from composer.placement.request import PinnedDevice, Rejection
 from composer.placement.snapshot import Snapshot
@@ -88,6 +89,9 @@ def _why(device: Device) -> str:
         return f"{words} is still being unbound from an earlier composition."
     if device.is_partitionable:
         return f"{words} has no GiB free."
+    held = Allocation.objects.filter(device=device, released_at__isnull=True)
+    if held.filter(composition__state=CompositionState.HELD).exists():
+        return f"{words} is held for another composition."
     if device.state in (DeviceState.RESERVED, DeviceState.BOUND):
         return f"{words} is already composed."
     return f"{words} is out of reach now (its enclosure or a switch on its path is out of service)."
