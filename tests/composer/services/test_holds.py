@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 
 from composer.choices import AllocationState, CompositionState, JobKind
 from composer.errors import InvalidTransition, QuotaExceeded, SpecError
@@ -165,3 +167,46 @@ def test_beat_sweeps_holds_on_the_housekeeping_queue() -> None:
     entry = settings.CELERY_BEAT_SCHEDULE["composition-holds-expire"]
     assert entry["task"] == "composer.tasks.composition_holds_expire_task"
     assert entry["task"] in settings.COMPOSER_HOUSEKEEPING_TASKS
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_apply_racing_the_sweep_leaves_exactly_one_of_them_done(
+    postgres: None, synced: FabricManager, acme: Any, alice: Any
+) -> None:
+    held = hold(acme, alice, ONE_GPU_AND_MEMORY, ttl=60)
+    assert held.hold_expires_at is not None
+    later = held.hold_expires_at + timedelta(seconds=1)
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, Any] = {}
+
+    def racer(name: str, work: Any) -> threading.Thread:
+        def run() -> None:
+            barrier.wait(timeout=10)
+            try:
+                outcomes[name] = work()
+            except InvalidTransition as exc:
+                outcomes[name] = exc
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    threads = [
+        racer("apply", lambda: composition_hold_apply(composition=held, actor=alice)),
+        racer("sweep", lambda: holds_expire(now=later)),
+    ]
+    for thread in threads:
+        thread.join(timeout=30)
+
+    held.refresh_from_db()
+    active = held.allocations.filter(released_at__isnull=True).count()
+    if held.state == CompositionState.RELEASED:
+        assert outcomes["sweep"] == 1 and isinstance(outcomes["apply"], InvalidTransition)
+        assert active == 0 and not Job.objects.exists()
+    else:
+        assert held.state in (CompositionState.PLACING, CompositionState.READY)
+        assert outcomes["sweep"] == 0 and isinstance(outcomes["apply"], Job)
+        assert active == 2 and Job.objects.count() == 1
