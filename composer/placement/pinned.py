@@ -197,11 +197,13 @@ def _plan(
     demand = sum(p.bottleneck_gbps for p in (*devices, *memory))
     budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
     if demand > budget + 1e-9:
-        return Rejection(
-            "no_capacity",
-            f"Host {host.name}'s uplinks cannot carry the devices named ({demand:.0f} GB/s "
-            f"asked of a {budget:.0f} GB/s budget).",
+        # Written for tenants too: it names no host the request did not name.
+        message = (
+            f"Host {host.name} lacks the uplink bandwidth for the devices named"
+            if request.host
+            else "No host that reaches the devices named has the uplink bandwidth for them"
         )
+        return Rejection("no_capacity", f"{message} ({demand:.0f} GB/s).")
     score, sentences = plan_score(
         request, snapshot, host, (*devices, *memory), host_rank(request, snapshot, host, 0)[0]
     )

@@ -109,3 +109,13 @@ def test_slice_already_held_for_the_host_is_refused_there() -> None:
     outcome = place(request, snapshot)
     assert isinstance(outcome, Rejection)
     assert outcome.message == "Host ha already holds a slice of CXL memory mem-0."
+
+
+def test_uplinks_too_busy_for_the_named_devices_are_refused_naming_no_other_host() -> None:
+    snapshot = world(oversubscription=1.0)
+    request = PlacementRequest(pinned=(pin("a1-0"), pin("a1-1")))
+    outcome = place(request, snapshot)
+    assert isinstance(outcome, Rejection)
+    assert outcome.message == (
+        "No host that reaches the devices named has the uplink bandwidth for them (126 GB/s)."
+    )
