@@ -13,6 +13,7 @@ from django.db import connection
 from composer.choices import AllocationState, CompositionState, JobKind
 from composer.errors import InvalidTransition, QuotaExceeded, SpecError
 from composer.models import Composition, Job, Quota, StateChange
+from composer.selectors.holds import composition_holds_for_user
 from composer.services.compositions import composition_decompose, composition_request
 from composer.services.holds import (
     composition_hold,
@@ -210,3 +211,18 @@ def test_an_apply_racing_the_sweep_leaves_exactly_one_of_them_done(
         assert held.state in (CompositionState.PLACING, CompositionState.READY)
         assert outcomes["sweep"] == 0 and isinstance(outcomes["apply"], Job)
         assert active == 2 and Job.objects.count() == 1
+
+
+def test_each_persona_sees_only_the_holds_it_may(
+    synced: FabricManager, acme: Any, alice: Any, bob: Any, globex: Any, carol: Any, admin_user: Any
+) -> None:
+    mine = hold(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, name="a")
+    theirs = hold(globex, carol, {"items": [{"kind": "gpu", "count": 1}]}, name="g")
+    composition_request(tenant=acme, requested_by=alice, spec=ONE_GPU_AND_MEMORY, name="placed")
+
+    def seen(user: Any) -> list[int]:
+        return [c.pk for c in composition_holds_for_user(user=user)]
+
+    assert seen(alice) == seen(bob) == [mine.pk]
+    assert seen(carol) == [theirs.pk]
+    assert sorted(seen(admin_user)) == sorted([mine.pk, theirs.pk])
