@@ -23,6 +23,9 @@ class CompositionState(models.TextChoices):
 
     REQUESTED = "requested", "Requested"  # the request is recorded, nothing is held yet
     PLACING = "placing", "Placing"  # placed; its devices are claimed (reserved) in the database
+    # placed and claimed, not bound: a hold that composes when applied (-> PLACING, the
+    # compose job queued) or lapses at `hold_expires_at` (-> RELEASED, claims given back)
+    HELD = "held", "Held"
     BINDING = "binding", "Binding"  # the compose job binds the devices through the driver
     READY = "ready", "Ready"  # every device is bound to the host and verified
     DEGRADED = "degraded", "Degraded"  # ready, but a device or the path to it is unhealthy
@@ -33,11 +36,13 @@ class CompositionState(models.TextChoices):
     REJECTED = "rejected", "Rejected"  # no placement exists; the reason and funnel are kept
 
 
-# Compositions that hold (or may still hold) resources; quotas and isolation count them.
+# Compositions that hold (or may still hold) resources; quotas and isolation count them
+# (a hold's claimed devices included).
 ACTIVE_COMPOSITION_STATES = frozenset(
     {
         CompositionState.REQUESTED,
         CompositionState.PLACING,
+        CompositionState.HELD,
         CompositionState.BINDING,
         CompositionState.READY,
         CompositionState.DEGRADED,

@@ -5,8 +5,13 @@ A spec is the JSON a tenant sends (form, API, template):
     {"items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 2,
                 "minima": {"memory_gib": 80}}],
      "memory_gib": 1024, "storage_tb": 4, "cores": 32, "host_memory_gib": 256,
+     "devices": [{"device": "gpu-03"}, {"device": 41, "gib": 256}],
      "host": null, "max_latency_ns": 600, "policy": "switch",
      "same_switch": false, "critical": false, "self_heal": false}
+
+`devices` names devices exactly (a "specific composition"), by name or id: whole devices,
+or a `gib` slice of a CXL memory device (without `gib`, all of its free GiB when placed).
+They come in addition to, or instead of, `items` and `memory_gib`.
 
 `spec_normalise()` checks the shape only (types, ranges, known device kinds and policies)
 and raises `SpecError` with `field` set to the part at fault (`items[0].count`,
@@ -25,13 +30,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from composer.errors import SpecError
-from composer.placement.request import POLICIES, DeviceItem, PlacementRequest
+from composer.placement.request import POLICIES, DeviceItem, PinnedDevice, PlacementRequest
 
-__all__ = ["DEVICE_KINDS", "LIMITS", "spec_normalise", "spec_to_request"]
+__all__ = ["DEVICE_KINDS", "LIMITS", "MAX_DEVICES", "spec_normalise", "spec_to_request"]
 
 # fabric.choices.DeviceKind values a request may name as items (CXL memory goes by GiB).
 DEVICE_KINDS = ("gpu", "nvme", "nic", "dpu", "fpga")
 MAX_ITEMS = 16
+MAX_DEVICES = 64  # devices one request may name
 # Ceilings far above any real composition: they turn typos (10**9 GPUs) into field errors.
 LIMITS: dict[str, float] = {
     "count": 256,
@@ -44,6 +50,7 @@ LIMITS: dict[str, float] = {
 }
 KEYS = (
     "items",
+    "devices",
     "memory_gib",
     "storage_tb",
     "cores",
@@ -74,8 +81,11 @@ LABELS: dict[str, str] = {
     "model": "Model",
     "count": "Count",
     "minima": "Minimums",
+    "devices": "Named devices",
+    "device": "Device",
+    "gib": "GiB",
 }
-_ITEM = re.compile(r"^items\[(\d+)\]")
+_ITEM = re.compile(r"^(items|devices)\[(\d+)\]")
 _NOTHING = object()
 
 
@@ -95,7 +105,8 @@ def _error(field: str, text: str, got: Any = _NOTHING) -> SpecError:
     message = text
     item = _ITEM.match(field)
     if item:
-        message = f"Device item {int(item.group(1)) + 1}: {text[0].lower()}{text[1:]}"
+        what = "Device item" if item.group(1) == "items" else "Named device"
+        message = f"{what} {int(item.group(2)) + 1}: {text[0].lower()}{text[1:]}"
     if got is not _NOTHING:
         shown = (
             f"{got:g}" if isinstance(got, int | float) and not isinstance(got, bool) else repr(got)
@@ -178,6 +189,49 @@ def _item(raw: Any, index: int) -> dict[str, Any]:
     }
 
 
+def _pin(raw: Any, index: int) -> dict[str, Any]:
+    """One named device: {"device": name or id, "gib": GiB of a memory device or None}."""
+    where = f"devices[{index}]"
+    if not isinstance(raw, Mapping):
+        raise _error(where, 'A named device is an object such as {"device": "gpu-03"}.')
+    unknown = sorted(set(raw) - {"device", "gib"})
+    if unknown:
+        raise _error(
+            where,
+            f"Unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(str, unknown))}: a "
+            "named device has device and gib.",
+        )
+    device = raw.get("device")
+    if isinstance(device, str):
+        device = device.strip()
+    if device in (None, "") or isinstance(device, bool) or not isinstance(device, int | str):
+        raise _error(f"{where}.device", "Device must be a device name or id.", device)
+    if isinstance(device, str) and len(device) > 200:
+        raise _error(f"{where}.device", "Device must be a name of at most 200 characters.")
+    gib = raw.get("gib")
+    if gib not in (None, ""):
+        gib = _number(gib, f"{where}.gib", whole=True, minimum=1, maximum=LIMITS["memory_gib"])
+    return {"device": device, "gib": gib if gib not in (None, "") else None}
+
+
+def _pins(raw: Any) -> list[dict[str, Any]]:
+    """The named devices, each once."""
+    if raw in (None, ""):
+        return []
+    if not isinstance(raw, list | tuple):
+        raise _error("devices", 'Named devices are a list such as [{"device": "gpu-03"}].')
+    if len(raw) > MAX_DEVICES:
+        raise _error("devices", f"At most {MAX_DEVICES} named devices.", len(raw))
+    pins = [_pin(item, i) for i, item in enumerate(raw)]
+    seen: set[str] = set()
+    for index, pin in enumerate(pins):
+        key = str(pin["device"])
+        if key in seen:
+            raise _error(f"devices[{index}].device", f"Device {key} is named twice.")
+        seen.add(key)
+    return pins
+
+
 def spec_normalise(raw: Any) -> dict[str, Any]:
     """The spec with every key present, numbers as numbers; SpecError (with `field`) if bad."""
     if not isinstance(raw, Mapping):
@@ -195,6 +249,7 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
     if len(items_raw) > MAX_ITEMS:
         raise _error("items", f"At most {MAX_ITEMS} device items.", len(items_raw))
     spec: dict[str, Any] = {"items": [_item(item, i) for i, item in enumerate(items_raw)]}
+    spec["devices"] = _pins(raw.get("devices"))
     for name, whole in (
         ("memory_gib", True),
         ("storage_tb", False),
@@ -239,7 +294,8 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
     # pool under the same policy (composer.services.heal). Not a placement constraint.
     spec["self_heal"] = _flag(raw.get("self_heal", False), "self_heal")
     if (
-        not (spec["items"] or spec["memory_gib"] or spec["storage_tb"] or spec["cores"])
+        not (spec["items"] or spec["devices"] or spec["memory_gib"] or spec["storage_tb"])
+        and not spec["cores"]
         and not (spec["host_memory_gib"])
     ):
         raise SpecError(
@@ -254,10 +310,12 @@ def spec_to_request(
     host: str | None,
     tenant: str | None,
     tenant_hosts: frozenset[str] = frozenset(),
+    pinned: tuple[PinnedDevice, ...] = (),
 ) -> PlacementRequest:
     """The placement engine's request for a normalised `spec`; `host` is the snapshot id
     ("host:<pk>") of the asked-for host, resolved by the caller; `tenant_hosts` those the
-    tenant's live compositions are on (a spreading request goes elsewhere first)."""
+    tenant's live compositions are on (a spreading request goes elsewhere first); `pinned`
+    the spec's named devices, resolved by the caller."""
     return PlacementRequest(
         items=tuple(
             DeviceItem(
@@ -279,4 +337,5 @@ def spec_to_request(
         critical=spec["critical"],
         tenant=tenant,
         tenant_hosts=tenant_hosts,
+        pinned=pinned,
     )

@@ -83,7 +83,11 @@ COMPOSITION_ALLOWED: dict[CompositionState, frozenset[CompositionState]] = {
     # REQUESTED -> FAILED: the request could not even be placed (e.g. the claim kept losing).
     _C.REQUESTED: frozenset({_C.PLACING, _C.REJECTED, _C.FAILED}),
     # PLACING -> REJECTED: no plan; PLACING -> FAILED: the job could not start or roll back.
-    _C.PLACING: frozenset({_C.BINDING, _C.REJECTED, _C.FAILED}),
+    # PLACING -> HELD: placed and claimed as a hold (composer.services.holds), not bound.
+    _C.PLACING: frozenset({_C.BINDING, _C.HELD, _C.REJECTED, _C.FAILED}),
+    # HELD -> PLACING: the hold is applied (its compose job queued); -> RELEASED: it was let
+    # go or lapsed, its claims given back.
+    _C.HELD: frozenset({_C.PLACING, _C.RELEASED}),
     # BINDING -> FAILED only after the compose job undid what it bound.
     _C.BINDING: frozenset({_C.READY, _C.FAILED}),
     # READY -> DEGRADED: a device it holds (or the path to it) failed or degraded.

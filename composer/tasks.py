@@ -21,6 +21,7 @@ from composer.runner import JobRetry
 from composer.services.composition_jobs import composition_compose_run, composition_decompose_run
 from composer.services.dispatch import jobs_dispatch
 from composer.services.heal import composition_heal_run
+from composer.services.holds import holds_expire
 from composer.services.job_leases import job_lease_expired, job_take_over, jobs_lease_sweep
 from composer.services.jobs import inventory_sync_request, inventory_sync_run
 from composer.services.reconcile import reconcile_run
@@ -179,6 +180,13 @@ def jobs_dispatch_task() -> int:
     """Beat, every few seconds: send the QUEUED jobs the broker does not hold (refused while
     Redis was away, or lost with a Redis restart): the job outbox. Returns how many."""
     return jobs_dispatch()
+
+
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90, expires=30)
+def composition_holds_expire_task() -> int:
+    """Beat, every COMPOSER_HOLD_SWEEP_S: release the holds whose time is up, giving their
+    claimed devices back (`composer.services.holds.holds_expire`). Returns how many."""
+    return holds_expire()
 
 
 @shared_task(acks_late=True, soft_time_limit=120, time_limit=150)

@@ -101,6 +101,19 @@ REQUEST_EXAMPLES = [
             "host": "host-a-03",
         },
     ),
+    OpenApiExample(
+        "Named devices",
+        description="A specific composition: these devices exactly, on a host that reaches "
+        "them all (here the one named). A memory device without gib gives all its free GiB.",
+        request_only=True,
+        value={
+            "name": "pinned-1",
+            "spec": {
+                "devices": [{"device": "gpu-a-01-1"}, {"device": "cxl-a-01", "gib": 256}],
+                "host": "host-a-03",
+            },
+        },
+    ),
 ]
 REJECTION_EXAMPLE = {
     "ok": False,

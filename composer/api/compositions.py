@@ -14,6 +14,7 @@ idempotent retry answers the same 422.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
@@ -41,6 +42,7 @@ from composer.api.composition_examples import (
 )
 from composer.api.errors import CompositionBusy, ErrorSerializer, error_body
 from composer.api.filters import CompositionFilterSet
+from composer.api.holds import CompositionHoldActions
 from composer.api.serializers import (
     CompositionDetailSerializer,
     CompositionRequestSerializer,
@@ -69,6 +71,7 @@ from composer.services.compositions import (
     placement_as_dict,
 )
 from composer.services.heal import heal_request
+from composer.services.holds import composition_hold
 from fabric.api.views import ReadOnlyViewSet
 from fabric.permissions import is_operator
 
@@ -89,6 +92,8 @@ def _latest_job() -> Subquery:
 
 def _field(name: str | None) -> str | None:
     """A service's field name as the request body names it."""
+    if name == "ttl_s":
+        return "hold_s"
     if not name or name in BODY_FIELDS:
         return name
     return f"spec.{name}"
@@ -110,7 +115,7 @@ def _field(name: str | None) -> str | None:
         examples=[OpenApiExample("Placing", value=COMPOSITION_EXAMPLE, response_only=True)],
     ),
 )
-class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
+class CompositionViewSet(CompositionHoldActions, mixins.CreateModelMixin, ReadOnlyViewSet):
     """Compositions: each caller sees its own tenants' (operators every tenant's)."""
 
     filterset_class = CompositionFilterSet
@@ -140,7 +145,7 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
             return CompositionSerializer
         if self.action in ("create", "preview"):
             return CompositionRequestSerializer
-        if self.action in ("decompose", "heal"):
+        if self.action in ("decompose", "heal", "apply"):
             return JobSerializer
         return CompositionDetailSerializer
 
@@ -222,7 +227,8 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         summary="Request a composition",
         description="Validates, checks the quota, places and claims the devices in one "
         "transaction, and queues the compose job. **202**: the composition (state `placing`, "
-        "or further along) with `job`, the URL of its compose job; `Location` is the "
+        "or further along; `held` with `hold_s`, no job) with `job`, the URL of its compose "
+        "job; `Location` is the "
         "composition's URL. **422** `placement_rejected`: nothing fits now; the body is "
         "the error shape plus `rejection` (message, funnel, nearest alternative) and "
         "`composition`, the URL of the request kept in state `rejected`. Read-only members "
@@ -264,8 +270,11 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         data = body.validated_data
         tenant = self._tenant(data.get("tenant"), write=True)
         template = self._template(data.get("template"))
+        hold = data.get("hold_s") is not None
         try:
-            composition = composition_request(
+            composition = (
+                partial(composition_hold, ttl_s=data["hold_s"]) if hold else composition_request
+            )(
                 tenant=tenant,
                 requested_by=request.user,
                 spec=self._spec(data),
@@ -383,12 +392,3 @@ class CompositionViewSet(mixins.CreateModelMixin, ReadOnlyViewSet):
         logger.info("composition %s heal requested via api as job %s", composition.pk, job.pk)
         data = JobSerializer(job, context=self.get_serializer_context()).data
         return Response(data, status=status.HTTP_202_ACCEPTED, headers={"Location": data["url"]})
-
-    def _tenant_writable(self, tenant: Tenant) -> None:
-        user = self.request.user
-        if is_operator(user):
-            return
-        assert user.is_authenticated  # OperatorWrites lets no anonymous caller in
-        membership = Membership.objects.filter(user=user, tenant=tenant).first()
-        if membership is None or not membership.can_write:
-            raise PermissionDenied(f"You have read-only access to {tenant.name}.")

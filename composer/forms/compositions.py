@@ -101,6 +101,16 @@ def _number_input(placeholder: str = "", *, whole: bool = True) -> forms.TextInp
     )
 
 
+def _named(text: str) -> list[dict[str, Any]]:
+    """The named devices typed as "gpu-03, cxl-01:256": a name each, with GiB after a colon
+    (raw text: `spec_normalise` says what is wrong with it)."""
+    named = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        device, _, gib = part.partition(":")
+        named.append({"device": device.strip(), "gib": gib.strip() or None})
+    return named
+
+
 class CompositionRequestForm(forms.Form):
     """A composition request: a template as is, or a custom spec.
 
@@ -164,6 +174,14 @@ class CompositionRequestForm(forms.Form):
         required=False,
         label="Self-heal: replace failed devices automatically",
         widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
+    )
+    devices = forms.CharField(
+        required=False,
+        label="Named devices",
+        help_text="These devices exactly, comma-separated; name:GiB for a CXL memory slice.",
+        widget=forms.TextInput(
+            attrs={"class": "form-control form-control-sm", "placeholder": "gpu-03, cxl-01:256"}
+        ),
     )
     idempotency_key = forms.CharField(required=False, max_length=200, widget=forms.HiddenInput)
 
@@ -268,7 +286,7 @@ class CompositionRequestForm(forms.Form):
                 item["minima"] = {"memory_gib": minimum}
             items.append(item)
             self._item_row_of.append(i)
-        spec: dict[str, Any] = {"items": items}
+        spec: dict[str, Any] = {"items": items, "devices": _named(data.get("devices") or "")}
         for name in ("memory_gib", "storage_tb", "cores", "host_memory_gib", "max_latency_ns"):
             spec[name] = (data.get(name) or "").strip() or None
         spec["host"] = data.get("host") or None
@@ -306,6 +324,8 @@ class CompositionRequestForm(forms.Form):
             if part == "minima":
                 return f"item_{row}_min_memory_gib"
             return f"item_{row}_{part or 'kind'}"
+        if spec_field.startswith("devices"):
+            return "template" if self.cleaned_data.get("template") is not None else "devices"
         if spec_field == "items":
             return "template" if self.cleaned_data.get("template") is not None else "item_0_kind"
         return None

@@ -28,6 +28,9 @@ class Composition(TimeStampedModel):
         REQUESTED | PLACING | BINDING -> FAILED  (after the rollback of what was bound)
         READY -> DEGRADED -> HEALING -> READY    (a device failed; self-heal replaced it)
         DEGRADED -> READY | DECOMPOSING          (the fault cleared; or the tenant let go)
+        PLACING -> HELD -> PLACING | RELEASED    (a hold: claimed, not bound, until
+                                                  `hold_expires_at`; applied, or let go
+                                                  or lapsed: composer.services.holds)
 
     `spec` is the normalised request (`composer.specs`); `placement` the plan (host,
     devices, slices, score, explanation, funnel) or, when rejected, the rejection. `name`
@@ -65,6 +68,11 @@ class Composition(TimeStampedModel):
     failure_reason = models.TextField(blank=True)
     idempotency_key = models.CharField(max_length=200, blank=True)
     ready_at = models.DateTimeField(null=True, blank=True)
+    hold_expires_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a held composition lapses (its claims are given back) unless applied.",
+    )
     released_at = models.DateTimeField(null=True, blank=True)
 
     objects = TenantScopedQuerySet.as_manager()

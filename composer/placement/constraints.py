@@ -59,7 +59,7 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
         return "max_latency_ns must be a positive number of nanoseconds."
     if request.host is not None and request.host not in snapshot.hosts:
         return f"host {request.host!r} is not a usable host."
-    wants = (request.items, request.memory_gib, request.storage_tb, request.cores)
+    wants = (request.items, request.memory_gib, request.storage_tb, request.cores, request.pinned)
     if not any(wants) and not request.host_memory_gib:
         return "the request asks for nothing."
     return None

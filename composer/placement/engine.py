@@ -7,7 +7,8 @@ that reach the same enclosures) that can see enough of everything, counted per g
 without looking at single hosts. Only hosts of those groups are planned, best ranked first
 (scoring.host_rank), each under the latency ceiling, the failure-domain policy, same switch
 and its uplink bandwidth; the best-scoring of the first few feasible plans wins. Every cut
-is recorded in the funnel; a rejection names the nearest feasible alternative.
+is recorded in the funnel; a rejection names the nearest feasible alternative. A request
+that names its devices is placed by `composer.placement.pinned`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from composer.placement.nearest import (
     nearest_reach,
     policy_message,
 )
+from composer.placement.pinned import place_pinned
 from composer.placement.plan import plan_on_host
 from composer.placement.request import (
     Note,
@@ -71,6 +73,8 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     problem = validate(request, snapshot)
     if problem is not None:
         return Rejection("invalid", problem)
+    if request.pinned:  # named devices first, the rest around them (placement.pinned)
+        return place_pinned(request, snapshot, place)
     funnel: Funnel = []
     blocked = blocked_domains(request, snapshot)
 

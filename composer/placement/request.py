@@ -12,6 +12,7 @@ __all__ = [
     "DevicePick",
     "MemorySlice",
     "Note",
+    "PinnedDevice",
     "Placement",
     "PlacementRequest",
     "Rejection",
@@ -48,6 +49,18 @@ class DeviceItem:
 
 
 @dataclass(frozen=True, slots=True)
+class PinnedDevice:
+    """A device the request names itself (a "specific composition"): `device` its snapshot
+    id, `name` for sentences (it may be missing from the snapshot, which holds only usable
+    devices), `gib` a slice of a CXL memory device (None: all of its free GiB)."""
+
+    device: str
+    name: str
+    kind: str
+    gib: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PlacementRequest:
     """One composition's needs.
 
@@ -62,7 +75,9 @@ class PlacementRequest:
     tenant. `tenant_hosts`: the hosts the tenant's live compositions are on; with any
     policy but "pack", compositions spread across hosts (the emptiest first, and the
     tenant's own hosts after the others), so that one host's loss does not take all of a
-    tenant's compositions.
+    tenant's compositions. `pinned`: devices taken exactly as named, on a host that
+    reaches them all (composer.placement.pinned); the rest of the request is placed
+    around them on that host.
     """
 
     items: tuple[DeviceItem, ...] = ()
@@ -77,6 +92,7 @@ class PlacementRequest:
     critical: bool = False
     tenant: str | None = None
     tenant_hosts: frozenset[str] = frozenset()
+    pinned: tuple[PinnedDevice, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

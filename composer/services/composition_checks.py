@@ -10,7 +10,7 @@ read it on the pool pages).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.models import Count, Max, Sum
@@ -168,8 +168,17 @@ def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
 # --- quotas -------------------------------------------------------------------------------
 
 
-def composition_check_quotas(*, tenant: Tenant, spec: Mapping[str, Any]) -> None:
-    """QuotaExceeded naming the quota and the excess when the request does not fit."""
+def _counts(quota: Quota, device: Device) -> bool:
+    """Whether `device` counts against `quota` (its kind, and model when the quota has one)."""
+    return device.kind == quota.kind and (not quota.model or device.model == quota.model)
+
+
+def composition_check_quotas(
+    *, tenant: Tenant, spec: Mapping[str, Any], pins: Sequence[tuple[Device, int | None]] = ()
+) -> None:
+    """QuotaExceeded naming the quota and the excess when the request does not fit. Named
+    devices (`pins`) count as what they are: a whole device of its kind and model, the GiB
+    of a memory device (all it has free when none were asked), a drive's capacity."""
     quotas = list(Quota.objects.filter(tenant=tenant))
     if not quotas:
         return
@@ -184,15 +193,23 @@ def composition_check_quotas(*, tenant: Tenant, spec: Mapping[str, Any]) -> None
                 if item["kind"] == quota.kind and (not quota.model or item["model"] == quota.model):
                     asked += item["count"]
                     field = field or f"items[{index}].count"
+            for index, (device, _) in enumerate(pins):
+                if _counts(quota, device) and not device.is_partitionable:
+                    asked += 1
+                    field = field or f"devices[{index}].device"
             checks.append((quota.max_count, used["count"], asked, "", field))
         if quota.max_memory_gib is not None and quota.kind == DeviceKind.CXL_MEMORY:
-            checks.append(
-                (quota.max_memory_gib, used["memory_gib"], spec["memory_gib"], " GiB", "memory_gib")
+            gib = spec["memory_gib"] + sum(
+                g or d.free_gib or 0 for d, g in pins if d.kind == DeviceKind.CXL_MEMORY
             )
+            field = "memory_gib" if spec["memory_gib"] or not pins else "devices"
+            checks.append((quota.max_memory_gib, used["memory_gib"], gib, " GiB", field))
         if quota.max_storage_tb is not None and quota.kind == DeviceKind.NVME:
-            checks.append(
-                (quota.max_storage_tb, used["storage_tb"], spec["storage_tb"], " TB", "storage_tb")
+            tb = spec["storage_tb"] + sum(
+                (d.capacity_gb or 0) / 1000 for d, _ in pins if d.kind == DeviceKind.NVME
             )
+            field = "storage_tb" if spec["storage_tb"] or not pins else "devices"
+            checks.append((quota.max_storage_tb, used["storage_tb"], tb, " TB", field))
         for limit, current, asked, unit, field in checks:
             if asked and limit is not None and current + asked > limit:
                 raise QuotaExceeded(

@@ -8,7 +8,7 @@ the free inventory, under the same advisory lock. Reads only; nothing here write
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from composer.placement.engine import place
 from composer.placement.load import build_snapshot
 from composer.placement.request import DevicePick, Placement, Rejection
 from composer.placement.snapshot import Snapshot
+from composer.services.composition_pins import Pin, pins_as_request, pins_unusable
 from composer.specs import spec_to_request
 from fabric.models import Host
 
@@ -110,19 +111,24 @@ def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
 
 
 def composition_place(
-    tenant: Tenant, spec: Mapping[str, Any], host: Host | None
+    tenant: Tenant, spec: Mapping[str, Any], host: Host | None, pins: Sequence[Pin] = ()
 ) -> Placement | Rejection:
-    """Place `spec` for `tenant` (on `host` when the request fixes it) on a fresh snapshot.
-    Raises SpecError (field "spec") when the engine finds the request itself invalid."""
+    """Place `spec` for `tenant` (on `host` when the request fixes it, with the devices it
+    names: `pins`, from `composer.services.composition_pins.pins_resolve`) on a fresh
+    snapshot. Raises SpecError (field "spec") when the engine finds the request invalid."""
     request = spec_to_request(
         spec,
         host=f"host:{host.pk}" if host else None,
         tenant=str(tenant.pk),
         tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
+        pinned=pins_as_request(pins),
     )
     snapshot = placement_snapshot()
     if host is not None and request.host not in snapshot.hosts:
         return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")
+    unusable = pins_unusable(pins, snapshot)
+    if unusable is not None:
+        return unusable
     outcome = place(request, snapshot)
     if isinstance(outcome, Rejection) and outcome.code == "invalid":
         raise SpecError(outcome.message, field="spec")

@@ -11,7 +11,8 @@ and the placement funnel. The placement itself (snapshot, engine, the plan as JS
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -32,6 +33,7 @@ from composer.services.composition_checks import (
     composition_check_quotas,
     composition_name_clean,
 )
+from composer.services.composition_pins import Pin, pins_resolve
 from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
     composition_place,
@@ -49,6 +51,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "COMPOSITION_TARGET",
     "composition_decompose",
+    "composition_job_create",
     "composition_preview",
     "composition_request",
     "placement_as_dict",
@@ -67,8 +70,9 @@ def composition_preview(*, tenant: Tenant, spec: Mapping[str, Any]) -> Placement
     """
     clean = spec_normalise(spec)
     host = composition_check_fabric(spec=clean)
-    composition_check_quotas(tenant=tenant, spec=clean)
-    return composition_place(tenant, clean, host)
+    pins = pins_resolve(spec=clean)
+    composition_check_quotas(tenant=tenant, spec=clean, pins=pins)
+    return composition_place(tenant, clean, host, pins)
 
 
 # --- request -------------------------------------------------------------------------------
@@ -83,8 +87,10 @@ def composition_request(
     template: Template | None = None,
     idempotency_key: str | None = None,
     remote_addr: str | None = None,
+    hold_until: datetime | None = None,
 ) -> Composition:
-    """Record, place and claim a composition, and queue its compose job.
+    """Record, place and claim a composition, and queue its compose job (with `hold_until`,
+    keep it HELD until then instead: `composer.services.holds.composition_hold`).
 
     `spec` overrides the template's spec key by key (None: the template as is). Returns the
     composition: PLACING with its devices claimed and a COMPOSE job queued after commit, or
@@ -106,6 +112,7 @@ def composition_request(
     raw = {**(template.spec if template else {}), **(spec or {})}
     clean = spec_normalise(raw)
     host = composition_check_fabric(spec=clean)
+    pins = pins_resolve(spec=clean)
     try:
         with transaction.atomic():
             # One request per tenant at a time: quotas are checked against settled holdings.
@@ -115,9 +122,9 @@ def composition_request(
                 if first is not None:
                     return first
             composition_check_name_free(tenant=tenant, name=name)
-            composition_check_quotas(tenant=tenant, spec=clean)
+            composition_check_quotas(tenant=tenant, spec=clean, pins=pins)
             composition = _create(tenant, requested_by, name, template, clean, key, remote_addr)
-            _place_and_claim(composition, clean, host, requested_by, remote_addr)
+            _place_and_claim(composition, clean, host, pins, requested_by, remote_addr, hold_until)
     except IntegrityError:
         if key:  # a concurrent retry with the same key won the race
             first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
@@ -171,8 +178,10 @@ def _place_and_claim(
     composition: Composition,
     spec: dict[str, Any],
     host: Host | None,
+    pins: Sequence[Pin],
     actor: Any,
     remote_addr: str | None,
+    hold_until: datetime | None,
 ) -> None:
     audit = {"actor": actor, "remote_addr": remote_addr}
     composition_transition(composition, CompositionState.PLACING, reason="Placing", **audit)
@@ -180,7 +189,7 @@ def _place_and_claim(
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
     for attempt in (1, 2):
-        outcome = composition_place(composition.tenant, spec, host)
+        outcome = composition_place(composition.tenant, spec, host, pins)
         if isinstance(outcome, Rejection):
             composition_transition(
                 composition,
@@ -224,7 +233,16 @@ def _place_and_claim(
         )
         composition.host = placed_host
         composition.placement, composition.score = placement_as_dict(outcome), outcome.score
-        job = _job_create(composition, JobKind.COMPOSE, actor)
+        if hold_until is not None:
+            composition_transition(
+                composition,
+                CompositionState.HELD,
+                reason=f"Held until {hold_until:%Y-%m-%d %H:%M:%S} UTC",
+                hold_expires_at=hold_until,
+                **audit,
+            )
+            return
+        job = composition_job_create(composition, JobKind.COMPOSE, actor)
         transaction.on_commit(partial(job_enqueue, job))
         logger.info(
             "composition %s placed on %s, %s claim(s), job %s",
@@ -236,7 +254,8 @@ def _place_and_claim(
         return
 
 
-def _job_create(composition: Composition, kind: JobKind, requested_by: Any) -> Job:
+def composition_job_create(composition: Composition, kind: JobKind, requested_by: Any) -> Job:
+    """The QUEUED job of `kind` for `composition` (the caller enqueues it after commit)."""
     job = Job(
         kind=kind,
         status=JobStatus.QUEUED,
@@ -302,11 +321,13 @@ def composition_decompose(
             )
         else:
             raise InvalidTransition(
-                f"Composition {locked.name} is {state.label.lower()}; there is nothing to "
+                f"Composition {locked.name} is held, not composed: release the hold instead."
+                if state == CompositionState.HELD
+                else f"Composition {locked.name} is {state.label.lower()}; there is nothing to "
                 "decompose.",
                 field="state",
             )
-        job = _job_create(locked, JobKind.DECOMPOSE, actor)
+        job = composition_job_create(locked, JobKind.DECOMPOSE, actor)
         transaction.on_commit(partial(job_enqueue, job))
     composition.state = locked.state
     logger.info("composition %s decompose queued as job %s", composition.pk, job.pk)

@@ -233,6 +233,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.health_samples_prune_task",
         "schedule": crontab(minute=17),
     },
+    # Holds (composer.services.holds) past their time give their claimed devices back:
+    # within this tick of the moment they lapse.
+    "composition-holds-expire": {
+        "task": "composer.tasks.composition_holds_expire_task",
+        "schedule": env_int("COMPOSER_HOLD_SWEEP_S", 10),
+    },
     # The job outbox (composer.services.dispatch): QUEUED jobs the broker does not hold
     # (refused while Redis was away, or lost with a Redis restart) are sent again.
     "jobs-dispatch": {
@@ -246,6 +252,7 @@ CELERY_BEAT_SCHEDULE = {
 # (compose, decompose, heal, inventory sync) stay on the default queue ("celery").
 COMPOSER_HOUSEKEEPING_QUEUE = "housekeeping"
 COMPOSER_HOUSEKEEPING_TASKS = [
+    "composer.tasks.composition_holds_expire_task",
     "composer.tasks.events_publish_pending_task",
     "composer.tasks.health_poll_due_task",
     "composer.tasks.health_poll_task",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
@@ -12,6 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
 from composer.choices import CompositionState, JobStatus
+from composer.services.holds import hold_words
 from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
 from fabric.secrets import MASK, is_secret_key, mask_endpoint, mask_secrets
 
@@ -269,6 +270,7 @@ def job_duration(job: Any) -> str:
 _COMPOSITION_STYLE: dict[str, tuple[str, str]] = {
     CompositionState.REQUESTED: ("secondary", "clock"),
     CompositionState.PLACING: ("info", "signpost-split"),
+    CompositionState.HELD: ("info", "hourglass-split"),
     CompositionState.BINDING: ("primary", "arrow-repeat"),
     CompositionState.READY: ("success", "check-circle"),
     CompositionState.DEGRADED: ("warning", "exclamation-triangle"),
@@ -278,6 +280,13 @@ _COMPOSITION_STYLE: dict[str, tuple[str, str]] = {
     CompositionState.FAILED: ("danger", "x-octagon"),
     CompositionState.REJECTED: ("danger", "slash-circle"),
 }
+
+
+@register.filter
+def hold_expiry(value: datetime | None) -> str:
+    """A hold's end as the composition page says it: "Held until 12:34 UTC; applies or
+    lapses" ("" without one)."""
+    return hold_words(value) if value else ""
 
 
 @register.filter

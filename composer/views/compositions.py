@@ -49,6 +49,7 @@ LOG_LINES_SHOWN = 200
 SETTLED_STATES = frozenset(
     {
         CompositionState.READY,
+        CompositionState.HELD,  # changes only by apply, release or the sweep: all heard live
         CompositionState.RELEASED,
         CompositionState.FAILED,
         CompositionState.REJECTED,

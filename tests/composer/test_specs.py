@@ -132,3 +132,22 @@ def test_same_switch_and_a_spread_across_switches_agree_for_one_device_each() ->
     raw = {"items": [{"kind": "gpu", "count": 1}, {"kind": "nic", "count": 1}]}
     spec = spec_normalise({**raw, "same_switch": True, "policy": "switch"})
     assert (spec["same_switch"], spec["policy"]) == (True, "switch")
+
+
+def test_named_devices_are_normalised_with_gib_or_none() -> None:
+    spec = spec_normalise({"devices": [{"device": " gpu-03 "}, {"device": 41, "gib": "256"}]})
+    assert spec["devices"] == [{"device": "gpu-03", "gib": None}, {"device": 41, "gib": 256}]
+    assert spec["items"] == [] and spec["memory_gib"] == 0
+
+
+def test_a_named_device_twice_or_without_a_name_is_a_field_error() -> None:
+    with pytest.raises(SpecError) as twice:
+        spec_normalise({"devices": [{"device": "g1"}, {"device": "g1"}]})
+    assert twice.value.field == "devices[1].device"
+    assert str(twice.value).startswith("Named device 2: device g1 is named twice")
+    with pytest.raises(SpecError) as empty:
+        spec_normalise({"devices": [{"gib": 4}]})
+    assert empty.value.field == "devices[0].device"
+    with pytest.raises(SpecError) as bad_gib:
+        spec_normalise({"devices": [{"device": "m", "gib": 0}]})
+    assert bad_gib.value.field == "devices[0].gib"

@@ -62,6 +62,13 @@ class CompositionRequestSerializer(serializers.Serializer):
     host = HostField(
         required=False, allow_null=True, max_length=200, help_text="A host name or id; any."
     )
+    hold_s = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        help_text="Hold instead of composing: place and claim the devices, bind nothing, "
+        "and keep them this many seconds (10 to 86,400); then apply or release the hold, or "
+        "it lapses. Not for previews.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("template") and attrs.get("spec") in (None, {}):
@@ -207,8 +214,15 @@ class CompositionSerializer(serializers.HyperlinkedModelSerializer):
             "created_at",
             "ready_at",
             "released_at",
+            "hold_expires_at",
         ]
         read_only_fields = fields
+        extra_kwargs = {
+            "hold_expires_at": {
+                "help_text": "A held composition: when it lapses (its devices are given back) "
+                "unless applied. Null otherwise."
+            }
+        }
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_job(self, composition: Composition) -> str | None:

@@ -18,7 +18,7 @@ from rest_framework import serializers
 
 from composer.errors import SpecError
 from composer.placement.request import POLICIES
-from composer.specs import DEVICE_KINDS, KEYS, LIMITS, MAX_ITEMS
+from composer.specs import DEVICE_KINDS, KEYS, LIMITS, MAX_DEVICES, MAX_ITEMS
 
 INTEGER, NUMBER, STRING, BOOLEAN = "integer", "number", "string", "boolean"
 
@@ -44,8 +44,31 @@ ITEM_SCHEMA: dict[str, Any] = {
     "required": ["kind"],
     "additionalProperties": False,
 }
+PIN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "One device taken exactly as named: whole, or a slice of a CXL memory "
+    "device (gib; without it, all of the device's free GiB).",
+    "properties": {
+        "device": {
+            "oneOf": [{"type": STRING, "maxLength": 200}, {"type": INTEGER, "minimum": 1}],
+            "description": "The device's name or id.",
+        },
+        "gib": _number(
+            INTEGER, LIMITS["memory_gib"], minimum=1, nullable=True, description="CXL memory only."
+        ),
+    },
+    "required": ["device"],
+    "additionalProperties": False,
+}
 SPEC_PROPERTIES: dict[str, dict[str, Any]] = {
     "items": {"type": "array", "items": ITEM_SCHEMA, "maxItems": MAX_ITEMS},
+    "devices": {
+        "type": "array",
+        "items": PIN_SCHEMA,
+        "maxItems": MAX_DEVICES,
+        "description": "Devices named exactly (a specific composition), on a host that "
+        "reaches them all; in addition to, or instead of, items and memory_gib.",
+    },
     "memory_gib": _number(INTEGER, LIMITS["memory_gib"], description="CXL memory in GiB."),
     "storage_tb": _number(NUMBER, LIMITS["storage_tb"], description="NVMe capacity in TB."),
     "cores": _number(INTEGER, LIMITS["cores"], description="Free cores on the host."),
@@ -80,7 +103,8 @@ SPEC_PROPERTIES: dict[str, dict[str, Any]] = {
 SPEC_SCHEMA: dict[str, Any] = {
     "type": "object",
     "title": "CompositionSpec",
-    "description": "A composition request: devices (items), CXL memory, NVMe storage, host "
+    "description": "A composition request: devices (items, or named devices), CXL memory, "
+    "NVMe storage, host "
     "resources and placement rules; every key optional. Stored normalised, every key present.",
     "properties": {key: SPEC_PROPERTIES[key] for key in KEYS},
     "additionalProperties": False,

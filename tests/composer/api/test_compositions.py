@@ -453,6 +453,34 @@ def test_preview_bad_input_names_the_field(synced: FabricManager, carol: Any, ap
     assert nothing_written()
 
 
+def test_preview_of_named_devices_explains_the_choice(
+    synced: FabricManager, alice: Any, api_as: Any
+) -> None:
+    gpu = Device.objects.filter(kind="gpu").order_by("name").first()
+    assert gpu is not None
+    response = api_as(alice).post(
+        f"{URL}preview/", {"spec": {"devices": [{"device": gpu.name}]}}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    plan = response.json()
+    assert [d["name"] for d in plan["devices"]] == [gpu.name]
+    assert plan["explanation"][0].startswith("Named devices taken as asked, on host ")
+    assert nothing_written()
+
+
+def test_a_named_device_of_the_wrong_type_names_the_field(
+    synced: FabricManager, alice: Any, api_as: Any
+) -> None:
+    assert_error(
+        api_as(alice).post(
+            f"{URL}preview/", {"spec": {"devices": [{"device": True}]}}, format="json"
+        ),
+        400,
+        "invalid_spec",
+        field="spec.devices[0].device",
+    )
+
+
 # --- decompose ------------------------------------------------------------------------------
 
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from composer.choices import CompositionState
 from composer.models import Composition, Template
-from fabric.models import FabricManager
+from fabric.models import Device, FabricManager
 from fabric.services.sync import inventory_sync
 
 pytestmark = pytest.mark.django_db
@@ -192,3 +192,30 @@ def test_self_heal_is_the_tenants_choice_on_top_of_a_template(
     assert row, "the composition page says whether it heals itself"
     assert ("On" if expected else "Off") in row.group(1)
     assert "overrides the template" in row.group(1)
+
+
+def test_named_devices_are_composed_as_typed(
+    synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    gpu = Device.objects.filter(kind="gpu").order_by("name").first()
+    memory = Device.objects.filter(kind="cxl_memory").first()
+    assert gpu is not None and memory is not None
+    typed = f"{gpu.name}, {memory.name}:64"
+    response = client_as(alice).post(
+        reverse(CREATE), {"name": "pinned", "policy": "none", "devices": typed}
+    )
+    assert response.status_code == 302, response.content[:2000]
+    composition = Composition.objects.get()
+    held = set(composition.allocations.values_list("device_id", "gib"))
+    assert held == {(gpu.pk, None), (memory.pk, 64)}
+
+
+def test_an_unknown_named_device_is_refused_beside_the_field(
+    synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    response = client_as(alice).post(
+        reverse(CREATE), {"name": "x", "policy": "none", "devices": "gpu-nope"}
+    )
+    assert response.status_code == 400
+    assert response.context["form"].errors["devices"] == ["There is no device named 'gpu-nope'."]
+    assert not Composition.objects.exists()

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.models import Allocation, Composition, Job, StateChange, Template
@@ -128,6 +129,19 @@ def test_the_page_polls_while_the_composition_changes(
     )
     page = client_as(alice).get(reverse("composer:composition_detail", args=[composition.pk]))
     assert b'hx-trigger="refresh, every 2s [composerPollFallback()]"' in page.content
+    assert b'id="decompose-button"' not in page.content
+
+
+def test_a_held_composition_shows_when_it_lapses(
+    acme: Any, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    expires = timezone.now().replace(hour=12, minute=34, second=0, microsecond=0)
+    composition = Composition.objects.create(
+        tenant=acme, name="held", state=CompositionState.HELD, hold_expires_at=expires
+    )
+    page = client_as(alice).get(reverse("composer:composition_detail", args=[composition.pk]))
+    assert b"Held until 12:34 UTC; applies or lapses." in page.content
+    assert b'data-state="held"' in page.content
     assert b'id="decompose-button"' not in page.content
 
 
