@@ -18,24 +18,25 @@ class RedfishClient:
         self.client, self.token = client, token
 
     def _headers(self, extra: dict[str, str]) -> dict[str, str]:
-        headers = {"HTTP_X_AUTH_TOKEN": self.token} if self.token else {}
-        return {**headers, **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in extra.items()}}
+        """The session's token and `extra` headers (If_Match=... is If-Match)."""
+        headers = {"X-Auth-Token": self.token} if self.token else {}
+        return {**headers, **{k.replace("_", "-"): v for k, v in extra.items()}}
 
     def get(self, path: str, **headers: str) -> Any:
-        return self.client.get(path, **self._headers(headers))
+        return self.client.get(path, headers=self._headers(headers))
 
     def post(self, path: str, body: Any, **headers: str) -> Any:
         return self.client.post(
-            path, body, content_type="application/json", **self._headers(headers)
+            path, body, content_type="application/json", headers=self._headers(headers)
         )
 
     def patch(self, path: str, body: Any, **headers: str) -> Any:
         return self.client.patch(
-            path, body, content_type="application/json", **self._headers(headers)
+            path, body, content_type="application/json", headers=self._headers(headers)
         )
 
     def delete(self, path: str, **headers: str) -> Any:
-        return self.client.delete(path, **self._headers(headers))
+        return self.client.delete(path, headers=self._headers(headers))
 
 
 @pytest.fixture

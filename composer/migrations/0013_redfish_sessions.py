@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('composer', '0011_reconcile_runs_unbind_pending'),
+        ('composer', '0012_composition_hold'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
