@@ -17,8 +17,10 @@ COMPOSITION = f"{V1}/CompositionService"
 RESOURCE_BLOCKS = f"{COMPOSITION}/ResourceBlocks"
 RESOURCE_ZONES = f"{COMPOSITION}/ResourceZones"
 RESERVATIONS = f"{COMPOSITION}/CompositionReservations"
+COMPOSE_ACTION = f"{COMPOSITION}/Actions/CompositionService.Compose"
 TASK_SERVICE = f"{V1}/TaskService"
 TASKS = f"{TASK_SERVICE}/Tasks"
+MONITOR = "Monitor"  # a task's monitor: f"{TASKS}/{id}/{MONITOR}"
 EVENT_SERVICE = f"{V1}/EventService"
 # The top-level services the root links to, by the root's property names.
 TOP = {

@@ -62,10 +62,10 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import service
+    from composer.redfish import compose, reservations, service, tasks
 
     merged: dict[str, Route] = {}
-    for route in [*service.ROUTES]:
+    for route in [*service.ROUTES, *compose.ROUTES, *reservations.ROUTES, *tasks.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:
             merged[route.pattern] = route
