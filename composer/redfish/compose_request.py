@@ -11,7 +11,8 @@ Two ways, which may be mixed:
     - `Processors`: `ProcessorType` `GPU` or `FPGA` (with an optional `Model`) is that many
       devices; `CPU` with `TotalCores` asks the host for count x cores;
     - `Memory`: `CapacityMiB` each, as CXL memory (whole GiB);
-    - `Storage`: NVMe drives, each of at least `CapacityBytes` when given, `Model` optional;
+    - `Drives` (or `Storage`): NVMe drives, each of at least `CapacityBytes` when given,
+      `Model` optional;
     - `EthernetInterfaces` / `NetworkInterfaces`: NICs.
   `ProcessorSummary.CoreCount` and `MemorySummary.TotalSystemMemoryGiB` ask the host for
   cores and local memory.
@@ -293,6 +294,7 @@ PARTS = {
     "Processors": _processors,
     "Memory": _memory,
     "Storage": _storage,
+    "Drives": _storage,
     "EthernetInterfaces": _nics,
     "NetworkInterfaces": _nics,
 }
@@ -321,7 +323,7 @@ def system_request(body: dict[str, Any]) -> SystemRequest:
         raise refuse(
             400,
             "The request asks for nothing: name resource blocks (Links.ResourceBlocks) or "
-            "constrain Processors, Memory, Storage or EthernetInterfaces.",
+            "constrain Processors, Memory, Drives or NetworkInterfaces.",
             "Base.CreateFailedMissingReqProperties",
             "Links/ResourceBlocks",
             properties=("#/Links/ResourceBlocks",),

@@ -266,3 +266,19 @@ def test_operators_name_the_tenant_or_act_for_the_only_one(
     named = client.post(SYSTEMS, {**TWO_H100_AND_A_TIB, "Oem": {"Composer": {"Tenant": "globex"}}})
     assert named.status_code == 202, named.content
     assert Composition.objects.get().tenant.slug == "globex"
+
+
+def test_drives_nics_and_host_cores_compose_too(
+    synced: FabricManager, alice: Any, redfish_as: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    body = {
+        "Name": "io",
+        "Drives": [{"@Redfish.RequestedCount": 1}],
+        "NetworkInterfaces": {"Members": [{}]},
+        "ProcessorSummary": {"CoreCount": 4},
+    }
+    _, composition = composed(redfish_as(alice), body, django_capture_on_commit_callbacks)
+    composition.refresh_from_db()
+    assert composition.state == CompositionState.READY, composition.failure_reason
+    kinds = sorted(a.device.kind for a in composition.allocations.all())
+    assert kinds == ["nic", "nvme"] and composition.spec["cores"] == 4
