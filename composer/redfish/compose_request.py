@@ -49,6 +49,7 @@ OEM_KEYS: dict[str, str] = {
     "SelfHeal": "self_heal",
 }
 MIB_PER_GIB = 1024
+LARGEST = 2**53  # a JSON number every client reads exactly; far above any real request
 
 
 @dataclass
@@ -128,6 +129,16 @@ def _count(member: dict[str, Any], where: str) -> tuple[Any, str]:
 def _whole(value: Any, pointer: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise _type_error(value, pointer, "a whole number")
+    if not 0 <= value <= LARGEST:
+        name = pointer.rsplit("/", 1)[-1]
+        raise refuse(
+            400,
+            f"{name} must be from 0 to {LARGEST:,} (got {value}).",
+            "Base.PropertyValueOutOfRange",
+            value,
+            name,
+            properties=(pointer,),
+        )
     return value
 
 

@@ -282,3 +282,26 @@ def test_drives_nics_and_host_cores_compose_too(
     assert composition.state == CompositionState.READY, composition.failure_reason
     kinds = sorted(a.device.kind for a in composition.allocations.all())
     assert kinds == ["nic", "nvme"] and composition.spec["cores"] == 4
+
+
+def test_an_operator_acts_for_the_only_tenant_without_naming_it(
+    synced: FabricManager, admin_user: Any, alice: Any, redfish_as: Any
+) -> None:
+    answer = redfish_as(admin_user).post(SYSTEMS, TWO_H100_AND_A_TIB)
+    assert answer.status_code == 202, answer.content
+    composition = Composition.objects.get()
+    assert (composition.tenant.slug, composition.requested_by) == ("acme", admin_user)
+
+
+def test_a_read_only_member_may_not_reserve(
+    synced: FabricManager, bob: Any, redfish_as: Any
+) -> None:
+    reserve = {
+        "RequestType": "PreviewReserve",
+        "Manifest": {"Stanzas": [{"StanzaType": "ComposeSystem", "Request": TWO_H100_AND_A_TIB}]},
+    }
+    compose = f"{V1}/CompositionService/Actions/CompositionService.Compose"
+    refused = redfish_as(bob).post(compose, reserve)
+    assert refused.status_code == 403
+    assert error_ids(refused) == ["Base.InsufficientPrivilege"]
+    assert not Composition.objects.exists()

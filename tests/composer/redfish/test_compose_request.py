@@ -69,6 +69,12 @@ def test_a_request_without_a_name_gets_one() -> None:
             "#/Links/ResourceBlocks/0",
         ),
         ({"BiosVersion": "1"}, "PropertyUnknown", "#/BiosVersion"),
+        (
+            {"Drives": [{"CapacityBytes": 10**400}]},
+            "PropertyValueOutOfRange",
+            "#/Drives/0/CapacityBytes",
+        ),
+        ({"Memory": [{"CapacityMiB": -1024}]}, "PropertyValueOutOfRange", "#/Memory/0/CapacityMiB"),
     ],
 )
 def test_what_composer_does_not_take_is_refused_naming_the_property(
