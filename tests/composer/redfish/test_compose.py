@@ -305,3 +305,24 @@ def test_a_read_only_member_may_not_reserve(
     assert refused.status_code == 403
     assert error_ids(refused) == ["Base.InsufficientPrivilege"]
     assert not Composition.objects.exists()
+
+
+def test_the_monitor_of_a_compose_that_failed_answers_the_reason_never_a_500(
+    synced: FabricManager, alice: Any, redfish_as: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from fabric.simulator import store
+
+    store.operation_fault_set(
+        fabric=store.fabric_get("sim"), operation="bind", mode="permanent", count=1
+    )
+    client = redfish_as(alice)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = client.post(SYSTEMS, TWO_H100_AND_A_TIB)
+    assert answer.status_code == 202, answer.content
+    assert Composition.objects.get().state == CompositionState.FAILED
+    failed = client.get(answer["Location"])
+    assert failed.status_code == 409
+    assert error_ids(failed) == ["Base.GeneralError"]
+    task = client.get(answer.json()["@odata.id"]).json()
+    assert (task["TaskState"], task["TaskStatus"]) == ("Exception", "Critical")
+    assert task["Messages"][0]["Resolution"] == failed.json()["error"]["message"]
