@@ -69,3 +69,39 @@ def test_redfish_and_rest_composes_racing_for_the_gpus_get_each_gpu_once(
     ready = Composition.objects.filter(state=CompositionState.READY)
     assert ready.count() == gpus
     assert {c.tenant.slug for c in ready} <= {"acme", "globex"}
+
+
+def test_two_tenants_naming_the_same_block_at_once_get_it_once(
+    postgres: None, synced: FabricManager, alice: Any, carol: Any, redfish_as: Any
+) -> None:
+    gpu = Device.objects.filter(kind="gpu").order_by("pk").first()
+    assert gpu is not None
+    link = {"@odata.id": f"/redfish/v1/CompositionService/ResourceBlocks/gpu-{gpu.pk}"}
+    clients = [redfish_as(alice), redfish_as(carol)] * 2
+    start = threading.Barrier(len(clients))
+    answers: list[Any] = []
+
+    def run(index: int) -> None:
+        try:
+            start.wait(timeout=30)
+            body = {"Name": f"exact-{index}", "Links": {"ResourceBlocks": [link]}}
+            answers.append(clients[index].post("/redfish/v1/Systems", body))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    statuses = sorted(a.status_code for a in answers)
+    assert statuses[0] == 202 and statuses.count(202) == 1, statuses
+    for answer in answers:
+        if answer.status_code != 202:
+            assert answer.status_code in (400, 409), answer.content
+            assert answer.json()["error"]["@Message.ExtendedInfo"][0]["MessageId"].startswith(
+                "Composition."
+            )
+    live = Allocation.objects.filter(device=gpu, released_at__isnull=True)
+    assert live.count() == 1
