@@ -6,7 +6,8 @@ back as lists a test can assert on.
   found.
 - `protocol_validated`: the Protocol Validator (its console script, in a process of its
   own: it configures the root logger and exits) and the rows of its TSV report.
-- `interop_validated`: the Interop Validator with a profile, and the rows of its report.
+- `interop_validated`: the Interop Validator (in this process) with a profile, and what
+  it found.
 
 The tools are dev dependencies; the tests that use them skip where one is missing.
 """
@@ -14,7 +15,6 @@ The tools are dev dependencies; the tests that use them skip where one is missin
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import os
 import shutil
@@ -51,16 +51,7 @@ def service_validated(url: str, username: str, password: str, log_path: Path) ->
     system_under_test = pytest.importorskip("redfish_service_validator.system_under_test")
     from redfish_service_validator import logger, metadata
 
-    # The validator logs through the logger it is given: its own, never the `redfish`
-    # library's (`redfish.redfish_logger` would set that to INFO for the rest of the run,
-    # and the drivers keep it at WARNING so that no session token is logged).
-    report = logging.FileHandler(log_path)
-    report.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
-    validator_log = logging.getLogger("tests.redfish_service_validator")
-    validator_log.setLevel(logging.INFO)
-    validator_log.addHandler(report)
-    logger.logger = validator_log
-    try:
+    with _validator_log(logger, "redfish_service_validator", log_path):
         sut = system_under_test.SystemUnderTest(
             url, username, password, 30, "Session", None, None, None, [], False
         )
@@ -70,9 +61,6 @@ def service_validated(url: str, username: str, password: str, log_path: Path) ->
             yield sut
         finally:
             sut.logout()
-    finally:
-        validator_log.removeHandler(report)
-        report.close()
 
 
 def findings(sut: Any, outcome: str) -> list[str]:
@@ -133,17 +121,59 @@ def protocol_validated(
     return [Row(*line[:6]) for line in lines[1:] if len(line) >= 6]
 
 
+@dataclass(frozen=True)
+class InteropReport:
+    """The Interop Validator's findings: per resource type of the profile, whether the
+    service has one (PASS, FAIL when required and absent, SKIP when optional and absent),
+    and every property or action requirement that did not pass, by URI."""
+
+    found: dict[str, str]
+    failed: list[str]
+    passed: int
+
+
+@contextmanager
+def _validator_log(module: Any, name: str, log_path: Path) -> Iterator[None]:
+    """The validator `module`'s logger pointed at `log_path` (never the `redfish`
+    library's own logger, which the drivers keep quiet so that no token is logged)."""
+    report = logging.FileHandler(log_path)
+    report.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    validator_log = logging.getLogger(f"tests.{name}")
+    validator_log.setLevel(logging.INFO)
+    validator_log.addHandler(report)
+    module.logger = validator_log
+    try:
+        yield
+    finally:
+        validator_log.removeHandler(report)
+        report.close()
+
+
 def interop_validated(
-    url: str, username: str, password: str, profile: Path, report_dir: Path, timeout_s: float = 600
-) -> dict[str, Any]:
-    """The Interop Validator's run against `url` as `username` with `profile`: its JSON
-    report (what each resource was checked for, and how it came out)."""
-    script = _script("rf_interop_validator")
-    report_dir.mkdir(parents=True, exist_ok=True)
-    argv = [script, "-u", username, "-p", password, "-r", url, "--logdir", str(report_dir)]
-    argv += ["--authtype", "Session", str(profile)]
-    done = _run(argv, report_dir, timeout_s)
-    (report_dir / "output.txt").write_text(done.stdout + done.stderr)
-    reports = sorted(report_dir.glob("*.json"))
-    assert reports, f"the interop validator wrote no report:\n{done.stdout}\n{done.stderr}"
-    return dict(json.loads(reports[-1].read_text(encoding="utf-8")))
+    url: str, username: str, password: str, profile_path: Path, log_path: Path
+) -> InteropReport:
+    """The Interop Validator's run (in this process) against `url` as `username`, with
+    the profile at `profile_path`."""
+    pytest.importorskip("redfish_interop_validator")
+    from redfish_interop_validator import logger, profile
+    from redfish_interop_validator.system_under_test import SystemUnderTest
+
+    with _validator_log(logger, "redfish_interop_validator", log_path):
+        profile.load_profile(str(profile_path.parent), profile_path.name)
+        sut = SystemUnderTest(url, username, password, 30, "Session", None, None, None, [], False)
+        try:
+            sut.validate(None, "/redfish/v1/", "/redfish/v1/")
+            sut.apply_global_checks()
+        finally:
+            sut.logout()
+    found = {
+        name: result["Result"].name
+        for name, result in sut._service_resource_results["Results"].items()
+    }
+    failed = [
+        f"{uri} {prop}: {result['Message']}"
+        for uri, resource in sut._resources.items()
+        for prop, result in resource["Results"].items()
+        if result["Result"].name in ("FAIL", "WARN")
+    ]
+    return InteropReport(found=found, failed=failed, passed=sut.pass_count)
