@@ -52,6 +52,14 @@ def check(query: dict[str, str]) -> None:
                     name,
                     f"0-{MAX_TOP}",
                 )
+    if query.get("only"):
+        raise refuse(
+            400,
+            f"only takes no value (got {query['only']!r}): ask for ?only.",
+            "Base.QueryParameterValueFormatError",
+            query["only"],
+            "only",
+        )
     if "$expand" in query and documents.EXPAND.match(query["$expand"]) is None:
         raise _bad_expand(query["$expand"])
 

@@ -47,7 +47,7 @@ ROLE_PRIVILEGES = {
 
 def root(call: Call) -> dict[str, Any]:
     body = resource(
-        V1,
+        f"{V1}/",
         "Composer",
         "ServiceRoot",
         Id="RootService",
@@ -285,7 +285,13 @@ def registry_body(call: Call) -> dict[str, Any]:
         raise refuse(
             404, f"There is no registry {call.path}.", "Base.ResourceMissingAtURI", call.path
         )
-    return {"@odata.id": call.path, **found}
+    # Served without each message's `Severity`, which DMTF's files keep beside
+    # `MessageSeverity` though deprecated (the files stay as DMTF wrote them).
+    messages = {
+        key: {name: value for name, value in entry.items() if name != "Severity"}
+        for key, entry in found["Messages"].items()
+    }
+    return {"@odata.id": call.path, **found, "Messages": messages}
 
 
 ROUTES = [

@@ -1,8 +1,9 @@
 """Redfish authentication: sessions (`X-Auth-Token`) and HTTP Basic.
 
-A token is 32 random bytes shown once, in the answer to the login; only its SHA-256 is
-stored. A session ends when its owner (or an operator) deletes it or when it has been
-unused for `COMPOSER_REDFISH_SESSION_TIMEOUT_S`. Opening and closing are audited.
+A token is 32 random bytes (64 hexadecimal digits, as DMTF's Protocol Validator expects to
+measure) shown once, in the answer to the login; only its SHA-256 is stored. A session
+ends when its owner (or an operator) deletes it or when it has been unused for
+`COMPOSER_REDFISH_SESSION_TIMEOUT_S`. Opening and closing are audited.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def login(
     live = RedfishSession.objects.filter(user=user).count()
     if live >= settings.COMPOSER_REDFISH_SESSIONS_PER_USER:
         raise TooManySessions
-    token = secrets.token_urlsafe(32)
+    token = secrets.token_hex(32)
     session = RedfishSession.objects.create(
         public_id=secrets.token_hex(8),
         token_sha256=digest(token),

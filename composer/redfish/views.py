@@ -28,6 +28,7 @@ from fabric.redfish_render.errors import RedfishError, refuse
 logger = logging.getLogger(__name__)
 
 
+ODATA_VERSION = "4.0"
 OPEN_PATHS = frozenset({V1, f"{V1}/odata", f"{V1}/$metadata"})
 BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
 MAX_BODY = 1024 * 1024  # a Redfish request is a few kilobytes; anything near this is not one
@@ -55,8 +56,11 @@ def serve(request: HttpRequest, rest: str | None = None) -> HttpResponse:
 
 def _answer(request: HttpRequest, path: str) -> HttpResponse:
     method = request.method or "GET"
+    _check_odata_version(request)
     remote_addr = request.META.get("REMOTE_ADDR") or None
     caller = sessions.caller_of(request, remote_addr)
+    if method == "POST" and path.endswith(MEMBERS):
+        path = _collection_of(path)
     login = method == "POST" and path == SESSIONS
     if caller is None and not login and not (method in ("GET", "HEAD") and path in OPEN_PATHS):
         raise refuse(
@@ -94,6 +98,31 @@ def _answer(request: HttpRequest, path: str) -> HttpResponse:
     return _written(writer(call), route)
 
 
+MEMBERS = "/Members"
+
+
+def _collection_of(path: str) -> str:
+    """A POST to a collection's `Members` property is a POST to the collection (Redfish
+    says they are the same request); any other path is itself."""
+    collection = path[: -len(MEMBERS)]
+    found = routes.resolve(collection)
+    return collection if found is not None and found[0].post is not None else path
+
+
+def _check_odata_version(request: HttpRequest) -> None:
+    """A request that asks for an OData version other than 4.0 is refused with 412, as
+    the Redfish specification asks (the header is optional)."""
+    wanted = request.headers.get("OData-Version")
+    if wanted is not None and wanted.strip() != ODATA_VERSION:
+        raise refuse(
+            412,
+            f"This service speaks OData version {ODATA_VERSION}; the request asked for "
+            f"OData-Version {wanted}.",
+            "Base.HeaderInvalid",
+            f"OData-Version: {wanted}",
+        )
+
+
 def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) -> HttpResponse:
     if route.get is None:
         raise refuse(405, f"{call.path} cannot be read.", "Base.OperationNotAllowed")
@@ -111,6 +140,9 @@ def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) 
         response = JsonResponse(body)
     response["ETag"] = tag
     response["Allow"] = ", ".join(route.allowed())
+    link = documents.described_by(body)
+    if link:
+        response["Link"] = link
     if head:
         response.content = b""
     return response
@@ -195,7 +227,7 @@ def _error(refusal: RedfishError) -> HttpResponse:
 
 
 def _finish(request: HttpRequest, response: HttpResponse) -> HttpResponse:
-    response["OData-Version"] = "4.0"
+    response["OData-Version"] = ODATA_VERSION
     response.setdefault("Cache-Control", "no-cache")
     if response.get("Content-Type", "").startswith("application/json"):
         response["Content-Type"] = "application/json;charset=utf-8"

@@ -33,6 +33,20 @@ def protocol_features(*, top_skip: bool = False, only_member: bool = False) -> d
     }
 
 
+# Where DMTF publishes the JSON schema of each type (the `Link: rel=describedby` target).
+SCHEMAS = "https://redfish.dmtf.org/schemas/v1"
+
+
+def described_by(body: Resource) -> str | None:
+    """The `Link` header a read carries: the JSON schema of the resource's type
+    (`#Chassis.v1_28_0.Chassis` is described by `Chassis.v1_28_0.json`), None for a
+    document without `@odata.type` (the OData service document)."""
+    parts = str(body.get("@odata.type") or "").lstrip("#").split(".")
+    if len(parts) < 2:
+        return None
+    return f"<{SCHEMAS}/{'.'.join(parts[:-1])}.json>; rel=describedby"
+
+
 def etag(body: Resource) -> str:
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:20]
     return f'W/"{digest}"'

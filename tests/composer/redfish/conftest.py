@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from django.test import Client
 
 from tests.factories.composer import PASSWORD
+from tests.support.redfish_demo import DemoService, demo_served
 
 
 class RedfishClient:
@@ -54,3 +55,13 @@ def redfish_as() -> Callable[[Any], RedfishClient]:
         return RedfishClient(client, answer["X-Auth-Token"])
 
     return login
+
+
+@pytest.fixture(scope="module")
+def demo_redfish(
+    django_db_setup: None, django_db_blocker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DemoService]:
+    """The demo data centre served over HTTP by Daphne, once per test module (DMTF's
+    validators are slow): see tests/support/redfish_demo.py."""
+    with demo_served(django_db_blocker, tmp_path_factory.mktemp("demo-redfish")) as service:
+        yield service
