@@ -125,7 +125,13 @@ def _check_odata_version(request: HttpRequest) -> None:
 
 def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) -> HttpResponse:
     if route.get is None:
-        raise refuse(405, f"{call.path} cannot be read.", "Base.OperationNotAllowed")
+        allowed = ", ".join(route.allowed())
+        raise refuse(
+            405,
+            f"{call.path} cannot be read; it allows {allowed}.",
+            "Base.OperationNotAllowed",
+            headers={"Allow": allowed},
+        )
     queries.check(call.query)
     found = route.get(call)
     if isinstance(found, HttpResponse):  # an event stream

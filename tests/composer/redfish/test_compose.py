@@ -326,3 +326,10 @@ def test_the_monitor_of_a_compose_that_failed_answers_the_reason_never_a_500(
     task = client.get(answer.json()["@odata.id"]).json()
     assert (task["TaskState"], task["TaskStatus"]) == ("Exception", "Critical")
     assert task["Messages"][0]["Resolution"] == failed.json()["error"]["message"]
+
+
+def test_a_get_of_the_compose_action_is_405_with_allow(alice: Any, redfish_as: Any) -> None:
+    answer = redfish_as(alice).get(f"{V1}/CompositionService/Actions/CompositionService.Compose")
+    assert answer.status_code == 405
+    assert answer["Allow"] == "POST"
+    assert error_ids(answer) == ["Base.OperationNotAllowed"]
