@@ -38,7 +38,7 @@ from composer.redfish.compose_rules import (
     rejection_words,
     within,
 )
-from composer.redfish.composed import HOST_BLOCK, block_path_of, system_body
+from composer.redfish.composed import HOST_BLOCK, block_path_of, row_id, system_body
 from composer.redfish.paths import COMPOSE_ACTION, SYSTEMS
 from composer.redfish.routes import Route
 from composer.redfish.tasks import task_accepted
@@ -117,10 +117,8 @@ def _system(call: Call) -> Composition:
         Composition.objects.for_user(call.caller.user)
         .exclude(state__in=NOT_SYSTEMS)
         .select_related("tenant")
-        .filter(pk=int(key))
+        .filter(pk=row_id(key) or 0)
         .first()
-        if key.isdigit()
-        else None
     )
     if found is None:
         raise refuse(

@@ -24,6 +24,7 @@ __all__ = [
     "block_path",
     "block_path_of",
     "block_target",
+    "row_id",
     "system_body",
     "system_path",
 ]
@@ -39,6 +40,12 @@ SYSTEM_STATUS: dict[str, tuple[str, str]] = {
     CompositionState.DECOMPOSING: ("Disabled", "OK"),
     CompositionState.FAILED: ("Disabled", "Critical"),
 }
+
+
+def row_id(text: str) -> int | None:
+    """An id in a path as a row's primary key; None for anything no row can have (not
+    digits, or past a 64-bit key, which the database would refuse with an error)."""
+    return int(text) if text.isdigit() and len(text) <= 18 else None
 
 
 def system_path(composition: Composition) -> str:
@@ -63,11 +70,12 @@ def block_target(path: str) -> Device | Host | None:
     if not path.startswith(prefix):
         return None
     kind, _, key = path[len(prefix) :].rstrip("/").rpartition("-")
-    if not key.isdigit():
+    pk = row_id(key)
+    if pk is None:
         return None
     if kind == HOST_BLOCK:
-        return Host.objects.exclude(state=ComponentState.ABSENT).filter(pk=int(key)).first()
-    found = Device.objects.exclude(state=DeviceState.ABSENT).filter(pk=int(key), kind=kind)
+        return Host.objects.exclude(state=ComponentState.ABSENT).filter(pk=pk).first()
+    found = Device.objects.exclude(state=DeviceState.ABSENT).filter(pk=pk, kind=kind)
     return found.first()
 
 

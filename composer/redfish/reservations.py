@@ -27,7 +27,7 @@ from composer.redfish.compose_rules import (
     rejection_refusal,
     rejection_words,
 )
-from composer.redfish.composed import HOST_BLOCK, block_path, block_path_of
+from composer.redfish.composed import HOST_BLOCK, block_path, block_path_of, row_id
 from composer.redfish.paths import RESERVATIONS
 from composer.redfish.routes import Route
 from composer.redfish.tasks import task_accepted
@@ -72,9 +72,10 @@ def reserve(call: Call, request: SystemRequest, tenant: Tenant) -> Composition:
 
 def _reservation(call: Call, key: Any) -> Composition:
     text = str(key)
+    pk = row_id(text)
     found = (
-        composition_holds_for_user(user=call.caller.user).filter(pk=int(text)).first()
-        if text.isdigit()
+        composition_holds_for_user(user=call.caller.user).filter(pk=pk).first()
+        if pk is not None
         else None
     )
     if found is None:

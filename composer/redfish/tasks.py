@@ -22,7 +22,7 @@ from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, JobKind, J
 from composer.models import Composition, Job
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call, Caller
-from composer.redfish.composed import system_body
+from composer.redfish.composed import row_id, system_body
 from composer.redfish.paths import MONITOR, SYSTEMS, TASK_SERVICE, TASKS
 from composer.redfish.routes import Route
 from composer.services.compositions import COMPOSITION_TARGET
@@ -108,7 +108,8 @@ def _jobs(caller: Caller) -> Any:
 
 def _job(call: Call) -> Job:
     key = call.params["task"]
-    job = _jobs(call.caller).filter(pk=int(key)).first() if key.isdigit() else None
+    pk = row_id(key)
+    job = _jobs(call.caller).filter(pk=pk).first() if pk is not None else None
     if job is None:
         raise refuse(404, f"There is no task {key}.", "Base.ResourceNotFound", "Task", key)
     return job

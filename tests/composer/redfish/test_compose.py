@@ -333,3 +333,17 @@ def test_a_get_of_the_compose_action_is_405_with_allow(alice: Any, redfish_as: A
     assert answer.status_code == 405
     assert answer["Allow"] == "POST"
     assert error_ids(answer) == ["Base.OperationNotAllowed"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"{SYSTEMS}/99999999999999999999999",
+        f"{V1}/TaskService/Tasks/99999999999999999999999",
+        f"{V1}/TaskService/Tasks/99999999999999999999999/Monitor",
+        f"{V1}/CompositionService/CompositionReservations/99999999999999999999999",
+    ],
+)
+def test_an_id_no_row_can_have_is_404_not_500(alice: Any, redfish_as: Any, path: str) -> None:
+    assert redfish_as(alice).get(path).status_code in (404, 405)
+    assert redfish_as(alice).delete(path).status_code in (404, 405)
