@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -133,11 +134,12 @@ def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) 
     if isinstance(found, Answer):  # a task monitor
         return _written(found, route)
     body = queries.apply(_lookup(call), found, call.query, call.path) if call.query else found
-    tag = documents.etag(body)
-    if tag in _tags(request.headers.get("If-None-Match", "")):
-        response = HttpResponse(status=304)
-    else:
-        response = JsonResponse(body)
+    # The ETag is the resource's own (not of its $expand or page), so that a client that
+    # read it with a query can send it back in If-Match; a read with a query is never 304.
+    tag = documents.etag(found)
+    unchanged = _tags(request.headers.get("If-None-Match", "")) & {tag, "*"}
+    fresh = unchanged and not call.query
+    response = HttpResponse(status=304) if fresh else JsonResponse(body)
     response["ETag"] = tag
     response["Allow"] = ", ".join(route.allowed())
     link = documents.described_by(body)
@@ -187,7 +189,10 @@ def _tags(header: str) -> set[str]:
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
-    raw = request.body
+    try:
+        raw = request.body
+    except RequestDataTooBig as exc:  # past DATA_UPLOAD_MAX_MEMORY_SIZE: never read
+        raise refuse(413, "The request body is too large for a Redfish request.") from exc
     if len(raw) > MAX_BODY:
         raise refuse(413, "The request body is too large for a Redfish request.")
     media = (request.content_type or "").lower()

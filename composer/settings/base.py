@@ -370,6 +370,8 @@ COMPOSER_SIMULATOR_REDFISH_PASSWORD = env_str("COMPOSER_SIMULATOR_REDFISH_PASSWO
 # user holds at most this many sessions at once (the oldest past it are refused, not cut).
 COMPOSER_REDFISH_SESSION_TIMEOUT_S = env_int("COMPOSER_REDFISH_SESSION_TIMEOUT_S", 1800)
 COMPOSER_REDFISH_SESSIONS_PER_USER = env_int("COMPOSER_REDFISH_SESSIONS_PER_USER", 32)
+# Wrong passwords a minute from one address before Redfish sign-ins answer 429.
+COMPOSER_REDFISH_AUTH_FAILURES = env_int("COMPOSER_REDFISH_AUTH_FAILURES", 30)
 
 LOGGING = {
     "version": 1,
