@@ -22,6 +22,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
     # Anything else under /api/ (ending in a slash, as under /api/v1/) is a JSON 404 too.
     re_path(r"^api/[\s\S]*/$", NotFoundView.as_view()),
+    # /healthz, /readyz, /metrics (composer.monitoring): probes and Prometheus.
+    path("", include("composer.monitoring.urls")),
     path("fabric/", include("fabric.urls")),
     path("", include("composer.views.urls")),
 ]

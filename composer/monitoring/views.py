@@ -1,0 +1,96 @@
+"""/metrics, /healthz and /readyz: the endpoints a supervisor and Prometheus call.
+
+- `/healthz` (liveness): the process answers; nothing else is asked, so a restart is never
+  triggered by a database or Redis outage that a restart would not cure.
+- `/readyz` (readiness): `composer.monitoring.readiness`; 200 when every check passes, else
+  503, with a JSON body naming each check and what failed. `?only=database,redis` runs only
+  those (a web process's own readiness behind a load balancer).
+- `/metrics`: the Prometheus text format, for the networks and token of
+  `composer.monitoring.access`. `?scope=process` gives this machine's processes' series
+  only, `?scope=domain` the database's only (docs/monitoring.md says which to scrape where).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from composer.monitoring.access import metrics_refusal
+from composer.monitoring.collector import DomainCollector
+from composer.monitoring.metrics import multiprocess_dir
+from composer.monitoring.readiness import CHECKS, readiness
+
+__all__ = ["healthz", "metrics", "readyz"]
+
+SCOPES = ("all", "process", "domain")
+
+
+@never_cache
+@require_safe
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness: this process answers."""
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+@require_safe
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness: 200 when every check passes, else 503 naming what failed."""
+    only = None
+    if request.GET.get("only"):
+        only = {name.strip() for name in request.GET["only"].split(",") if name.strip()}
+        unknown = sorted(only - set(CHECKS))
+        if unknown:
+            return JsonResponse(
+                {
+                    "only": f"Unknown check(s) {', '.join(unknown)}; "
+                    f"choose among {', '.join(CHECKS)}."
+                },
+                status=400,
+            )
+    checks = readiness(only)
+    failed = [c.name for c in checks if not c.ok]
+    body: dict[str, Any] = {
+        "status": "not ready" if failed else "ready",
+        "failed": failed,
+        "checks": {
+            c.name: ({"ok": True} if c.ok else {"ok": False, "detail": c.detail}) for c in checks
+        },
+    }
+    return JsonResponse(body, status=503 if failed else 200)
+
+
+@never_cache
+@require_safe
+def metrics(request: HttpRequest) -> HttpResponse:
+    """The Prometheus exposition of this machine's processes and of the domain."""
+    refusal = metrics_refusal(request)
+    if refusal is not None:
+        return refusal
+    scope = request.GET.get("scope", "all")
+    if scope not in SCOPES:
+        return JsonResponse({"scope": f"Choose one of {', '.join(SCOPES)}."}, status=400)
+    output = b""
+    if scope in ("all", "process"):
+        output += generate_latest(process_registry())
+    if scope in ("all", "domain"):
+        domain = CollectorRegistry(auto_describe=False)
+        domain.register(DomainCollector())
+        output += generate_latest(domain)
+    return HttpResponse(output, content_type=CONTENT_TYPE_LATEST)
+
+
+def process_registry() -> CollectorRegistry:
+    """The processes' own series: every process of this machine added up (multiprocess
+    mode), else this process's."""
+    folder = multiprocess_dir()
+    if not folder:
+        return REGISTRY
+    registry = CollectorRegistry(auto_describe=False)
+    MultiProcessCollector(registry, path=folder)
+    return registry
