@@ -17,7 +17,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from composer.monitoring.access import metrics_refusal
@@ -82,7 +83,8 @@ def metrics(request: HttpRequest) -> HttpResponse:
         domain = CollectorRegistry(auto_describe=False)
         domain.register(DomainCollector())
         output += generate_latest(domain)
-    return HttpResponse(output, content_type=CONTENT_TYPE_LATEST)
+    # The classic text format (0.0.4), which every Prometheus since 2.0 reads.
+    return HttpResponse(output, content_type=CONTENT_TYPE_PLAIN_0_0_4)
 
 
 def process_registry() -> CollectorRegistry:
