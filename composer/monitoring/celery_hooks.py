@@ -15,6 +15,7 @@ tasks):
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -43,7 +44,7 @@ from composer.monitoring.requestid import (
 
 logger = logging.getLogger(__name__)
 
-__all__: list[str] = []
+__all__ = ["request_id_carry"]
 
 _heartbeats: list[Any] = []
 
@@ -52,7 +53,10 @@ def _start_heartbeat(role: str, name: str, queues: list[str]) -> None:
     from composer.monitoring.heartbeat import Heartbeat
 
     try:
-        _heartbeats.append(Heartbeat(role, name, queues=queues).start())
+        heartbeat = Heartbeat(role, name, queues=queues).start()
+        _heartbeats.append(heartbeat)
+        # Beat has no shutdown signal: its SIGTERM ends in SystemExit, which runs these.
+        atexit.register(heartbeat.stop)
     except Exception:  # never stop a worker for its heartbeat: readiness will say it
         logger.warning("%s heartbeat not started", role, exc_info=True)
 
@@ -88,7 +92,8 @@ def _process_shutdown(pid: int | None = None, **kwargs: Any) -> None:
 
 
 @before_task_publish.connect
-def _carry_request_id(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+def request_id_carry(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """Put the current request id (if any) in the headers of a task being sent."""
     rid = request_id()
     if rid and headers is not None:
         headers.setdefault(HEADER, rid)

@@ -124,7 +124,10 @@ class Heartbeat:
         return True
 
     def stop(self) -> None:
-        """Stop beating and remove this process's heartbeat (a clean stop is no death)."""
+        """Stop beating and remove this process's heartbeat (a clean stop is no death).
+        Safe to call twice (a worker's shutdown signal, then its exit)."""
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=2)

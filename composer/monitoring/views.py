@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -27,6 +28,8 @@ from composer.monitoring.metrics import multiprocess_dir
 from composer.monitoring.readiness import CHECKS, readiness
 
 __all__ = ["healthz", "metrics", "readyz"]
+
+logger = logging.getLogger(__name__)
 
 SCOPES = ("all", "process", "domain")
 
@@ -63,7 +66,27 @@ def readyz(request: HttpRequest) -> JsonResponse:
             c.name: ({"ok": True} if c.ok else {"ok": False, "detail": c.detail}) for c in checks
         },
     }
-    return JsonResponse(body, status=503 if failed else 200)
+    _log_change(failed)
+    response = JsonResponse(body, status=503 if failed else 200)
+    # An expected state, named in the body and logged once per change (below), not an
+    # error of Django's request handling to log at every probe.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
+
+
+_last_failed: list[str] | None = None
+
+
+def _log_change(failed: list[str]) -> None:
+    """Log when this process's readiness changes (not at every probe)."""
+    global _last_failed
+    if failed == _last_failed:
+        return
+    if failed:
+        logger.warning("not ready: %s", ", ".join(failed))
+    elif _last_failed is not None:
+        logger.info("ready again")
+    _last_failed = failed
 
 
 @never_cache
