@@ -25,8 +25,9 @@ class Scrape:
             raise KeyError(f"no sample {name}{labels}")
         return self.samples[key]
 
-    def get(self, name: str, default: float = 0.0, **labels: str) -> float:
-        return self.samples.get((name, frozenset(labels.items())), default)
+    def get(self, name: str, **labels: str) -> float:
+        """The sample, or 0 when absent (a counter not incremented yet)."""
+        return self.samples.get((name, frozenset(labels.items())), 0.0)
 
     def total(self, name: str, **labels: str) -> float:
         """The sum of `name` over the samples that carry at least these labels."""
