@@ -12,6 +12,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+from dataclasses import dataclass
 from functools import lru_cache
 
 from django.conf import settings
@@ -19,7 +20,7 @@ from django.http import HttpRequest, JsonResponse
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["metrics_refusal", "networks_parse"]
+__all__ = ["Refusal", "metrics_access", "metrics_refusal", "networks_parse"]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -50,9 +51,9 @@ def _allowed(values: tuple[str, ...]) -> tuple[Network, ...]:
         return ()
 
 
-def _address_allowed(request: HttpRequest) -> bool:
+def _address_allowed(remote_addr: str) -> bool:
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        address = ipaddress.ip_address(remote_addr)
     except ValueError:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
@@ -61,22 +62,37 @@ def _address_allowed(request: HttpRequest) -> bool:
     return any(address in network for network in networks)
 
 
-def metrics_refusal(request: HttpRequest) -> JsonResponse | None:
-    """None when `request` may read the metrics; else the answer to give (403 for an
-    address outside the allowed networks, 401 for a missing or wrong token)."""
-    if not _address_allowed(request):
-        return JsonResponse(
-            {"detail": "Metrics are not served to this address (see the allowed networks)."},
-            status=403,
-        )
+@dataclass(frozen=True)
+class Refusal:
+    """Why a scrape is refused: the HTTP status and the words of the answer."""
+
+    status: int
+    detail: str
+
+
+def metrics_access(remote_addr: str, authorization: str) -> Refusal | None:
+    """None when a scrape from `remote_addr` with this `Authorization` header may read the
+    metrics; else why not (403: an address outside the allowed networks; 401: a missing or
+    wrong token). Shared by /metrics and `manage.py metrics_serve`."""
+    if not _address_allowed(remote_addr):
+        return Refusal(403, "Metrics are not served to this address (see the allowed networks).")
     token = settings.COMPOSER_METRICS_TOKEN
     if not token:
         return None
-    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    scheme, _, given = authorization.partition(" ")
     if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode()):
         return None
-    response = JsonResponse(
-        {"detail": "Send the metrics token as Authorization: Bearer <token>."}, status=401
+    return Refusal(401, "Send the metrics token as Authorization: Bearer <token>.")
+
+
+def metrics_refusal(request: HttpRequest) -> JsonResponse | None:
+    """`metrics_access` for a Django request: None, or the JSON answer to give."""
+    refusal = metrics_access(
+        request.META.get("REMOTE_ADDR", ""), request.headers.get("Authorization", "")
     )
-    response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    if refusal is None:
+        return None
+    response = JsonResponse({"detail": refusal.detail}, status=refusal.status)
+    if refusal.status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
     return response
