@@ -1,11 +1,11 @@
 """Stranded capacity: free capacity in a pool that no host can reach through the fabric now.
 
 A GPU whose enclosure lost its last healthy path to every host is free on paper and useless
-in practice; the pool's free figure hides it. Reached is judged by the same walk placement
-uses (`fabric.topology.graph.reachable_enclosures`, from each present host), on the
-topology as the console holds it; what is free by the one definition of capacity
-(`fabric.capacity.capacity_split`, in devices, or GiB for partitionable kinds), so a
-pool's stranded figure is part of its free one.
+in practice; the pool's free figure hides it. Reached is judged by the fabric's own
+reachability index (`fabric.topology.reach`: connectivity through switches over links not
+down, built once per topology load), on the topology as the console holds it; what is free
+by the one definition of capacity (`fabric.capacity.capacity_split`, in devices, or GiB for
+partitionable kinds), so a pool's stranded figure is part of its free one.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from fabric.capacity import capacity_split, is_partitionable
 from fabric.choices import DeviceState
 from fabric.models import Device
-from fabric.topology.graph import reachable_enclosures
 from fabric.topology.load import load_graph
+from fabric.topology.reach import reach_index
 
 __all__ = ["stranded_by_pool"]
 
@@ -25,7 +25,7 @@ __all__ = ["stranded_by_pool"]
 def stranded_by_pool() -> dict[int, int]:
     """Free capacity no host reaches, per pool id (devices, or GiB for partitionable pools).
 
-    One device query and one topology load; one walk per host.
+    One device query and one topology load; the reachability index is linear in its size.
     """
     rows = list(
         Device.objects.filter(pool__isnull=False)
@@ -44,11 +44,10 @@ def stranded_by_pool() -> dict[int, int]:
     free = [row for row in rows if _free_amount(row)]
     if not free:
         return {}
-    graph = load_graph(lean=True)
-    reached: set[str] = set()
-    for node in graph.nodes.values():
-        if node.kind == "host":
-            reached.update(reachable_enclosures(graph, node.id))
+    index = reach_index(load_graph(lean=True))
+    reached = {
+        end for end, kind in index.kinds.items() if kind == "enclosure" and index.partners(end)
+    }
     stranded: dict[int, int] = defaultdict(int)
     for row in free:
         enclosure = row[7]
