@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -88,3 +90,29 @@ def test_worker_and_beat_heartbeats_json_logs_and_the_request_id_in_the_job(
     # Stopped cleanly: their heartbeats are gone at once.
     body = readyz_until(client, 503, lambda: "", timeout_s=10)
     assert {"workers", "beat"} <= set(body["failed"])
+
+
+def test_a_web_process_writes_json_lines_with_the_request_id(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from composer.embedded import free_port
+    from tests.support.daphne import daphne_running
+
+    monkeypatch.setenv("COMPOSER_LOG_FORMAT", "json")
+    monkeypatch.setenv("REDIS_URL", f"redis://127.0.0.1:{free_port()}/0")  # nobody: not ready
+    log_path = tmp_path / "daphne.log"
+    with daphne_running(connection.settings_dict, log_path=log_path) as port:
+        url = f"http://127.0.0.1:{port}/readyz"
+        request = urllib.request.Request(url, headers={"X-Request-ID": "web-req-7"})
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(request, timeout=10)
+        assert answer.value.code == 503
+        assert answer.value.headers["X-Request-ID"] == "web-req-7"
+        deadline = time.monotonic() + 10
+        while '"web-req-7"' not in log_path.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+    lines = json_lines(log_path.read_text())
+    traced = [line for line in lines if line["request_id"] == "web-req-7"]
+    assert traced, log_path.read_text()
+    assert traced[0]["logger"] == "composer.monitoring.views"
+    assert traced[0]["message"].startswith("not ready: ")
