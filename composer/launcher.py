@@ -235,6 +235,18 @@ def console_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+def prometheus_folder(env: dict[str, str], var_dir: Path) -> None:
+    """Give every child one folder for its Prometheus series (multiprocess mode), emptied
+    here: prometheus-client requires it empty when the processes start, or a previous run's
+    counts would be added in. A folder the environment names is the operator's to empty."""
+    if env.get("PROMETHEUS_MULTIPROC_DIR"):
+        return
+    folder = var_dir / "prometheus"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+
+
 def demo_credentials_keys(env: dict[str, str], var_dir: Path) -> None:
     """Give the demo a key for fabric managers' credentials when the environment names none.
 
@@ -252,18 +264,6 @@ def demo_credentials_keys(env: dict[str, str], var_dir: Path) -> None:
             handle.write(Fernet.generate_key())
         log.info("made a key for fabric managers' credentials in %s", path)
     env["COMPOSER_CREDENTIALS_KEYS"] = path.read_text().strip()
-
-
-def prometheus_folder(env: dict[str, str], var_dir: Path) -> None:
-    """Give every child one folder for its Prometheus series (multiprocess mode), emptied
-    here: prometheus-client requires it empty when the processes start, or a previous run's
-    counts would be added in. A folder the environment names is the operator's to empty."""
-    if env.get("PROMETHEUS_MULTIPROC_DIR"):
-        return
-    folder = var_dir / "prometheus"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
 
 
 def banner(port: str, password: str, lab: RedfishLab | None = None) -> str:

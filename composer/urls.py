@@ -14,6 +14,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from composer.api.views import NotFoundView
 
 urlpatterns = [
+    # /healthz, /readyz, /metrics (composer.monitoring): probes and Prometheus, first.
+    path("", include("composer.monitoring.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -22,8 +24,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
     # Anything else under /api/ (ending in a slash, as under /api/v1/) is a JSON 404 too.
     re_path(r"^api/[\s\S]*/$", NotFoundView.as_view()),
-    # /healthz, /readyz, /metrics (composer.monitoring): probes and Prometheus.
-    path("", include("composer.monitoring.urls")),
     path("fabric/", include("fabric.urls")),
     path("", include("composer.views.urls")),
 ]

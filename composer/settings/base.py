@@ -297,6 +297,30 @@ COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S",
 COMPOSER_HEALTH_EVENT_POLL_MIN_S = env_int("COMPOSER_HEALTH_EVENT_POLL_MIN_S", 15)
 COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
 
+# Operability (composer.monitoring, docs/monitoring.md). How often inventories sync (beat's
+# schedule above): the metrics compare each manager's sync age with it.
+COMPOSER_SYNC_INTERVAL_S = env_int("COMPOSER_SYNC_INTERVAL_S", 300)
+# Worker and beat processes write a heartbeat to Redis every COMPOSER_HEARTBEAT_INTERVAL_S;
+# one older than COMPOSER_HEARTBEAT_STALE_S is a dead process (/readyz,
+# composer_processes_alive), one older than COMPOSER_HEARTBEAT_TTL_S is forgotten.
+COMPOSER_HEARTBEAT_INTERVAL_S = env_int("COMPOSER_HEARTBEAT_INTERVAL_S", 5)
+COMPOSER_HEARTBEAT_STALE_S = env_int("COMPOSER_HEARTBEAT_STALE_S", 30)
+COMPOSER_HEARTBEAT_TTL_S = env_int("COMPOSER_HEARTBEAT_TTL_S", 600)
+# /readyz fails when a live event stays unpublished, or a queued job unsent, this long.
+COMPOSER_READY_OUTBOX_MAX_AGE_S = env_int("COMPOSER_READY_OUTBOX_MAX_AGE_S", 60)
+# Who may read /metrics: an address in these networks ("*": any) and, when set, the bearer
+# token (composer.monitoring.access).
+COMPOSER_METRICS_ALLOWED_NETWORKS = env_list(
+    "COMPOSER_METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"]
+)
+COMPOSER_METRICS_TOKEN = env_str("COMPOSER_METRICS_TOKEN", "")
+# Log lines as plain text or one JSON object each (web, workers and beat alike).
+COMPOSER_LOG_FORMAT = env_str("COMPOSER_LOG_FORMAT", "plain").strip().lower() or "plain"
+if COMPOSER_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(
+        f"COMPOSER_LOG_FORMAT must be plain or json; got {COMPOSER_LOG_FORMAT!r}"
+    )
+
 # The largest request body read: a bigger form is refused (400) and a bigger API body
 # answers 413 before it is read (composer.api.parsers).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("COMPOSER_MAX_BODY_BYTES", 1024 * 1024)
@@ -362,30 +386,6 @@ COMPOSER_SIMULATOR_LATENCY_SCALE = float(env_str("COMPOSER_SIMULATOR_LATENCY_SCA
 # empty: the simulator's demo account (docs/drivers.md).
 COMPOSER_SIMULATOR_REDFISH_USERNAME = env_str("COMPOSER_SIMULATOR_REDFISH_USERNAME", "")
 COMPOSER_SIMULATOR_REDFISH_PASSWORD = env_str("COMPOSER_SIMULATOR_REDFISH_PASSWORD", "")
-
-# Operability (composer.monitoring, docs/monitoring.md). Worker and beat processes write a
-# heartbeat to Redis every COMPOSER_HEARTBEAT_INTERVAL_S; one older than
-# COMPOSER_HEARTBEAT_STALE_S is a dead process (/readyz, composer_processes_alive), one
-# older than COMPOSER_HEARTBEAT_TTL_S is forgotten.
-# How often inventories sync (beat's schedule above): the metrics compare each age with it.
-COMPOSER_SYNC_INTERVAL_S = env_int("COMPOSER_SYNC_INTERVAL_S", 300)
-COMPOSER_HEARTBEAT_INTERVAL_S = env_int("COMPOSER_HEARTBEAT_INTERVAL_S", 5)
-COMPOSER_HEARTBEAT_STALE_S = env_int("COMPOSER_HEARTBEAT_STALE_S", 30)
-COMPOSER_HEARTBEAT_TTL_S = env_int("COMPOSER_HEARTBEAT_TTL_S", 600)
-# /readyz fails when a live event stays unpublished, or a queued job unsent, this long.
-COMPOSER_READY_OUTBOX_MAX_AGE_S = env_int("COMPOSER_READY_OUTBOX_MAX_AGE_S", 60)
-# Who may read /metrics: an address in these networks ("*": any) and, when set, the bearer
-# token (composer.monitoring.access).
-COMPOSER_METRICS_ALLOWED_NETWORKS = env_list(
-    "COMPOSER_METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"]
-)
-COMPOSER_METRICS_TOKEN = env_str("COMPOSER_METRICS_TOKEN", "")
-# Log lines as plain text or one JSON object each (web, workers and beat alike).
-COMPOSER_LOG_FORMAT = env_str("COMPOSER_LOG_FORMAT", "plain").strip().lower() or "plain"
-if COMPOSER_LOG_FORMAT not in ("plain", "json"):
-    raise ImproperlyConfigured(
-        f"COMPOSER_LOG_FORMAT must be plain or json; got {COMPOSER_LOG_FORMAT!r}"
-    )
 
 LOGGING = {
     "version": 1,
