@@ -42,6 +42,7 @@ class DomainCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         from composer.monitoring.runtime import runtime_families
 
+        failed: list[str] = []
         for family in (
             _pools,
             _compositions,
@@ -52,19 +53,24 @@ class DomainCollector(Collector):
             runtime_families,
         ):
             try:
-                yield from family()
+                # Whole, or not at all: a family that fails half-way yields nothing.
+                yield from list(family())
             except Exception:
                 logger.warning("metrics: %s not collected", family.__name__, exc_info=True)
-                yield _scrape_error(family.__name__.strip("_"))
+                failed.append(family.__name__.strip("_"))
+        if failed:
+            yield _scrape_errors(failed)
 
 
-def _scrape_error(name: str) -> Metric:
+def _scrape_errors(names: list[str]) -> Metric:
+    """One family naming every family that failed (a name may appear once per scrape)."""
     family = GaugeMetricFamily(
         "composer_metrics_collect_error",
         "1 when a family of the domain's series could not be read at this scrape.",
         labels=["family"],
     )
-    family.add_metric([name], 1)
+    for name in names:
+        family.add_metric([name], 1)
     return family
 
 

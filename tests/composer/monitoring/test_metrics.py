@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.test import Client
 
 from composer.choices import CompositionState
-from composer.models import Composition
+from composer.models import Composition, Event
 from composer.services.health_poll import health_poll_run
 from fabric.choices import AlertState, DeviceState, LinkState
 from fabric.models import Alert, Device, FabricManager, Link
@@ -130,9 +130,21 @@ def test_a_family_that_fails_is_named_and_the_others_still_answer(
         raise RuntimeError("table locked")
 
     monkeypatch.setattr("composer.monitoring.collector.pool_capacities", broken)
+    monkeypatch.setattr(Event, "objects", None)  # a bug in the outbox's family
     result = scrape(client)
     assert result.value("composer_metrics_collect_error", family="pools") == 1
+    assert result.value("composer_metrics_collect_error", family="outbox") == 1
+    assert result.text.count("# TYPE composer_metrics_collect_error ") == 1
+    assert "composer_pool_capacity" not in result.families  # nothing half-read
     assert "composer_alerts_open" in result.families
+
+
+def test_a_bad_network_setting_refuses_every_scrape_and_says_why(
+    client: Client, settings: Any, db: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings.COMPOSER_METRICS_ALLOWED_NETWORKS = ["10.0.0.0/33"]
+    assert client.get("/metrics").status_code == 403
+    assert "COMPOSER_METRICS_ALLOWED_NETWORKS: '10.0.0.0/33'" in caplog.text
 
 
 def test_names_follow_prometheus_conventions(client: Client, synced: FabricManager) -> None:
