@@ -230,3 +230,38 @@ def test_a_composition_count_per_state(
     for state in CompositionState.values:
         expected = Composition.objects.filter(tenant=acme, state=state).count()
         assert result.value("composer_compositions", state=state, tenant=acme.slug) == expected
+
+
+def test_a_failed_compose_counts_a_failed_run_a_rollback_and_a_driver_error(
+    client: Client, synced: FabricManager, acme: Any, alice: Any
+) -> None:
+    from composer.choices import JobKind
+    from composer.models import Job
+    from composer.services.compositions import composition_request
+    from composer.tasks import composition_compose_task
+    from fabric.simulator import store
+
+    before = scrape(client)
+    store.operation_fault_set(
+        fabric=store.fabric_get("sim"), operation="bind", mode="permanent", count=1
+    )
+    composition = composition_request(tenant=acme, requested_by=alice, spec=L40S, name="f1")
+    composition_compose_task.delay(
+        Job.objects.get(kind=JobKind.COMPOSE, target_id=composition.pk).pk
+    )
+    composition.refresh_from_db()
+    assert composition.state == CompositionState.FAILED
+
+    after = scrape(client)
+    failed = {"kind": "compose", "outcome": "failed"}
+    for name, labels in (
+        ("composer_job_runs_total", failed),
+        ("composer_job_duration_seconds_count", failed),
+        ("composer_jobs_rolled_back_total", {"kind": "compose"}),
+        (
+            "composer_driver_call_errors_total",
+            {"manager": synced.name, "operation": "bind", "kind": "permanent"},
+        ),
+    ):
+        assert after.get(name, **labels) == before.get(name, **labels) + 1, name
+    assert after.value("composer_compositions", state="failed", tenant=acme.slug) == 1
