@@ -32,6 +32,7 @@ from composer.events import (
 )
 from composer.fanout import get_hub
 from composer.models import Composition, Job
+from composer.monitoring.metrics import EVENT_REPLAYS, WEBSOCKETS_CONNECTED
 from composer.wsauth import token_from_scope
 
 logger = logging.getLogger(__name__)
@@ -113,6 +114,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 }
             )
         self.heartbeat_task = asyncio.ensure_future(self._heartbeats())
+        self.counted = True  # in composer_websockets_connected until it disconnects
+        WEBSOCKETS_CONNECTED.inc()
 
     async def disconnect(self, code: int) -> None:
         task = getattr(self, "heartbeat_task", None)
@@ -122,6 +125,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 await task
         for group in list(getattr(self, "groups_joined", ())):
             await self._leave(group)
+        if getattr(self, "counted", False):
+            self.counted = False
+            WEBSOCKETS_CONNECTED.dec()
 
     # --- client messages ----------------------------------------------------------------------
 
@@ -161,6 +167,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             )
 
     async def _resume(self, content: dict[str, Any]) -> None:
+        EVENT_REPLAYS.inc()
         last = content.get("last_event_id")
         if not is_int(last) or last < 0:
             await self._error("last_event_id", "Send the id of the last event you saw (0 or more).")

@@ -56,7 +56,10 @@ COMPOSER_CREDENTIALS_KEYS = env_list(
     "COMPOSER_CREDENTIALS_KEYS", ["QUs3a1RmQ2hvc2VuRm9yVGhlVGVzdHNPbmx5MTIzNDU="]
 )
 COMPOSER_PROBE_TIMEOUT_S = 5
-LOGGING = {"version": 1, "disable_existing_loggers": False}
+# Quiet (pytest captures records itself), unless a process a test starts asks for a log
+# format: a web process whose JSON lines the test reads.
+if not os.environ.get("COMPOSER_LOG_FORMAT"):
+    LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True
