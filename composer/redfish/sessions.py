@@ -114,6 +114,16 @@ def _by_token(token: str, remote_addr: str | None) -> Caller | None:
     return Caller(user=session.user, session_id=session.public_id, remote_addr=remote_addr)
 
 
+def session_alive(public_id: str) -> bool:
+    """Whether the session `public_id` is still open (not deleted, not idle past the
+    timeout); an open event stream is use of its session, so it is touched as a request
+    would touch it (composer/redfish/sse.py asks once a minute)."""
+    now = timezone.now()
+    alive = RedfishSession.objects.filter(public_id=public_id, last_used_at__gte=now - timeout())
+    touched = alive.filter(last_used_at__lt=now - TOUCH_EVERY).update(last_used_at=now)
+    return bool(touched) or alive.exists()
+
+
 def _audit(
     session: RedfishSession,
     action: ChangeAction,

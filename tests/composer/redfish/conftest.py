@@ -17,7 +17,7 @@ class RedfishClient:
     def __init__(self, client: Client, token: str = "") -> None:
         self.client, self.token = client, token
 
-    def _headers(self, extra: dict[str, str]) -> dict[str, str]:
+    def _headers(self, extra: dict[str, str]) -> dict[str, Any]:
         headers = {"HTTP_X_AUTH_TOKEN": self.token} if self.token else {}
         return {**headers, **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in extra.items()}}
 
