@@ -195,7 +195,7 @@ class EventStream:
 
     async def _refresh(self) -> bool:
         """Re-read the caller: False when it may no longer listen (the stream ends)."""
-        heard = await database_sync_to_async(_scope_now)(self.heard, self.session_id)
+        heard = await database_sync_to_async(scope_now)(self.heard, self.session_id)
         if heard is NOBODY:
             return False
         if heard != self.heard:
@@ -244,7 +244,7 @@ def blocks_of(composition_id: int) -> list[str]:
     return found + [resource_block("device", device) for device in devices]
 
 
-def _scope_now(heard: Scope, session_id: str) -> Scope:
+def scope_now(heard: Scope, session_id: str) -> Scope:
     """The caller's scope as the database has it now; NOBODY when its session ended."""
     if session_id and not sessions.session_alive(session_id):
         return NOBODY

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from composer.events import event_message, payload_for
+from composer.events import NOBODY, event_message, payload_for
 from composer.models import Event
 from composer.redfish.event_records import blocks_change, redfish_event
 from fabric.redfish_render.messages import registries
@@ -124,3 +124,21 @@ def test_a_tenant_hears_of_an_alert_on_its_own_systems_only() -> None:
     assert [m for m, _o, _a in _records(_message("fabric.alert", closed))] == [
         "ResourceEvent.1.4.3.ResourceStatusChangedOK"
     ] * 3
+
+
+@pytest.mark.django_db
+def test_a_stream_s_caller_is_re_read_and_loses_the_stream_with_its_session(
+    alice: Any, acme: Any, redfish_as: Any
+) -> None:
+    from composer.events import scope_for
+    from composer.models import Membership, RedfishSession
+    from composer.redfish.sse import scope_now
+
+    session = redfish_as(alice)
+    heard = scope_for(alice)
+    public_id = RedfishSession.objects.get().public_id
+    assert scope_now(heard, public_id) == heard
+    Membership.objects.filter(user=alice).delete()
+    assert scope_now(heard, public_id).tenant_ids == frozenset()
+    session.delete(f"{V1}/SessionService/Sessions/{public_id}")
+    assert scope_now(heard, public_id) is NOBODY
