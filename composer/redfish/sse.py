@@ -26,7 +26,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from datetime import timedelta
 from typing import Any
 
@@ -82,6 +82,8 @@ class EventStream:
         self.sent = replay.SentIds()
         self.cursor = 0
         self.groups: set[str] = set()
+        self.overflowed = False  # live events were dropped: catch up before the next one
+        self.caught_up = time.monotonic()
 
     # --- composer.fanout.Member -----------------------------------------------------------
 
@@ -89,9 +91,10 @@ class EventStream:
         """A live event from the hub: queued (never waits), written by the stream."""
         if not self.heard.hears(tenant_id):
             return
-        # A slow client's queue may fill: the next catch-up finds what is dropped.
-        with contextlib.suppress(asyncio.QueueFull):
+        try:
             self.queue.put_nowait((event_id, tenant_id, text))
+        except asyncio.QueueFull:  # a slow client: a catch-up finds what is dropped
+            self.overflowed = True
 
     async def resync(self) -> None:
         """The hub lost Redis for a moment: catch up from the database."""
@@ -100,7 +103,7 @@ class EventStream:
 
     # --- the stream -----------------------------------------------------------------------
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    async def __aiter__(self) -> AsyncGenerator[bytes, None]:
         hub = get_hub()
         try:
             self.groups = (
@@ -127,23 +130,26 @@ class EventStream:
                     await hub.leave(group, self)
 
     async def _follow(self) -> AsyncIterator[bytes]:
-        beats = 0
         checked = time.monotonic()
         while True:
             if time.monotonic() - checked >= SCOPE_REFRESH_S:
                 checked = time.monotonic()
                 if not await self._refresh():
                     return
+            # The safety net, busy or idle: a catch-up at least every CATCH_UP_EVERY
+            # keep-alives, and at once when live events were dropped.
+            if self.overflowed or time.monotonic() - self.caught_up >= (
+                CATCH_UP_EVERY * self.keepalive_s
+            ):
+                self.overflowed = False
+                async for chunk in self._catch_up():
+                    yield chunk
             try:
                 item = await asyncio.wait_for(
                     self.queue.get(), self.keepalive_s * random.uniform(0.8, 1.2)
                 )
             except TimeoutError:
-                beats += 1
-                if (
-                    beats % CATCH_UP_EVERY == 0
-                    or await replay.process_newest_event_id() > self.cursor
-                ):
+                if await replay.process_newest_event_id() > self.cursor:
                     async for chunk in self._catch_up():
                         yield chunk
                 yield b": keep-alive\n\n"
@@ -179,6 +185,7 @@ class EventStream:
                 if rendered:
                     yield rendered
             self.cursor = max([self.cursor, *found])
+            self.caught_up = time.monotonic()
             if len(found) < REPLAY_PAGE:
                 return
 
