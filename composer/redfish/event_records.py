@@ -74,7 +74,8 @@ def redfish_event(message: dict[str, Any], *, blocks: Sequence[str] = ()) -> Res
     found = records(message, blocks=blocks)
     if not found:
         return None
-    return event(str(message["id"]), "Composer event", found)
+    event_id = str(message["id"])
+    return event(event_id, "Composer event", [{**r, "EventId": event_id} for r in found])
 
 
 def records(message: dict[str, Any], *, blocks: Sequence[str] = ()) -> list[Resource]:

@@ -63,6 +63,8 @@ def event_service(call: Call) -> dict[str, Any]:
         SSEFilterPropertiesSupported=dict.fromkeys(SSE_FILTERS, False),
         SubordinateResourcesSupported=False,
         IncludeOriginOfConditionSupported=False,
+        ExcludeMessageId=False,
+        ExcludeRegistryPrefix=False,
         Subscriptions=ref(SUBSCRIPTIONS),
     )
 

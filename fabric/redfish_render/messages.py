@@ -72,7 +72,6 @@ def event_record(
     origin: str,
     at: str,
     member_id: str = "0",
-    event_id: str = "",
 ) -> dict[str, Any]:
     """One record of an Event (its `Events` array): the registry message `name` with its
     arguments, about the resource at `origin`, that happened `at` (ISO 8601).
@@ -91,6 +90,4 @@ def event_record(
         "MessageSeverity": filled["MessageSeverity"],
         "OriginOfCondition": {"@odata.id": origin},
     }
-    if event_id:
-        record["EventId"] = event_id
     return record
