@@ -158,9 +158,9 @@ class EventStream:
                 async for chunk in self._catch_up():
                     yield chunk
                 continue
-            event_id, _tenant, text = item
-            if event_id in self.sent:
-                continue
+            event_id, tenant, text = item
+            if event_id in self.sent or not self.heard.hears(tenant):
+                continue  # written already; or cut for a tenant the caller has since left
             if not self.heard.operator and len(self.heard.tenant_ids) > 1:
                 # A member of several tenants: the cut for all of them, from the database.
                 fetched = await database_sync_to_async(replay.event_text)(self.heard, event_id)
@@ -177,7 +177,7 @@ class EventStream:
         while True:
             self.sent.forget_before(time.monotonic() - 2 * self.settle_s - self.keepalive_s)
             recent_since = timezone.now() - timedelta(seconds=self.settle_s)
-            found, texts = await database_sync_to_async(_missed)(
+            found, texts, more = await database_sync_to_async(_missed)(
                 self.heard, self.cursor, recent_since, set(self.sent)
             )
             for event_id, text in texts:
@@ -186,7 +186,7 @@ class EventStream:
                     yield rendered
             self.cursor = max([self.cursor, *found])
             self.caught_up = time.monotonic()
-            if len(found) < REPLAY_PAGE:
+            if not more:
                 return
 
     async def _render(self, event_id: int, text: str) -> bytes | None:
@@ -222,20 +222,22 @@ class EventStream:
 
 def _missed(
     heard: Scope, after: int, recent_since: Any, skip: set[int]
-) -> tuple[list[int], list[tuple[int, str]]]:
-    """(ids read, [(id, frame)] to write): the scope's events after `after` and recent ones,
-    REPLAY_PAGE at most; more than a page: the oldest page (the caller reads on)."""
+) -> tuple[list[int], list[tuple[int, str]], bool]:
+    """(ids read, [(id, frame)] to write, whether more lie beyond): the scope's events
+    after `after` and the recent ones; more than REPLAY_PAGE after `after`: the oldest page
+    of those (the caller reads on)."""
     found, texts = replay.events_to_replay(heard, after, recent_since, skip, REPLAY_PAGE)
-    if len(found) <= REPLAY_PAGE:
-        return found, texts
-    page = found[:REPLAY_PAGE]
+    ahead = [event_id for event_id in found if event_id > after]
+    if len(ahead) <= REPLAY_PAGE:
+        return found, texts, False
+    page = ahead[:REPLAY_PAGE]
     wanted = [event_id for event_id in page if event_id not in skip]
     texts = []
     for event in events_for_scope(heard).filter(pk__in=wanted):
         payload = heard.payload(event)
         if payload is not None:
             texts.append((event.pk, event_message_text(event, payload=payload, replay=True)))
-    return page, texts
+    return page, texts, True
 
 
 def blocks_of(composition_id: int) -> list[str]:

@@ -52,3 +52,21 @@ def test_a_slow_client_loses_no_event(admin_user: Any, monkeypatch: pytest.Monke
         await chunks.aclose()
 
     run(scenario)
+
+
+def test_a_burst_of_recent_events_is_read_a_page_at_a_time_and_then_followed(
+    admin_user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sse, "REPLAY_PAGE", 3)
+    ids = _record(5)  # all recent: every catch-up looks back at them too
+    stream = sse.EventStream(scope_for(admin_user), after=ids[0] - 1)
+
+    async def scenario() -> None:
+        chunks = stream.__aiter__()
+        got = [await asyncio.wait_for(anext(chunks), 5) for _ in range(len(ids) + 2)]
+        assert got[0].startswith(b"retry:")
+        assert [int(c.split(b"\n", 1)[0][3:]) for c in got[1:-1]] == ids
+        assert got[-1] == b": keep-alive\n\n"  # caught up, and following
+        await chunks.aclose()
+
+    run(scenario)
