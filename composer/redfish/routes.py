@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call
 
 # A read answers the resource; a task monitor an Answer; an event stream a response.
-Reader = Callable[[Call], dict[str, Any] | Answer | HttpResponse]
+Reader = Callable[[Call], dict[str, Any] | Answer | HttpResponseBase]
 Writer = Callable[[Call], Answer]
 _PARAM = re.compile(r"\{(\w+)\}")
 
@@ -62,10 +62,10 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import service
+    from composer.redfish import events, service
 
     merged: dict[str, Route] = {}
-    for route in [*service.ROUTES]:
+    for route in [*service.ROUTES, *events.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:
             merged[route.pattern] = route

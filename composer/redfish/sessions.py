@@ -140,6 +140,21 @@ def _by_token(token: str, remote_addr: str | None) -> Caller | None:
     return Caller(user=session.user, session_id=session.public_id, remote_addr=remote_addr)
 
 
+def session_alive(public_id: str) -> bool:
+    """Whether the session `public_id` is still open (not deleted, not idle past the
+    timeout, its user active with the password it logged in with); an open event stream is use of its session, so it is touched as a request
+    would touch it (composer/redfish/sse.py asks once a minute)."""
+    now = timezone.now()
+    session = live(now).select_related("user").filter(public_id=public_id).first()
+    if session is None or not session.user.is_active:
+        return False
+    if not constant_time_compare(session.auth_hash, session.user.get_session_auth_hash()):
+        return False  # the password changed: the session ended with it
+    if now - session.last_used_at >= TOUCH_EVERY:
+        RedfishSession.objects.filter(pk=session.pk).update(last_used_at=now)
+    return True
+
+
 def _audit(
     session: RedfishSession,
     action: ChangeAction,

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from composer.redfish import queries, routes, sessions
@@ -36,13 +37,13 @@ MAX_BODY = 1024 * 1024  # a Redfish request is a few kilobytes; anything near th
 
 
 @csrf_exempt
-def version(request: HttpRequest) -> HttpResponse:
+def version(request: HttpRequest) -> HttpResponseBase:
     """GET /redfish: the versions this service speaks."""
     return _finish(request, JsonResponse({"v1": f"{V1}/"}))
 
 
 @csrf_exempt
-def serve(request: HttpRequest, rest: str | None = None) -> HttpResponse:
+def serve(request: HttpRequest, rest: str | None = None) -> HttpResponseBase:
     """Any request under /redfish/v1."""
     path = (V1 + (rest or "")).rstrip("/") or V1
     try:
@@ -55,7 +56,7 @@ def serve(request: HttpRequest, rest: str | None = None) -> HttpResponse:
     return _finish(request, response)
 
 
-def _answer(request: HttpRequest, path: str) -> HttpResponse:
+def _answer(request: HttpRequest, path: str) -> HttpResponseBase:
     method = request.method or "GET"
     _check_odata_version(request)
     remote_addr = request.META.get("REMOTE_ADDR") or None
@@ -124,12 +125,12 @@ def _check_odata_version(request: HttpRequest) -> None:
         )
 
 
-def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) -> HttpResponse:
+def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) -> HttpResponseBase:
     if route.get is None:
         raise refuse(405, f"{call.path} cannot be read.", "Base.OperationNotAllowed")
     queries.check(call.query)
     found = route.get(call)
-    if isinstance(found, HttpResponse):  # an event stream
+    if isinstance(found, HttpResponseBase):  # a document, or an event stream
         return found
     if isinstance(found, Answer):  # a task monitor
         return _written(found, route)
@@ -231,7 +232,7 @@ def _error(refusal: RedfishError) -> HttpResponse:
     return response
 
 
-def _finish(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+def _finish(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
     response["OData-Version"] = ODATA_VERSION
     response.setdefault("Cache-Control", "no-cache")
     if response.get("Content-Type", "").startswith("application/json"):
