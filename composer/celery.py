@@ -54,3 +54,7 @@ def _idle(raw: Any) -> bool:
 
         return bool(info.transaction_status == TransactionStatus.IDLE)
     return not getattr(raw, "in_transaction", False)  # sqlite3
+
+
+# Heartbeats, the request id across the queue, log formats (composer.monitoring).
+import composer.monitoring.celery_hooks  # noqa: E402, F401

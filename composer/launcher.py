@@ -8,9 +8,14 @@ managers' pushed events (`manage.py fabric_events`), the Redfish lab (a small si
 world of its own served as Redfish, for an operator to add as a manager:
 composer/redfish_lab.py; COMPOSER_REDFISH_LAB=0 leaves it out) and the ASGI server (Daphne)
 as child processes, and prints where the console and the lab are and who may log in once
-they answer: the web server serves a page, the lab its service root and both workers a
-ping. Each child runs in its own process group; Ctrl-C or SIGTERM stops them all and waits
-for them, so nothing is left running. A child that dies stops the rest.
+they are ready: the console's /readyz answers 200 (database migrated, Redis, a live worker
+for each queue and beat, the outbox moving), the lab serves its service root and both
+workers answer a ping. Each child runs in its own process group; Ctrl-C or SIGTERM stops
+them all and waits for them, so nothing is left running. A child that dies stops the rest.
+
+Every child counts its Prometheus series into one folder (PROMETHEUS_MULTIPROC_DIR,
+`var/prometheus`, emptied at each start unless the environment names one), so the web
+server's /metrics adds up the workers' jobs and driver calls too (docs/monitoring.md).
 
 The settings are `composer.settings.dev` unless DJANGO_SETTINGS_MODULE names others: DEBUG
 off (COMPOSER_DEBUG=1 turns it on), static files served from their source folders. The
@@ -22,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -96,8 +103,8 @@ class Launcher:
     def wait_until_ready(
         self, *, port: str, broker_url: str, workers: list[str], lab: RedfishLab | None = None
     ) -> int | None:
-        """Block until the web server answers HTTP, the Redfish lab (if any) its service
-        root, and every worker a ping.
+        """Block until the console's /readyz answers 200, the Redfish lab (if any) its
+        service root, and every worker a ping.
 
         Returns None when both do, else the exit code to stop with: a child's that exited,
         0 when a stop was requested, 1 when they did not answer within READY_TIMEOUT_S.
@@ -105,18 +112,20 @@ class Launcher:
         deadline = time.monotonic() + READY_TIMEOUT_S
         web_up = worker_up = False
         lab_up = lab is None
+        not_ready = "the web server did not answer"
         while not self.stopping:
             code = self.exited()
             if code is not None:
                 return code
-            web_up = web_up or _web_answers(port)
+            if not web_up:
+                web_up, not_ready = _console_ready(port)
             lab_up = lab_up or (lab is not None and _web_answers(str(lab.port), "/redfish/v1/"))
             worker_up = worker_up or (web_up and _workers_answer(broker_url, workers))
             if web_up and worker_up and lab_up:
                 return None
             if time.monotonic() > deadline:
                 waiting = (
-                    "the web server"
+                    f"the console was not ready ({not_ready})"
                     if not web_up
                     else ("the Redfish lab" if not lab_up else "the Celery workers")
                 )
@@ -162,6 +171,27 @@ def _web_answers(port: str, path: str = "/accounts/login/") -> bool:
     return True
 
 
+def _console_ready(port: str) -> tuple[bool, str]:
+    """Whether the console's /readyz answers 200; else what it says is not ready."""
+    connection = http.client.HTTPConnection(HOST, int(port), timeout=5)
+    try:
+        connection.request("GET", "/readyz")
+        response = connection.getresponse()
+        body = response.read()
+    except (OSError, http.client.HTTPException):
+        return False, "the web server did not answer"
+    finally:
+        connection.close()
+    if response.status == 200:
+        return True, ""
+    try:
+        checks = json.loads(body).get("checks", {})
+        failed = [f"{name}: {c.get('detail', '')}" for name, c in checks.items() if not c["ok"]]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        failed = []
+    return False, "; ".join(failed) or f"/readyz answered {response.status}"
+
+
 def _workers_answer(broker_url: str, workers: list[str]) -> bool:
     """Whether every Celery worker named in `workers` answers a ping through the broker.
 
@@ -203,6 +233,18 @@ def console_environment(environ: Mapping[str, str]) -> dict[str, str]:
     env.setdefault("DJANGO_SETTINGS_MODULE", "composer.settings.dev")
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def prometheus_folder(env: dict[str, str], var_dir: Path) -> None:
+    """Give every child one folder for its Prometheus series (multiprocess mode), emptied
+    here: prometheus-client requires it empty when the processes start, or a previous run's
+    counts would be added in. A folder the environment names is the operator's to empty."""
+    if env.get("PROMETHEUS_MULTIPROC_DIR"):
+        return
+    folder = var_dir / "prometheus"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
 
 
 def demo_credentials_keys(env: dict[str, str], var_dir: Path) -> None:
@@ -248,6 +290,7 @@ def main() -> int:
         return 1
     var_dir = Path(env.get("COMPOSER_VAR_DIR", ROOT / "var"))
     var_dir.mkdir(parents=True, exist_ok=True)
+    prometheus_folder(env, var_dir)
     demo_credentials_keys(env, var_dir)
     port = env.get("PORT", "8000")
     launcher = Launcher()

@@ -39,6 +39,7 @@ from composer.events import job_progress_record
 from composer.joblog import JobLogHandler, capture_logs, for_tenants
 from composer.lease import LeaseKeeper, LeaseLost, lease_expiry, lease_holder, task_time_limit_s
 from composer.models import Job
+from composer.monitoring.metrics import job_run_observe
 from composer.states import job_transition
 from fabric.drivers.base import DriverError
 
@@ -156,6 +157,9 @@ def _finish(job: Job, to: JobStatus, attempt: int, **fields: Any) -> None:
             job.attempts,
             to,
         )
+        job_run_observe(kind=job.kind, outcome="lease_lost")
+        return
+    job_run_observe(kind=job.kind, outcome=JobStatus(to).value, created_at=job.created_at)
 
 
 def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
@@ -197,6 +201,7 @@ def run_job(job: Job, fn: JobFn, *, retryable: bool = True) -> Job:
             )
         else:
             logger.info("job %s is %s, not queued: duplicate delivery ignored", job.pk, job.status)
+        job_run_observe(kind=job.kind, outcome="duplicate")
         return job
 
     keeper = LeaseKeeper(job, job.attempts, time_limit_s=task_time_limit_s()).start()
@@ -229,12 +234,14 @@ def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> J
                 attempt,
             )
             _write_or_drop(handler, job)
+            job_run_observe(kind=job.kind, outcome="lease_lost")
             return job
         except (OperationalError, InterfaceError) as exc:
             # The database connection was cut (or a deadlock rolled the step back): the
             # steps are idempotent, so the job resumes rather than fails.
             _hand_over(job, attempt, exc, keeper)
             _write_or_drop(handler, job)
+            job_run_observe(kind=job.kind, outcome="handed_over")
             return job
         except DriverError as exc:
             if not exc.permanent and retryable:
@@ -246,6 +253,7 @@ def _run_claimed(job: Job, fn: JobFn, retryable: bool, keeper: LeaseKeeper) -> J
                 )
                 handler.write()
                 _requeue(job, exc, progress, attempt)
+                job_run_observe(kind=job.kind, outcome="retried")
                 raise JobRetry(job.pk, exc) from exc
             error = _error_text(job, exc)
             logger.error(

@@ -15,6 +15,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from composer.api.views import NotFoundView
 
 urlpatterns = [
+    # /healthz, /readyz, /metrics (composer.monitoring): probes and Prometheus, first.
+    path("", include("composer.monitoring.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from typing import Any, TypeGuard
 
 from channels.db import database_sync_to_async
@@ -40,6 +41,23 @@ async def process_newest_event_id() -> int:
             _newest["id"] = await database_sync_to_async(_newest_of_all)()
             _newest["at"] = time.monotonic()
     return int(_newest["id"])
+
+
+class SentIds(OrderedDict[int, float]):
+    """The event ids a connection (or stream) sent lately, oldest first, with when: a live
+    event and a catch-up may both bring one, and it goes out once."""
+
+    MAX = 20000
+
+    def mark(self, event_id: int) -> None:
+        self[event_id] = time.monotonic()
+        self.move_to_end(event_id)
+
+    def forget_before(self, horizon: float) -> None:
+        """Forget ids sent before `horizon` (monotonic), when no catch-up can return them
+        again, and the oldest beyond MAX."""
+        while self and (next(iter(self.values())) < horizon or len(self) > self.MAX):
+            self.popitem(last=False)
 
 
 def _newest_of_all() -> int:

@@ -7,7 +7,6 @@ import contextlib
 import logging
 import random
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -32,6 +31,7 @@ from composer.events import (
 )
 from composer.fanout import get_hub
 from composer.models import Composition, Job
+from composer.monitoring.metrics import EVENT_REPLAYS, WEBSOCKETS_CONNECTED
 from composer.wsauth import token_from_scope
 
 logger = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.heard: Scope = NOBODY
         self.groups_joined: set[str] = set()
         self.subscriptions: set[tuple[str, int]] = set()
-        self.sent: OrderedDict[int, float] = OrderedDict()  # event id -> monotonic time sent
+        self.sent = replay.SentIds()  # event id -> monotonic time sent
         self.cursor = 0  # every event up to here (and not recent) was sent or predates us
         self.lock = asyncio.Lock()  # the heartbeat task and the handlers share the state
         self.heartbeat_task: asyncio.Task[None] | None = None
@@ -113,6 +113,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 }
             )
         self.heartbeat_task = asyncio.ensure_future(self._heartbeats())
+        self.counted = True  # in composer_websockets_connected until it disconnects
+        WEBSOCKETS_CONNECTED.inc()
 
     async def disconnect(self, code: int) -> None:
         task = getattr(self, "heartbeat_task", None)
@@ -122,6 +124,9 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 await task
         for group in list(getattr(self, "groups_joined", ())):
             await self._leave(group)
+        if getattr(self, "counted", False):
+            self.counted = False
+            WEBSOCKETS_CONNECTED.dec()
 
     # --- client messages ----------------------------------------------------------------------
 
@@ -161,6 +166,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             )
 
     async def _resume(self, content: dict[str, Any]) -> None:
+        EVENT_REPLAYS.inc()
         last = content.get("last_event_id")
         if not is_int(last) or last < 0:
             await self._error("last_event_id", "Send the id of the last event you saw (0 or more).")
@@ -426,14 +432,11 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             logger.warning("events resync failed user_id=%s", self.heard.user_id, exc_info=True)
 
     def _mark_sent(self, event_id: int) -> None:
-        self.sent[event_id] = time.monotonic()
-        self.sent.move_to_end(event_id)
+        self.sent.mark(event_id)
 
     def _forget_old(self) -> None:
         """Forget ids sent long enough ago that no replay can return them again."""
-        horizon = time.monotonic() - 2 * self.settle_s - self.heartbeat_s
-        while self.sent and (next(iter(self.sent.values())) < horizon or len(self.sent) > 20000):
-            self.sent.popitem(last=False)
+        self.sent.forget_before(time.monotonic() - 2 * self.settle_s - self.heartbeat_s)
 
     async def _error(self, field: str | None, message: str) -> None:
         await self.send_json({"type": "error", "field": field, "message": message})

@@ -22,6 +22,7 @@ from composer.events.payloads import (
     tenant_group,
 )
 from composer.models import Event, EventAudience
+from composer.monitoring.metrics import EVENTS_PUBLISHED
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +81,12 @@ def event_publish(event: Event, *, tenant_ids: Collection[int] | None = None) ->
         if tenant_ids is None:
             tenant_ids = list(event.audience.values_list("tenant_id", flat=True))
         if publish_many(event_layer_messages(event, tenant_ids), ledger=(ledger_token(event),)):
+            EVENTS_PUBLISHED.labels(path="after_commit").inc()
             return True
     except Exception as exc:  # Redis down, a broken layer: the sweep sends it later
         logger.warning("event %s not published (%s); the sweep will retry", event.pk, exc)
         return False
+    EVENTS_PUBLISHED.labels(path="after_commit").inc()
     try:
         Event.objects.filter(pk=event.pk, published_at__isnull=True).update(
             published_at=timezone.now()
@@ -160,6 +163,7 @@ def _sweep_batch(cutoff: datetime, limit: int) -> tuple[int, bool]:
         )
         fanout.ledger_forget([tokens[pk] for pk in done])
     if published:
+        EVENTS_PUBLISHED.labels(path="sweep").inc(len(published))
         logger.info("outbox sweep published %d events", len(published))
     return len(published), len(events) == limit and not failed
 

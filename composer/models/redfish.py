@@ -19,6 +19,10 @@ class RedfishSession(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="redfish_sessions"
     )
+    auth_hash = models.CharField(
+        max_length=128,
+        help_text="The user's session hash at login: a password change ends the session.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField()
     remote_addr = models.GenericIPAddressField(null=True, blank=True)

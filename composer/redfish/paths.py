@@ -22,6 +22,8 @@ TASK_SERVICE = f"{V1}/TaskService"
 TASKS = f"{TASK_SERVICE}/Tasks"
 MONITOR = "Monitor"  # a task's monitor: f"{TASKS}/{id}/{MONITOR}"
 EVENT_SERVICE = f"{V1}/EventService"
+EVENT_STREAM = f"{EVENT_SERVICE}/SSE"
+SUBSCRIPTIONS = f"{EVENT_SERVICE}/Subscriptions"
 # The top-level services the root links to, by the root's property names.
 TOP = {
     "Systems": SYSTEMS,
@@ -34,4 +36,21 @@ TOP = {
     "EventService": EVENT_SERVICE,
     "Registries": REGISTRIES,
 }
+
+
+def system(composition_id: int) -> str:
+    """A composition as a composed ComputerSystem (its id is the composition's)."""
+    return f"{SYSTEMS}/{composition_id}"
+
+
+def task(job_id: int) -> str:
+    """A Composer job as a Task (its id is the job's)."""
+    return f"{TASKS}/{job_id}"
+
+
+def resource_block(kind: str, pk: int) -> str:
+    """A device (`kind` "device") or a host ("host", a compute block) as a ResourceBlock."""
+    return f"{RESOURCE_BLOCKS}/{kind}-{pk}"
+
+
 __all__ = ["V1"]

@@ -35,7 +35,7 @@ def check(query: dict[str, str]) -> None:
     for name in ("$top", "$skip"):
         if name in query:
             value = query[name]
-            if not value.isdigit():
+            if not (value.isascii() and value.isdigit()):
                 raise refuse(
                     400,
                     f"{name} takes a whole number of members (got {value!r}).",

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call
 
 # A read answers the resource; a task monitor an Answer; an event stream a response.
-Reader = Callable[[Call], dict[str, Any] | Answer | HttpResponse]
+Reader = Callable[[Call], dict[str, Any] | Answer | HttpResponseBase]
 Writer = Callable[[Call], Answer]
 _PARAM = re.compile(r"\{(\w+)\}")
 
@@ -45,8 +45,8 @@ class Route:
         return ["GET", "HEAD", *methods[1:]] if self.get else methods
 
     def writer(self, method: str) -> Writer | None:
-        handler: Writer | None = getattr(self, method.lower(), None) if method != "GET" else None
-        return handler
+        """The handler of a write method; None for any other method (405)."""
+        return {"POST": self.post, "PATCH": self.patch, "DELETE": self.delete}.get(method)
 
 
 @cache
@@ -62,10 +62,11 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import compose, reservations, service, tasks
+    from composer.redfish import compose, events, reservations, service, tasks
 
     merged: dict[str, Route] = {}
-    for route in [*service.ROUTES, *compose.ROUTES, *reservations.ROUTES, *tasks.ROUTES]:
+    families = [service, events, compose, reservations, tasks]
+    for route in [r for family in families for r in family.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:
             merged[route.pattern] = route

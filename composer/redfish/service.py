@@ -88,7 +88,7 @@ def session_service(call: Call) -> dict[str, Any]:
 
 
 def _sessions_of(caller: Caller) -> Any:
-    found = RedfishSession.objects.select_related("user").order_by("id")
+    found = sessions.live().select_related("user").order_by("id")
     return found if caller.operator else found.filter(user_id=caller.user.pk or 0)
 
 
@@ -201,7 +201,9 @@ def account_list(call: Call) -> dict[str, Any]:
 
 def account_get(call: Call) -> dict[str, Any]:
     key = call.params["account"]
-    user = _users(call.caller).filter(pk=int(key)).first() if key.isdigit() else None
+    user = (
+        _users(call.caller).filter(pk=int(key)).first() if key.isascii() and key.isdigit() else None
+    )
     if user is None:
         raise refuse(
             404, f"There is no account {call.path}.", "Base.ResourceNotFound", "ManagerAccount", key

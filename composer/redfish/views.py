@@ -14,7 +14,9 @@ import json
 import logging
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from composer.redfish import queries, routes, sessions
@@ -35,13 +37,13 @@ MAX_BODY = 1024 * 1024  # a Redfish request is a few kilobytes; anything near th
 
 
 @csrf_exempt
-def version(request: HttpRequest) -> HttpResponse:
+def version(request: HttpRequest) -> HttpResponseBase:
     """GET /redfish: the versions this service speaks."""
     return _finish(request, JsonResponse({"v1": f"{V1}/"}))
 
 
 @csrf_exempt
-def serve(request: HttpRequest, rest: str | None = None) -> HttpResponse:
+def serve(request: HttpRequest, rest: str | None = None) -> HttpResponseBase:
     """Any request under /redfish/v1."""
     path = (V1 + (rest or "")).rstrip("/") or V1
     try:
@@ -54,7 +56,7 @@ def serve(request: HttpRequest, rest: str | None = None) -> HttpResponse:
     return _finish(request, response)
 
 
-def _answer(request: HttpRequest, path: str) -> HttpResponse:
+def _answer(request: HttpRequest, path: str) -> HttpResponseBase:
     method = request.method or "GET"
     _check_odata_version(request)
     remote_addr = request.META.get("REMOTE_ADDR") or None
@@ -123,7 +125,7 @@ def _check_odata_version(request: HttpRequest) -> None:
         )
 
 
-def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) -> HttpResponse:
+def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) -> HttpResponseBase:
     if route.get is None:
         allowed = ", ".join(route.allowed())
         raise refuse(
@@ -134,16 +136,17 @@ def _read(route: routes.Route, call: Call, request: HttpRequest, *, head: bool) 
         )
     queries.check(call.query)
     found = route.get(call)
-    if isinstance(found, HttpResponse):  # an event stream
+    if isinstance(found, HttpResponseBase):  # a document, or an event stream
         return found
     if isinstance(found, Answer):  # a task monitor
         return _written(found, route)
     body = queries.apply(_lookup(call), found, call.query, call.path) if call.query else found
-    tag = documents.etag(body)
-    if tag in _tags(request.headers.get("If-None-Match", "")):
-        response = HttpResponse(status=304)
-    else:
-        response = JsonResponse(body)
+    # The ETag is the resource's own (not of its $expand or page), so that a client that
+    # read it with a query can send it back in If-Match; a read with a query is never 304.
+    tag = documents.etag(found)
+    unchanged = _tags(request.headers.get("If-None-Match", "")) & {tag, "*"}
+    fresh = unchanged and not call.query
+    response = HttpResponse(status=304) if fresh else JsonResponse(body)
     response["ETag"] = tag
     response["Allow"] = ", ".join(route.allowed())
     link = documents.described_by(body)
@@ -193,7 +196,10 @@ def _tags(header: str) -> set[str]:
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
-    raw = request.body
+    try:
+        raw = request.body
+    except RequestDataTooBig as exc:  # past DATA_UPLOAD_MAX_MEMORY_SIZE: never read
+        raise refuse(413, "The request body is too large for a Redfish request.") from exc
     if len(raw) > MAX_BODY:
         raise refuse(413, "The request body is too large for a Redfish request.")
     media = (request.content_type or "").lower()
@@ -232,7 +238,7 @@ def _error(refusal: RedfishError) -> HttpResponse:
     return response
 
 
-def _finish(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+def _finish(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
     response["OData-Version"] = ODATA_VERSION
     response.setdefault("Cache-Control", "no-cache")
     if response.get("Content-Type", "").startswith("application/json"):

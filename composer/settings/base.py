@@ -10,6 +10,7 @@ from typing import Any
 
 import dj_database_url
 from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
 
 from composer.settings.env import env_bool, env_int, env_list, env_str
 
@@ -54,6 +55,9 @@ if COMPOSER_SIMULATOR:
     INSTALLED_APPS.append(SIMULATOR_APP)
 
 MIDDLEWARE = [
+    # A request id for each request (into its log lines and the jobs it enqueues) and the
+    # HTTP series: first, so that it times and tags everything after it.
+    "composer.monitoring.middleware.RequestMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -300,6 +304,30 @@ COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S",
 COMPOSER_HEALTH_EVENT_POLL_MIN_S = env_int("COMPOSER_HEALTH_EVENT_POLL_MIN_S", 15)
 COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
 
+# Operability (composer.monitoring, docs/monitoring.md). How often inventories sync (beat's
+# schedule above): the metrics compare each manager's sync age with it.
+COMPOSER_SYNC_INTERVAL_S = env_int("COMPOSER_SYNC_INTERVAL_S", 300)
+# Worker and beat processes write a heartbeat to Redis every COMPOSER_HEARTBEAT_INTERVAL_S;
+# one older than COMPOSER_HEARTBEAT_STALE_S is a dead process (/readyz,
+# composer_processes_alive), one older than COMPOSER_HEARTBEAT_TTL_S is forgotten.
+COMPOSER_HEARTBEAT_INTERVAL_S = env_int("COMPOSER_HEARTBEAT_INTERVAL_S", 5)
+COMPOSER_HEARTBEAT_STALE_S = env_int("COMPOSER_HEARTBEAT_STALE_S", 30)
+COMPOSER_HEARTBEAT_TTL_S = env_int("COMPOSER_HEARTBEAT_TTL_S", 600)
+# /readyz fails when a live event stays unpublished, or a queued job unsent, this long.
+COMPOSER_READY_OUTBOX_MAX_AGE_S = env_int("COMPOSER_READY_OUTBOX_MAX_AGE_S", 60)
+# Who may read /metrics: an address in these networks ("*": any) and, when set, the bearer
+# token (composer.monitoring.access).
+COMPOSER_METRICS_ALLOWED_NETWORKS = env_list(
+    "COMPOSER_METRICS_ALLOWED_NETWORKS", ["127.0.0.0/8", "::1/128"]
+)
+COMPOSER_METRICS_TOKEN = env_str("COMPOSER_METRICS_TOKEN", "")
+# Log lines as plain text or one JSON object each (web, workers and beat alike).
+COMPOSER_LOG_FORMAT = env_str("COMPOSER_LOG_FORMAT", "plain").strip().lower() or "plain"
+if COMPOSER_LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(
+        f"COMPOSER_LOG_FORMAT must be plain or json; got {COMPOSER_LOG_FORMAT!r}"
+    )
+
 # The largest request body read: a bigger form is refused (400) and a bigger API body
 # answers 413 before it is read (composer.api.parsers).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("COMPOSER_MAX_BODY_BYTES", 1024 * 1024)
@@ -370,12 +398,27 @@ COMPOSER_SIMULATOR_REDFISH_PASSWORD = env_str("COMPOSER_SIMULATOR_REDFISH_PASSWO
 # user holds at most this many sessions at once (the oldest past it are refused, not cut).
 COMPOSER_REDFISH_SESSION_TIMEOUT_S = env_int("COMPOSER_REDFISH_SESSION_TIMEOUT_S", 1800)
 COMPOSER_REDFISH_SESSIONS_PER_USER = env_int("COMPOSER_REDFISH_SESSIONS_PER_USER", 32)
+# Wrong passwords a minute from one address before Redfish sign-ins answer 429.
+COMPOSER_REDFISH_AUTH_FAILURES = env_int("COMPOSER_REDFISH_AUTH_FAILURES", 30)
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {
+            "()": "composer.monitoring.logs.PlainFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        },
+        "json": {"()": "composer.monitoring.logs.JsonFormatter"},
+    },
+    "filters": {"request_id": {"()": "composer.monitoring.requestid.RequestIdFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": COMPOSER_LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

@@ -17,6 +17,9 @@ from composer.settings.env import env_bool, env_list
 DEBUG = False
 SECRET_KEY = "test-only-key"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Every test signs in from 127.0.0.1 and the validators guess wrong on purpose: the limit of
+# wrong Redfish passwords is tested on its own (tests/composer/redfish), with a small one.
+COMPOSER_REDFISH_AUTH_FAILURES = 1_000_000
 ALLOWED_HOSTS = ["*"]
 # A worker process started by a test sets COMPOSER_TEST_EAGER=0 and runs tasks for real.
 CELERY_TASK_ALWAYS_EAGER = env_bool("COMPOSER_TEST_EAGER", True)
@@ -53,7 +56,10 @@ COMPOSER_CREDENTIALS_KEYS = env_list(
     "COMPOSER_CREDENTIALS_KEYS", ["QUs3a1RmQ2hvc2VuRm9yVGhlVGVzdHNPbmx5MTIzNDU="]
 )
 COMPOSER_PROBE_TIMEOUT_S = 5
-LOGGING = {"version": 1, "disable_existing_loggers": False}
+# Quiet (pytest captures records itself), unless a process a test starts asks for a log
+# format: a web process whose JSON lines the test reads.
+if not os.environ.get("COMPOSER_LOG_FORMAT"):
+    LOGGING = {"version": 1, "disable_existing_loggers": False}
 # Static files straight from the source folders: tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = True

@@ -12,6 +12,7 @@ from django.utils.module_loading import import_string
 
 from fabric.credentials import decrypt
 from fabric.drivers.base import Credentials, DriverError, FabricDriver
+from fabric.drivers.metrics import driver_instrument
 
 if TYPE_CHECKING:
     from fabric.models import FabricManager
@@ -44,14 +45,13 @@ def get_driver(manager: FabricManager, *, credentials: Credentials | None = None
         raise DriverError(
             f"Driver {manager.driver!r} cannot be loaded: {exc}", permanent=True
         ) from exc
-    return cast(
-        FabricDriver,
-        driver_class(
-            endpoint=manager.endpoint,
-            settings=dict(manager.settings or {}),
-            credentials=manager_credentials(manager) if credentials is None else credentials,
-        ),
+    driver = driver_class(
+        endpoint=manager.endpoint,
+        settings=dict(manager.settings or {}),
+        credentials=manager_credentials(manager) if credentials is None else credentials,
     )
+    # Every call's latency and errors, per manager and operation (fabric.drivers.metrics).
+    return cast(FabricDriver, driver_instrument(driver, manager=manager.name))
 
 
 def manager_credentials(manager: FabricManager) -> Credentials:

@@ -105,3 +105,16 @@ def health_status(health: str = "OK", state: str = "Enabled") -> dict[str, str]:
     """A Status: `health` OK, Warning or Critical; `state` Enabled, Disabled,
     StandbyOffline (maintenance), Absent..."""
     return {"State": state, "Health": health}
+
+
+def event(event_id: str, name: str, records: list[Resource]) -> Resource:
+    """An Event resource (what an SSE message or a push delivery carries): `records` are
+    `messages.event_record()`s, numbered here by their place (`MemberId`)."""
+    numbered = [{**record, "MemberId": str(number)} for number, record in enumerate(records)]
+    return {
+        "@odata.type": odata_type("Event"),
+        "Id": event_id,
+        "Name": name,
+        "Context": "",
+        "Events": numbered,
+    }

@@ -64,3 +64,30 @@ def message(
     if properties:
         body["RelatedProperties"] = list(properties)
     return body
+
+
+def event_record(
+    name: str,
+    *args: object,
+    origin: str,
+    at: str,
+    member_id: str = "0",
+) -> dict[str, Any]:
+    """One record of an Event (its `Events` array): the registry message `name` with its
+    arguments, about the resource at `origin`, that happened `at` (ISO 8601).
+
+    `EventType` is deprecated but still required by the schema: `Other` says the record is
+    to be read by its `MessageId` (the registry), as every event this project sends is.
+    """
+    filled = message(name, *args)
+    record: dict[str, Any] = {
+        "MemberId": member_id,
+        "EventType": "Other",
+        "EventTimestamp": at,
+        "MessageId": filled["MessageId"],
+        "Message": filled["Message"],
+        "MessageArgs": filled["MessageArgs"],
+        "MessageSeverity": filled["MessageSeverity"],
+        "OriginOfCondition": {"@odata.id": origin},
+    }
+    return record

@@ -240,6 +240,21 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         assert url == f"http://127.0.0.1:{port}/"
         with urllib.request.urlopen(f"{url}accounts/login/", timeout=5) as r:
             assert r.status == 200 and 'name="username"' in r.read().decode()
+        # ...once it is ready: /readyz says so at once, no retries.
+        with urllib.request.urlopen(f"{url}readyz", timeout=5) as r:
+            assert r.status == 200 and json.load(r)["status"] == "ready"
+        # The web server's /metrics adds up the workers' series (one multiprocess folder):
+        # the housekeeping worker's health polls of the demo's manager.
+        polled = r'composer_driver_call_duration_seconds_count\{manager="demo",operation="health"\}'
+        deadline = time.monotonic() + 60
+        while True:
+            with urllib.request.urlopen(f"{url}metrics", timeout=10) as r:
+                exposition = r.read().decode()
+            if re.search(polled + r" [1-9]", exposition) or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert re.search(polled + r" [1-9]", exposition), exposition[-3000:]
+        assert (tmp_path / "var" / "prometheus").is_dir()
         from celery import Celery
 
         pongs = Celery("launcher-test", broker=redis.group(1)).control.ping(timeout=1.0)

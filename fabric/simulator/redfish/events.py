@@ -31,7 +31,7 @@ from typing import Any
 from django.db import connections
 
 from fabric.drivers.base import DriverError
-from fabric.redfish_render.build import Resource, collection, odata_type, ref, resource
+from fabric.redfish_render.build import Resource, collection, event, ref, resource
 from fabric.simulator.redfish import paths
 from fabric.simulator.redfish.common import status
 from fabric.simulator.redfish.sensors import port_path
@@ -144,15 +144,8 @@ class EventLog:
             for record in records:
                 event_id = next(self._ids)
                 at = datetime.now(UTC).isoformat(timespec="seconds")
-                body: Resource = {
-                    "@odata.type": odata_type("Event"),
-                    "Id": str(event_id),
-                    "Name": "Resource event",
-                    "Context": "",
-                    "Events": [
-                        {"MemberId": "0", "EventId": str(event_id), "EventTimestamp": at, **record}
-                    ],
-                }
+                stamped = {"EventId": str(event_id), "EventTimestamp": at, **record}
+                body = event(str(event_id), "Resource event", [stamped])
                 self.held.append((event_id, body))
             self.changed.notify_all()
 
