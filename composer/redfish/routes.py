@@ -62,10 +62,11 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import service
+    from composer.redfish import blocks, chassis, fabrics, service, systems, zones
 
     merged: dict[str, Route] = {}
-    for route in [*service.ROUTES]:
+    families = [service, blocks, zones, systems, chassis, fabrics]
+    for route in [r for family in families for r in family.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:
             merged[route.pattern] = route

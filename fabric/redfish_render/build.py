@@ -49,6 +49,8 @@ VERSIONS: dict[str, str] = {
     "Role": "v1_3_3",
     "MessageRegistryFile": "v1_1_5",
     "CompositionReservation": "v1_0_2",
+    "CollectionCapabilities": "v1_4_1",
+    "Memory": "v1_23_0",
 }
 # Collections named otherwise than <Type>Collection.
 COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}
