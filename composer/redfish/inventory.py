@@ -120,6 +120,7 @@ class Inventory:
     holds: dict[str, list[Hold]]  # "device:<pk>" or "host:<pk>" -> live claims
     closed: dict[int, set[tuple[str, str]]]
     _zones: dict[str, list[str]] | None = field(default=None, repr=False)
+    _zones_of: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     def claims(self, node_id: str) -> list[Hold]:
         """The claims on a block the caller may know of: all for operators, its
@@ -134,6 +135,8 @@ class Inventory:
         """Whether the caller sees `node` (a device or host) as a resource block."""
         if self.caller.operator:
             return True
+        if not self.caller.tenant_ids:
+            return False  # a member of no active tenant composes nothing
         if self.claims(node.id):
             return True
         if node.kind == "host":
@@ -178,12 +181,16 @@ class Inventory:
                 key = zone_id(component, switches)
                 members[key] = sorted(kinds["host"]) + sorted(kinds["enclosure"])
             self._zones = dict(sorted(members.items(), key=lambda item: _zone_order(item[0])))
+            for zone, ends in self._zones.items():
+                for end in ends:
+                    self._zones_of.setdefault(end, []).append(zone)
         return self._zones
 
     def zones_of(self, node: Node) -> list[str]:
         """The zones a block is in: a host's own, a device's enclosure's."""
         end = node.id if node.kind == "host" else node.parent
-        return [z for z, ends in self.zones().items() if end in ends] if end else []
+        self.zones()
+        return list(self._zones_of.get(end, ())) if end else []
 
 
 def zone_id(component: str, switches: list[str] | None) -> str:
