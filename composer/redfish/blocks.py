@@ -106,19 +106,21 @@ def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
     return "Unused"
 
 
-def _oem(node: Node) -> dict[str, Any]:
+def _description(node: Node) -> str:
+    """What the block is, in words: kind and model, size, what is left of a memory device."""
     attrs = node.attrs
     if node.kind == "host":
-        return {"Cores": attrs.get("cores", 0), "MemoryGiB": attrs.get("memory_gib", 0)}
+        cores, memory = attrs.get("cores", 0), attrs.get("memory_gib", 0)
+        return f"Host {node.name}: {cores} cores, {memory} GiB; compositions are built on it."
     kind = attrs["device_kind"]
-    found: dict[str, Any] = {"Kind": kind, "Model": attrs.get("model", "")}
-    if attrs.get("memory_gib"):
-        found["MemoryGiB"] = attrs["memory_gib"]
+    words = f"{attrs.get('model') or kind} {node.name}"
     if is_partitionable(kind):
-        found["FreeGiB"] = attrs.get("free_gib", 0)
+        return f"{words}: {attrs.get('free_gib', 0)} of {attrs.get('memory_gib', 0)} GiB free."
     if attrs.get("capacity_gb"):
-        found["CapacityGB"] = attrs["capacity_gb"]
-    return found
+        return f"{words}, {attrs['capacity_gb']} GB."
+    if attrs.get("memory_gib"):
+        return f"{words}, {attrs['memory_gib']} GiB."
+    return f"{words}."
 
 
 def block_body(inv: Inventory, node: Node) -> dict[str, Any]:
@@ -143,20 +145,18 @@ def block_body(inv: Inventory, node: Node) -> dict[str, Any]:
     if operator and node.kind == "device" and node.parent:
         links["Chassis"] = refs([f"{CHASSIS}/{node.parent.replace(':', '-', 1)}"])
     if node.kind == "host":
-        kind, description = "Compute", f"Host {node.name}: compositions are built on it."
+        kind = "Compute"
     else:
         kind = BLOCK_TYPES.get(node.attrs["device_kind"], "Expansion")
-        description = f"{node.attrs.get('model') or node.attrs['device_kind']} {node.name}"
     return resource(
         node_path(node),
         node.name,
         "ResourceBlock",
-        Description=description,
+        Description=_description(node),
         ResourceBlockType=[kind],
         Status=status(node),
         CompositionStatus=composition,
         Links=links,
-        Oem={"Composer": _oem(node)},
     )
 
 

@@ -19,7 +19,7 @@ from composer.redfish.paths import CHASSIS
 from composer.redfish.routes import Route
 from fabric.choices import ComponentState, DeviceState, EnclosureKind
 from fabric.models import Device, Enclosure, Rack
-from fabric.redfish_render.build import collection, refs, resource
+from fabric.redfish_render.build import collection, refs, resource, stated
 from fabric.redfish_render.errors import refuse
 
 CHASSIS_TYPES = {EnclosureKind.JBOF: "StorageEnclosure"}  # the others: "Enclosure"
@@ -92,9 +92,7 @@ def chassis_get(call: Call) -> dict[str, Any]:
         found.name,
         "Chassis",
         ChassisType=CHASSIS_TYPES.get(found.kind, "Enclosure"),  # type: ignore[call-overload]
-        Manufacturer=found.vendor,
-        Model=found.model,
-        SerialNumber=found.serial,
+        **stated(Manufacturer=found.vendor, Model=found.model, SerialNumber=found.serial),
         Status=_status(found.state, found.health),
         Links=links,
     )

@@ -15,7 +15,7 @@ from composer.redfish.paths import FABRICS
 from composer.redfish.routes import Route
 from fabric.choices import ComponentState, SwitchProtocol
 from fabric.models import FabricManager, Switch
-from fabric.redfish_render.build import collection, ref, resource
+from fabric.redfish_render.build import collection, ref, resource, stated
 from fabric.redfish_render.errors import RedfishError, refuse
 
 PROTOCOLS = {SwitchProtocol.CXL: "CXL", SwitchProtocol.PCIE: "PCIe"}
@@ -80,10 +80,12 @@ def switch_get(call: Call) -> dict[str, Any]:
         found.name,
         "Switch",
         SwitchType=PROTOCOLS.get(found.protocol, "PCIe"),
-        Manufacturer=found.vendor,
-        Model=found.model,
-        SerialNumber=found.serial,
-        FirmwareVersion=found.firmware,
+        **stated(
+            Manufacturer=found.vendor,
+            Model=found.model,
+            SerialNumber=found.serial,
+            FirmwareVersion=found.firmware,
+        ),
         Status={
             "State": "StandbyOffline" if found.state == ComponentState.MAINTENANCE else "Enabled",
             "Health": HEALTH.get(found.health),

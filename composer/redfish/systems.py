@@ -87,16 +87,14 @@ def system_body(composition: Composition, caller: Caller) -> dict[str, Any]:
         slices_gib += allocation.gib or 0
     spec = composition.spec or {}
     host_memory = int(spec.get("host_memory_gib") or 0)
-    oem: dict[str, Any] = {"State": composition.state}
-    if composition.failure_reason:
-        oem["FailureReason"] = composition.failure_reason
+    words = CompositionState(composition.state).label.lower()
     if composition.host_id and composition.host is not None:
-        oem["Host"] = composition.host.name
+        words += f", on host {composition.host.name}"
     body = resource(
         system_path(composition.pk),
         composition.name,
         "ComputerSystem",
-        Description=f"Composition {composition.name}, composed by Composer.",
+        Description=f"Composition {composition.name}: {words}.",
         SystemType="Composed",
         UUID=str(uuid.uuid5(SYSTEM_UUID_NAMESPACE, f"composition:{composition.pk}")),
         PowerState=power,
@@ -104,7 +102,6 @@ def system_body(composition: Composition, caller: Caller) -> dict[str, Any]:
         ProcessorSummary={"CoreCount": int(spec.get("cores") or 0)},
         MemorySummary={"TotalSystemMemoryGiB": host_memory + slices_gib},
         Links={"ResourceBlocks": refs(blocks)},
-        Oem={"Composer": oem},
     )
     return body
 

@@ -90,6 +90,12 @@ def collection(path: str, type_name: str, name: str, members: list[str]) -> Reso
     }
 
 
+def stated(**fields: str) -> dict[str, str]:
+    """Only the fields that say something: Redfish asks a service to leave out a property
+    it has no value for rather than send an empty string (`Manufacturer`, `Model`...)."""
+    return {name: value for name, value in fields.items() if value}
+
+
 def slot(number: object, kind: str = "Slot") -> dict[str, object]:
     """Where a part sits in its chassis: a `Location` whose `PartLocation` numbers the
     slot (or bay), as a real service says it."""
