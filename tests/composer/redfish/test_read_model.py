@@ -118,6 +118,11 @@ def test_a_tenant_sees_free_blocks_it_may_draw_and_its_own_never_anothers(
     assert f"{BLOCKS}/gpu-{unpooled.pk}" not in carols  # in no pool
     assert f"{BLOCKS}/gpu-{small.gpus[3].pk}" in carols
     assert redfish_as(carol).get(held[0]).status_code == 404
+    # Her zones list only blocks she sees, and so do her capabilities' zones.
+    carol_client = redfish_as(carol)
+    for zone in _members(carol_client.get(f"{V1}/CompositionService/ResourceZones")):
+        in_zone = carol_client.get(zone).json()["Links"]["ResourceBlocks"]
+        assert in_zone and {b["@odata.id"] for b in in_zone} <= set(carols)
     # The memory device alice holds a slice of: carol's view never counts alice's slice.
     alices = redfish_as(alice)
     assert set(held) <= set(_members(alices.get(BLOCKS)))
