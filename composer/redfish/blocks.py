@@ -85,6 +85,27 @@ def system_path(composition_id: int) -> str:
     return f"{SYSTEMS}/{composition_id}"
 
 
+# Device kind -> (the block's property, the part's id, its Redfish type).
+DEVICE_PARTS = {
+    "gpu": ("Processors", "GPU", "Processor"),
+    "fpga": ("Processors", "FPGA", "Processor"),
+    "cxl_memory": ("Memory", "CXL", "Memory"),
+    "nvme": ("Drives", "NVMe", "Drive"),
+    "nic": ("NetworkInterfaces", "NIC", "NetworkInterface"),
+    "dpu": ("NetworkInterfaces", "DPU", "NetworkInterface"),
+}
+HOST_PARTS = {"Processors": ("CPU", "Processor"), "Memory": ("DRAM", "Memory")}
+
+
+def part_paths(node: Node) -> dict[str, list[str]]:
+    """The block's properties that link its parts: {"Processors": [path], ...}."""
+    block = node_path(node)
+    if node.kind == "host":
+        return {prop: [f"{block}/{prop}/{part}"] for prop, (part, _) in HOST_PARTS.items()}
+    prop, part, _ = DEVICE_PARTS.get(node.attrs["device_kind"], ("", "", ""))
+    return {prop: [f"{block}/{prop}/{part}"]} if prop else {}
+
+
 def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
     """The CompositionState of a block given the claims the caller may know of."""
     if node.state == DeviceState.FAILED or node.health == Health.CRITICAL:
@@ -156,6 +177,7 @@ def block_body(inv: Inventory, node: Node) -> dict[str, Any]:
         ResourceBlockType=[kind],
         Status=status(node),
         CompositionStatus=composition,
+        **{prop: refs(paths) for prop, paths in part_paths(node).items()},
         Links=links,
     )
 

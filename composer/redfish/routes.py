@@ -62,10 +62,10 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import blocks, chassis, fabrics, service, systems, zones
+    from composer.redfish import blocks, chassis, fabrics, parts, service, systems, zones
 
     merged: dict[str, Route] = {}
-    families = [service, blocks, zones, systems, chassis, fabrics]
+    families = [service, blocks, parts, zones, systems, chassis, fabrics]
     for route in [r for family in families for r in family.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:

@@ -309,3 +309,24 @@ def test_collections_cost_a_fixed_number_of_queries(
         for path in paths:
             with django_assert_max_num_queries(20):
                 assert client.get(path).status_code == 200
+
+
+def test_each_block_holds_its_part_as_the_resource_a_client_looks_for(
+    redfish_as: Any, admin_user: Any, carol: Any, acme: Any, small: SmallFabric
+) -> None:
+    client = redfish_as(admin_user)
+    gpu = client.get(f"{BLOCKS}/gpu-{small.gpus[0].pk}").json()
+    processor = client.get(gpu["Processors"][0]["@odata.id"]).json()
+    assert processor["ProcessorType"] == "GPU"
+    assert processor["Model"] == "H100 SXM"
+    assert processor["MemorySummary"]["TotalMemorySizeMiB"] == 80 * 1024
+    memory = client.get(f"{BLOCKS}/cxl_memory-{small.memory[0].pk}").json()
+    chunk = client.get(memory["Memory"][0]["@odata.id"]).json()
+    assert chunk["CapacityMiB"] == 1024 * 1024
+    host = client.get(f"{BLOCKS}/host-{small.hosts[0].pk}").json()
+    cpu = client.get(host["Processors"][0]["@odata.id"]).json()
+    assert cpu["ProcessorType"] == "CPU" and cpu["TotalCores"] == 96
+    assert client.get(f"{BLOCKS}/gpu-{small.gpus[0].pk}/Drives/NVMe").status_code == 404
+    # What a tenant may not see, it may not see the parts of either.
+    _compose(acme, small, gpus=1)
+    assert redfish_as(carol).get(gpu["Processors"][0]["@odata.id"]).status_code == 404
