@@ -12,7 +12,8 @@ CompositionStatus.CompositionState, as the caller sees it (`block_state`):
 `Failed` (failed, or health critical), `Unavailable` (in maintenance, or held outside
 Composer), `Composing` (its composition is being built), `Composed` (held whole, or a
 memory device with no GiB left), `ComposedAndAvailable` (a shared block, host or CXL
-memory, that is composed and takes more), `Unused`. Hosts and CXL memory devices are
+memory, that is composed and takes more), `Unused`; `Reserved` is true while a
+reservation (a PreviewReserve's hold) holds it. Hosts and CXL memory devices are
 `SharingCapable`: several compositions share a host, and a memory device is carved into
 GiB slices, one per composition.
 """
@@ -21,10 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from composer.choices import ACTIVE_COMPOSITION_STATES, CompositionState
+from composer.choices import CompositionState
 from composer.models import Allocation, Composition
 from composer.redfish.caller import Call, Caller
 from composer.redfish.inventory import (
+    CLAIMING_STATES,
     Hold,
     Inventory,
     closed_kinds,
@@ -107,7 +109,10 @@ def part_paths(node: Node) -> dict[str, list[str]]:
 
 
 def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
-    """The CompositionState of a block given the claims the caller may know of."""
+    """The CompositionState of a block given the claims the caller may know of
+    (reservations are not compositions: they make a block `Reserved`, see block_body)."""
+    reserved = any(h.is_reservation for h in claims)
+    claims = [h for h in claims if not h.is_reservation]
     if node.state == DeviceState.FAILED or node.health == Health.CRITICAL:
         return "Failed"
     if node.state == DeviceState.MAINTENANCE:
@@ -119,10 +124,11 @@ def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
         room = node.kind == "host" or node.attrs.get("free_gib", 0) > 0
         if claims:
             return "ComposedAndAvailable" if room else "Composed"
-        return "Unused" if room or not operator else "Unavailable"
+        return "Unused" if room or reserved or not operator else "Unavailable"
     if claims:
         return "Composed"
-    if operator and (node.state != DeviceState.FREE or node.attrs.get("bound_host")):
+    taken = node.state != DeviceState.FREE or node.attrs.get("bound_host")
+    if operator and taken and not reserved:
         return "Unavailable"  # held on the fabric by nothing Composer knows of
     return "Unused"
 
@@ -146,12 +152,13 @@ def _description(node: Node) -> str:
 
 def block_body(inv: Inventory, node: Node) -> dict[str, Any]:
     """One block as the inventory's caller sees it."""
-    claims = inv.claims(node.id)
+    every = inv.claims(node.id)
+    claims = [h for h in every if not h.is_reservation]
     operator = inv.caller.operator
     shared = node.kind == "host" or is_partitionable(node.attrs.get("device_kind", ""))
     composition: dict[str, Any] = {
-        "CompositionState": block_state(node, claims, operator=operator),
-        "Reserved": False,
+        "CompositionState": block_state(node, every, operator=operator),
+        "Reserved": any(h.is_reservation for h in every),
         "SharingCapable": shared,
         "NumberOfCompositions": len(claims),
     }
@@ -199,6 +206,7 @@ def composition_service(call: Call) -> dict[str, Any]:
         Actions={
             "#CompositionService.Compose": {
                 "target": f"{COMPOSITION}/Actions/CompositionService.Compose",
+                "RequestFormat@Redfish.AllowableValues": ["Manifest"],
                 "RequestType@Redfish.AllowableValues": REQUEST_TYPES,
             }
         },
@@ -281,7 +289,7 @@ def host_of_block(value: object, caller: Caller, pointer: str = "#/Links/Resourc
         raise _not_found(text, pointer)
     if not caller.operator and not host_offered(host.state, host.health):
         mine = Composition.objects.filter(
-            host=host, tenant_id__in=caller.tenant_ids, state__in=sorted(ACTIVE_COMPOSITION_STATES)
+            host=host, tenant_id__in=caller.tenant_ids, state__in=CLAIMING_STATES
         )
         if not mine.exists():
             raise _not_found(text, pointer)
@@ -301,7 +309,7 @@ def _sees_device(device: Device, caller: Caller) -> bool:
         device=device,
         released_at__isnull=True,
         composition__tenant_id__in=caller.tenant_ids,
-        composition__state__in=sorted(ACTIVE_COMPOSITION_STATES),
+        composition__state__in=CLAIMING_STATES,
     )
     if held.exists():
         return True

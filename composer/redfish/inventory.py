@@ -34,8 +34,12 @@ from fabric.topology.elements import FabricGraph, Node
 from fabric.topology.load import load_graph
 from fabric.topology.reach import reach_index
 
+# composer.choices.CompositionState.HELD where holds exist: a reservation's claim (a
+# PreviewReserve), which reserves blocks but composes no system.
+HELD = "held"
 HEALTH = {Health.OK: "OK", Health.WARNING: "Warning", Health.CRITICAL: "Critical"}
-_ACTIVE = sorted(ACTIVE_COMPOSITION_STATES)
+# Compositions whose claims a block shows: the active ones and reservations' holds.
+CLAIMING_STATES = sorted({*ACTIVE_COMPOSITION_STATES, HELD})
 T = TypeVar("T")
 
 
@@ -46,6 +50,10 @@ class Hold:
     composition: int
     tenant: int
     state: str
+
+    @property
+    def is_reservation(self) -> bool:
+        return self.state == HELD
 
 
 def status(node: Node) -> dict[str, Any]:
@@ -227,13 +235,13 @@ def _read(caller: Caller) -> Inventory:
     graph = load_graph(lean=True)
     holds: dict[str, list[Hold]] = defaultdict(list)
     claims = Allocation.objects.filter(
-        released_at__isnull=True, composition__state__in=_ACTIVE
+        released_at__isnull=True, composition__state__in=CLAIMING_STATES
     ).values_list("device_id", "composition_id", "composition__tenant_id", "composition__state")
     for device, composition, tenant, state in claims.order_by("composition_id"):
         hold = Hold(composition, tenant, state)
         if hold not in holds[f"device:{device}"]:
             holds[f"device:{device}"].append(hold)
-    hosted = Composition.objects.filter(state__in=_ACTIVE, host__isnull=False).values_list(
+    hosted = Composition.objects.filter(state__in=CLAIMING_STATES, host__isnull=False).values_list(
         "host_id", "pk", "tenant_id", "state"
     )
     for host, composition, tenant, state in hosted.order_by("pk"):

@@ -2,8 +2,9 @@
 
 System ids (stable, documented in docs/redfish.md): the composition's database id, so
 `/redfish/v1/Systems/42` is composition 42. The collection lists the caller's live
-compositions (every state from the request until it is released: `ACTIVE_COMPOSITION_
-STATES`), operators' all; any other id, or another tenant's, is a 404, never a 403.
+compositions (every state from the request until it is released, `SYSTEM_STATES`: a
+reservation's hold is not a system), operators' all; any other id, or another tenant's,
+is a 404, never a 403.
 
 `system_body(composition, caller)` renders one composition (in any state, so a write can
 answer with the system it just created): its host's compute block and its devices' blocks
@@ -24,7 +25,7 @@ from composer.models import Allocation, Composition
 from composer.redfish import capabilities
 from composer.redfish.blocks import HOST, block_path, system_path
 from composer.redfish.caller import Call, Caller
-from composer.redfish.inventory import per_request
+from composer.redfish.inventory import HELD, per_request
 from composer.redfish.paths import SYSTEMS
 from composer.redfish.routes import Route
 from fabric.redfish_render.build import collection, refs, resource
@@ -33,6 +34,8 @@ from fabric.redfish_render.errors import refuse
 # A UUID per composition, the same every time it is read (namespace: this service's).
 SYSTEM_UUID_NAMESPACE = uuid.UUID("8b4a3c0e-4f3a-5d0b-9c6e-636f6d706f73")
 
+# Compositions that are systems: every active one but a reservation's hold.
+SYSTEM_STATES = frozenset(str(s) for s in ACTIVE_COMPOSITION_STATES) - {HELD}
 S = CompositionState
 # Status.State, Status.Health and PowerState of each lifecycle state.
 LIFECYCLE: dict[str, tuple[str, str, str]] = {
@@ -52,7 +55,7 @@ LIFECYCLE: dict[str, tuple[str, str, str]] = {
 def systems_of(caller: Caller) -> QuerySet[Composition]:
     """The live compositions the caller sees, ready to render (three queries in all,
     whatever their number): hosts joined, unreleased allocations prefetched."""
-    found = Composition.objects.filter(state__in=sorted(ACTIVE_COMPOSITION_STATES))
+    found = Composition.objects.filter(state__in=sorted(SYSTEM_STATES))
     if not caller.operator:
         found = found.filter(tenant_id__in=caller.tenant_ids)
     held = (

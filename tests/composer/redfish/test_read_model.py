@@ -330,3 +330,21 @@ def test_each_block_holds_its_part_as_the_resource_a_client_looks_for(
     # What a tenant may not see, it may not see the parts of either.
     _compose(acme, small, gpus=1)
     assert redfish_as(carol).get(gpu["Processors"][0]["@odata.id"]).status_code == 404
+
+
+def test_a_reservation_reserves_its_blocks_and_is_no_system(
+    redfish_as: Any, admin_user: Any, alice: Any, acme: Any, small: SmallFabric
+) -> None:
+    held = Composition.objects.create(
+        tenant=acme, name="later", state="held", host=small.hosts[0], spec={}
+    )
+    Allocation.objects.create(composition=held, device=small.gpus[0])
+    small.gpus[0].state = DeviceState.RESERVED
+    small.gpus[0].save(update_fields=["state"])
+    for user in (admin_user, alice):
+        client = redfish_as(user)
+        assert _members(client.get(f"{V1}/Systems")) == []
+        block = client.get(f"{BLOCKS}/gpu-{small.gpus[0].pk}").json()
+        assert block["CompositionStatus"]["Reserved"] is True
+        assert block["CompositionStatus"]["CompositionState"] == "Unused"
+        assert block["Links"]["ComputerSystems"] == []
