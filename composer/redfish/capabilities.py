@@ -42,10 +42,13 @@ def collection_capabilities(call: Call) -> dict[str, Any]:
     zones = refs(zone_paths(call))
 
     def one(target: str, use_case: str) -> dict[str, Any]:
+        # Links before CapabilitiesObject: DMTF's validators take every link that follows
+        # a CapabilitiesObject in the same object for an annotation's, and so would skip
+        # the zones (real resources) named here.
         return {
-            "CapabilitiesObject": ref(target),
             "UseCase": use_case,
             "Links": {"TargetCollection": ref(SYSTEMS), "RelatedItem": zones},
+            "CapabilitiesObject": ref(target),
         }
 
     return {
