@@ -62,10 +62,20 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import events, service
+    from composer.redfish import (
+        blocks,
+        chassis,
+        events,
+        fabrics,
+        parts,
+        service,
+        systems,
+        zones,
+    )
 
     merged: dict[str, Route] = {}
-    for route in [*service.ROUTES, *events.ROUTES]:
+    families = [service, blocks, parts, zones, systems, chassis, fabrics, events]
+    for route in [r for family in families for r in family.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:
             merged[route.pattern] = route
