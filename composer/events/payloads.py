@@ -133,6 +133,7 @@ class HealthChange(TypedDict):
     device several compositions hold (slices of a memory device) has one row for each."""
 
     target_type: str  # "device", "switch", "link", ...
+    kind: str  # a device's kind ("gpu", "cxl_memory", ...); else the target type again
     id: int
     name: str
     health: str

@@ -38,9 +38,10 @@ from composer.redfish.compose_rules import (
     rejection_words,
     within,
 )
-from composer.redfish.composed import HOST_BLOCK, block_path_of, row_id, system_body
+from composer.redfish.composed import HOST_BLOCK, block_path_of
 from composer.redfish.paths import COMPOSE_ACTION, SYSTEMS
 from composer.redfish.routes import Route
+from composer.redfish.systems import system_of
 from composer.redfish.tasks import task_accepted
 from composer.services.composition_placement import snapshot_pk
 from composer.services.compositions import (
@@ -60,9 +61,6 @@ ACTION = "CompositionService.Compose"
 REQUEST_TYPES = ("Preview", "PreviewReserve", "Apply")
 ACTION_PARAMETERS = frozenset({"RequestFormat", "RequestType", "Manifest", "ReservationId"})
 STANZA = "#/Manifest/Stanzas/0/Request"
-# A composition that is not (or no longer) a system: a request kept as rejected, a hold
-# (a reservation), one released.
-NOT_SYSTEMS = (CompositionState.REJECTED, CompositionState.RELEASED, CompositionState.HELD)
 
 
 def _remote(call: Call) -> str | None:
@@ -106,34 +104,14 @@ def _no_job(composition: Composition) -> Job:
 
 def systems_post(call: Call) -> Answer:
     """POST /Systems: compose a system; 202 with the task that composes it."""
-    request = system_request(call.body)
+    request = system_request(call.body, call.caller)
     tenant = compose_tenant(call.caller, request.tenant, write=True)
     return task_accepted(composed_job(compose(call, request, tenant)))
 
 
-def _system(call: Call) -> Composition:
-    key = call.params["system"]
-    found = (
-        Composition.objects.for_user(call.caller.user)
-        .exclude(state__in=NOT_SYSTEMS)
-        .select_related("tenant")
-        .filter(pk=row_id(key) or 0)
-        .first()
-    )
-    if found is None:
-        raise refuse(
-            404, f"There is no system {key}.", "Base.ResourceNotFound", "ComputerSystem", key
-        )
-    return found
-
-
-def system_get(call: Call) -> dict[str, Any]:
-    return system_body(_system(call), call.caller)
-
-
 def system_delete(call: Call) -> Answer:
     """DELETE /Systems/{id}: decompose; 202 with the task that does it."""
-    composition = _system(call)
+    composition = system_of(call)
     if not call.caller.writes_tenant(composition.tenant_id):
         raise refuse(
             403,
@@ -283,7 +261,7 @@ def compose_action(call: Call) -> Answer:
         return reservations.reservation_apply(call, body["ReservationId"])
     stanza, raw = _stanza(body)
     with within(STANZA):
-        request = system_request(raw)
+        request = system_request(raw, call.caller)
         tenant = compose_tenant(call.caller, request.tenant, write=kind != "Preview")
         if kind == "Preview":
             return Answer(200, compose_response(kind, stanza, _preview(call, request, tenant)))
@@ -307,6 +285,6 @@ def _preview(call: Call, request: SystemRequest, tenant: Tenant) -> dict[str, An
 
 ROUTES = [
     Route(SYSTEMS, post=systems_post),
-    Route(f"{SYSTEMS}/{{system}}", get=system_get, delete=system_delete),
+    Route(f"{SYSTEMS}/{{system}}", delete=system_delete),
     Route(COMPOSE_ACTION, post=compose_action),
 ]

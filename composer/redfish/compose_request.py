@@ -30,6 +30,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from composer.redfish.caller import Caller
 from composer.redfish.composed import block_target
 from fabric.models import Host
 from fabric.redfish_render.errors import RedfishError, refuse
@@ -228,7 +229,7 @@ def _summaries(request: SystemRequest, body: dict[str, Any]) -> None:
             request.pointers["host_memory_gib"] = "#/MemorySummary/TotalSystemMemoryGiB"
 
 
-def _blocks(request: SystemRequest, links: Any, where: str) -> None:
+def _blocks(request: SystemRequest, links: Any, where: str, caller: Caller) -> None:
     if not isinstance(links, dict):
         raise _type_error(links, where, "an object")
     _check_keys(links, {"ResourceBlocks"}, where)
@@ -241,15 +242,7 @@ def _blocks(request: SystemRequest, links: Any, where: str) -> None:
         path = link.get("@odata.id") if isinstance(link, dict) else None
         if not isinstance(path, str):
             raise _type_error(link, at, 'a link ({"@odata.id": ...})')
-        target = block_target(path)
-        if target is None:
-            raise refuse(
-                400,
-                f"There is no resource block {path}.",
-                "Composition.ResourceBlockNotFound",
-                path,
-                properties=(at,),
-            )
+        target = block_target(path, caller, at)
         request.blocks.append((at, target))
         if isinstance(target, Host):
             if "host" in request.spec:
@@ -311,9 +304,10 @@ PARTS = {
 }
 
 
-def system_request(body: dict[str, Any]) -> SystemRequest:
-    """Read `body` (a ComputerSystem to create). Raises RedfishError (400) naming the
-    property for what Composer does not take; the spec itself is checked by the service."""
+def system_request(body: dict[str, Any], caller: Caller) -> SystemRequest:
+    """Read `body` (a ComputerSystem to create) for `caller`, who may name only the blocks
+    it sees. Raises RedfishError (400) naming the property for what Composer does not take;
+    the spec itself is checked by the service."""
     allowed = {"Name", "Links", "Oem", "ProcessorSummary", "MemorySummary", *PARTS}
     _check_keys(body, allowed | IGNORED, "#")
     name = body.get("Name")
@@ -326,7 +320,7 @@ def system_request(body: dict[str, Any]) -> SystemRequest:
             read(request, body[key], f"#/{key}")
     _summaries(request, body)
     if body.get("Links") is not None:
-        _blocks(request, body["Links"], "#/Links")
+        _blocks(request, body["Links"], "#/Links", caller)
     if body.get("Oem") is not None:
         _oem(request, body["Oem"], "#/Oem")
     asked = ("items", "devices", "memory_gib", "cores", "host", "host_memory_gib")

@@ -157,5 +157,6 @@ def _health(payload: dict[str, Any], at: str) -> list[Resource]:
         health = _HEALTH.get(str(change.get("health") or "").lower())
         if health is None or not isinstance(change.get("id"), int):
             continue
-        found.append(_status(resource_block(change["target_type"], change["id"]), health, at))
+        kind = str(change.get("kind") or change["target_type"])  # "gpu-12", "host-3"
+        found.append(_status(resource_block(kind, change["id"]), health, at))
     return found

@@ -48,9 +48,15 @@ def task(job_id: int) -> str:
     return f"{TASKS}/{job_id}"
 
 
+def block_id(kind: str, pk: int) -> str:
+    """A block's id: a device's kind or "host", and the row's id: "gpu-12", "host-3"."""
+    return f"{kind}-{pk}"
+
+
 def resource_block(kind: str, pk: int) -> str:
-    """A device (`kind` "device") or a host ("host", a compute block) as a ResourceBlock."""
-    return f"{RESOURCE_BLOCKS}/{kind}-{pk}"
+    """A device (`kind` its kind: "gpu", "cxl_memory"...) or a host ("host", a compute
+    block) as a ResourceBlock."""
+    return f"{RESOURCE_BLOCKS}/{block_id(kind, pk)}"
 
 
 __all__ = ["V1"]

@@ -62,10 +62,23 @@ def table() -> tuple[Route, ...]:
     """Every route, the literal ones first (so "/Systems/Capabilities" is not a system).
     Two families may declare one pattern (one reads systems, another composes them):
     their handlers are merged; two handlers of one method are a programming error."""
-    from composer.redfish import compose, events, reservations, service, tasks
+    from composer.redfish import (
+        blocks,
+        chassis,
+        compose,
+        events,
+        fabrics,
+        parts,
+        reservations,
+        service,
+        systems,
+        tasks,
+        zones,
+    )
 
     merged: dict[str, Route] = {}
-    families = [service, events, compose, reservations, tasks]
+    families = [service, blocks, parts, zones, systems, chassis, fabrics, events]
+    families += [compose, reservations, tasks]
     for route in [r for family in families for r in family.ROUTES]:
         known = merged.get(route.pattern)
         if known is None:

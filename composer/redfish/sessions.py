@@ -142,7 +142,7 @@ def _by_token(token: str, remote_addr: str | None) -> Caller | None:
 
 def session_alive(public_id: str) -> bool:
     """Whether the session `public_id` is still open (not deleted, not idle past the
-    timeout, its user active with the password it logged in with); an open event stream
+    timeout, its user active with the password it logged in with). An open event stream
     is use of its session, so it is touched as a request would touch it
     (composer/redfish/sse.py asks once a minute)."""
     now = timezone.now()

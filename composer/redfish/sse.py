@@ -246,11 +246,11 @@ def blocks_of(composition_id: int) -> list[str]:
     devices = (
         Allocation.objects.filter(composition_id=composition_id)
         .order_by("device_id")
-        .values_list("device_id", flat=True)
+        .values_list("device__kind", "device_id")
         .distinct()
     )
     found = [resource_block("host", host)] if host else []
-    return found + [resource_block("device", device) for device in devices]
+    return found + [resource_block(kind, device) for kind, device in devices]
 
 
 def scope_now(heard: Scope, session_id: str) -> Scope:

@@ -34,7 +34,7 @@ from composer.models import AlertAudience, Allocation, Tenant
 from composer.services.health import compositions_react_to_health
 from fabric.health.blast import stored_counts
 from fabric.health.poll import HealthChange, PollOutcome, health_poll
-from fabric.models import Alert, FabricManager
+from fabric.models import Alert, Device, FabricManager
 
 logger = logging.getLogger(__name__)
 
@@ -262,6 +262,7 @@ def _health_event_record(changes: Iterable[HealthChange]) -> None:
         .order_by("device_id", "composition_id")
     ):
         holders[device_id].append((tenant_id, composition_id))
+    kinds = dict(Device.objects.filter(pk__in=device_ids).values_list("pk", "kind"))
     rows: list[HealthChangeRow] = []
     for change in changes:
         held = holders.get(change.target_id) if change.target_type == "device" else None
@@ -269,6 +270,9 @@ def _health_event_record(changes: Iterable[HealthChange]) -> None:
             rows.append(
                 {
                     "target_type": change.target_type,
+                    "kind": kinds.get(change.target_id, change.target_type)
+                    if change.target_type == "device"
+                    else change.target_type,
                     "id": change.target_id,
                     "name": change.name,
                     "health": change.after,

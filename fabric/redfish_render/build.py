@@ -49,6 +49,8 @@ VERSIONS: dict[str, str] = {
     "Role": "v1_3_3",
     "MessageRegistryFile": "v1_1_5",
     "CompositionReservation": "v1_0_2",
+    "CollectionCapabilities": "v1_4_1",
+    "Memory": "v1_23_0",
 }
 # Collections named otherwise than <Type>Collection.
 COLLECTION_TYPES = {"MemoryChunks": "MemoryChunksCollection", "Zone": "ZoneCollection"}
@@ -86,6 +88,12 @@ def collection(path: str, type_name: str, name: str, members: list[str]) -> Reso
         "Members": refs(members),
         "Members@odata.count": len(members),
     }
+
+
+def stated(**fields: str) -> dict[str, str]:
+    """Only the fields that say something: Redfish asks a service to leave out a property
+    it has no value for rather than send an empty string (`Manufacturer`, `Model`...)."""
+    return {name: value for name, value in fields.items() if value}
 
 
 def slot(number: object, kind: str = "Slot") -> dict[str, object]:

@@ -65,3 +65,14 @@ def demo_redfish(
     validators are slow): see tests/support/redfish_demo.py."""
     with demo_served(django_db_blocker, tmp_path_factory.mktemp("demo-redfish")) as service:
         yield service
+
+
+@pytest.fixture
+def pooled(synced: Any) -> Any:
+    """The tiny synchronised world with its devices in default pools: tenants see (and may
+    name) only the blocks of pools, as in the demo."""
+    from fabric.services.pools import pools_assign, pools_ensure_defaults
+
+    pools_ensure_defaults(manager=synced)
+    pools_assign(manager=synced)
+    return synced

@@ -73,7 +73,7 @@ def test_a_constrained_request_composes_two_gpus_of_a_model_and_memory_through_t
 
 
 def test_a_specific_request_composes_exactly_the_named_blocks(
-    synced: FabricManager, alice: Any, redfish_as: Any, django_capture_on_commit_callbacks: Any
+    pooled: FabricManager, alice: Any, redfish_as: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
     gpu = Device.objects.filter(kind="gpu", model=H100).order_by("pk").last()
     assert gpu is not None

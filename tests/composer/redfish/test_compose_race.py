@@ -72,7 +72,7 @@ def test_redfish_and_rest_composes_racing_for_the_gpus_get_each_gpu_once(
 
 
 def test_two_tenants_naming_the_same_block_at_once_get_it_once(
-    postgres: None, synced: FabricManager, alice: Any, carol: Any, redfish_as: Any
+    postgres: None, pooled: FabricManager, alice: Any, carol: Any, redfish_as: Any
 ) -> None:
     gpu = Device.objects.filter(kind="gpu").order_by("pk").first()
     assert gpu is not None

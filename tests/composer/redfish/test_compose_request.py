@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from composer.redfish.caller import Caller
 from composer.redfish.compose_request import system_request
 from fabric.redfish_render.errors import RedfishError
+
+NOBODY = Caller.anonymous(None)  # names no blocks, so never asked what it may see
 
 
 def test_every_constraint_becomes_the_spec_field_it_means() -> None:
@@ -24,7 +27,8 @@ def test_every_constraint_becomes_the_spec_field_it_means() -> None:
             "NetworkInterfaces": {"Members": [{}]},
             "MemorySummary": {"TotalSystemMemoryGiB": 64},
             "Oem": {"Composer": {"Tenant": "acme", "Policy": "switch", "SelfHeal": True}},
-        }
+        },
+        NOBODY,
     )
     assert request.name == "mixed" and request.tenant == "acme"
     assert request.spec == {
@@ -49,7 +53,7 @@ def test_every_constraint_becomes_the_spec_field_it_means() -> None:
 
 
 def test_a_request_without_a_name_gets_one() -> None:
-    request = system_request({"Processors": [{"ProcessorType": "GPU"}]})
+    request = system_request({"Processors": [{"ProcessorType": "GPU"}]}, NOBODY)
     assert request.name.startswith("system-")
 
 
@@ -81,7 +85,7 @@ def test_what_composer_does_not_take_is_refused_naming_the_property(
     body: dict[str, object], message: str, pointer: str
 ) -> None:
     with pytest.raises(RedfishError) as refused:
-        system_request(body)
+        system_request(body, NOBODY)
     info = refused.value.messages[0]
     assert info["MessageId"].endswith(f".{message}")
     assert info["RelatedProperties"] == [pointer]

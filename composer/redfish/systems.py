@@ -1,0 +1,144 @@
+"""Systems: each composed system is a live Composition, rendered as a ComputerSystem.
+
+System ids (stable, documented in docs/redfish.md): the composition's database id, so
+`/redfish/v1/Systems/42` is composition 42. The collection lists the caller's live
+compositions (every state from the request until it is released, `SYSTEM_STATES`: a
+reservation's hold is not a system), operators' all; any other id, or another tenant's,
+is a 404, never a 403.
+
+`system_body(composition, caller)` renders one composition (in any state, so a write can
+answer with the system it just created): its host's compute block and its devices' blocks
+in `Links.ResourceBlocks`, `Status` and `PowerState` from its lifecycle, and what it was
+asked for. The collection carries `@Redfish.CollectionCapabilities`, which points to
+the capabilities of a POST (capabilities.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db.models import Prefetch, QuerySet
+
+from composer.choices import ACTIVE_COMPOSITION_STATES, CompositionState
+from composer.models import Allocation, Composition
+from composer.redfish import capabilities
+from composer.redfish.blocks import HOST, block_path, system_path
+from composer.redfish.caller import Call, Caller
+from composer.redfish.inventory import HELD, per_request
+from composer.redfish.paths import SYSTEMS
+from composer.redfish.routes import Route
+from fabric.redfish_render.build import collection, refs, resource
+from fabric.redfish_render.errors import refuse
+
+# A UUID per composition, the same every time it is read (namespace: this service's).
+SYSTEM_UUID_NAMESPACE = uuid.UUID("8b4a3c0e-4f3a-5d0b-9c6e-636f6d706f73")
+
+# Compositions that are systems: every active one but a reservation's hold.
+SYSTEM_STATES = frozenset(str(s) for s in ACTIVE_COMPOSITION_STATES) - {HELD}
+S = CompositionState
+# Status.State, Status.Health and PowerState of each lifecycle state.
+LIFECYCLE: dict[str, tuple[str, str, str]] = {
+    S.REQUESTED: ("Starting", "OK", "Off"),
+    S.PLACING: ("Starting", "OK", "Off"),
+    S.BINDING: ("Starting", "OK", "PoweringOn"),
+    S.READY: ("Enabled", "OK", "On"),
+    S.DEGRADED: ("Enabled", "Warning", "On"),
+    S.HEALING: ("Updating", "Warning", "On"),
+    S.DECOMPOSING: ("Disabled", "OK", "PoweringOff"),
+    S.RELEASED: ("Disabled", "OK", "Off"),
+    S.FAILED: ("Disabled", "Critical", "Off"),
+    S.REJECTED: ("Disabled", "Critical", "Off"),
+}
+
+
+def systems_of(caller: Caller) -> QuerySet[Composition]:
+    """The live compositions the caller sees, ready to render (three queries in all,
+    whatever their number): hosts joined, unreleased allocations prefetched."""
+    found = Composition.objects.filter(state__in=sorted(SYSTEM_STATES))
+    if not caller.operator:
+        found = found.filter(tenant_id__in=caller.tenant_ids)
+    held = (
+        Allocation.objects.filter(released_at__isnull=True)
+        .select_related("device")
+        .order_by("device_id", "id")
+    )
+    return found.select_related("host").prefetch_related(
+        Prefetch("allocations", queryset=held, to_attr="held")
+    )
+
+
+def _held(composition: Composition) -> list[Allocation]:
+    """The composition's unreleased allocations (prefetched by `systems_of`, else read)."""
+    held = getattr(composition, "held", None)
+    if held is None:
+        live = composition.allocations.filter(released_at__isnull=True)
+        held = list(live.select_related("device").order_by("device_id", "id"))
+    return list(held)
+
+
+def system_body(composition: Composition, caller: Caller) -> dict[str, Any]:
+    """One composition as a ComputerSystem (the caller must be allowed to see it: the
+    caller decides only what fabric detail is shown)."""
+    state, health, power = LIFECYCLE.get(composition.state, ("Disabled", "OK", "Off"))
+    blocks = [block_path(HOST, composition.host_id)] if composition.host_id else []
+    slices_gib = 0
+    for allocation in _held(composition):
+        path = block_path(allocation.device.kind, allocation.device_id)
+        if path not in blocks:
+            blocks.append(path)
+        slices_gib += allocation.gib or 0
+    spec = composition.spec or {}
+    host_memory = int(spec.get("host_memory_gib") or 0)
+    words = CompositionState(composition.state).label.lower()
+    if composition.host_id and composition.host is not None:
+        words += f", on host {composition.host.name}"
+    body = resource(
+        system_path(composition.pk),
+        composition.name,
+        "ComputerSystem",
+        Description=f"Composition {composition.name}: {words}.",
+        SystemType="Composed",
+        UUID=str(uuid.uuid5(SYSTEM_UUID_NAMESPACE, f"composition:{composition.pk}")),
+        PowerState=power,
+        Status={"State": state, "Health": health},
+        ProcessorSummary={"CoreCount": int(spec.get("cores") or 0)},
+        MemorySummary={"TotalSystemMemoryGiB": host_memory + slices_gib},
+        Links={"ResourceBlocks": refs(blocks)},
+    )
+    return body
+
+
+def system_list(call: Call) -> dict[str, Any]:
+    ids = systems_of(call.caller).order_by("pk").values_list("pk", flat=True)
+    body = collection(SYSTEMS, "ComputerSystem", "Composed systems", [system_path(i) for i in ids])
+    body["@Redfish.CollectionCapabilities"] = capabilities.collection_capabilities(call)
+    return body
+
+
+def _all_systems(caller: Caller) -> dict[str, Composition]:
+    return {str(c.pk): c for c in systems_of(caller)}
+
+
+def system_of(call: Call) -> Composition:
+    """The composition a /Systems/{system} path names, if the caller sees it; else 404.
+    Every system the caller sees is read once per request (three queries), so `$expand`
+    of the collection costs no more than one system."""
+    key = call.params["system"]
+    found = per_request(call, "systems", _all_systems).get(key)
+    if found is None:
+        raise refuse(
+            404, f"There is no system {call.path}.", "Base.ResourceNotFound", "ComputerSystem", key
+        )
+    return found
+
+
+def system_get(call: Call) -> dict[str, Any]:
+    return system_body(system_of(call), call.caller)
+
+
+ROUTES = [
+    Route(SYSTEMS, get=system_list),
+    Route(f"{SYSTEMS}/{{system}}", get=system_get),
+    *capabilities.ROUTES,
+]
