@@ -20,10 +20,11 @@ from typing import Any
 
 from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, JobKind, JobStatus
 from composer.models import Composition, Job
+from composer.redfish import paths
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call, Caller
 from composer.redfish.composed import row_id, system_body
-from composer.redfish.paths import MONITOR, SYSTEMS, TASK_SERVICE, TASKS
+from composer.redfish.paths import MONITOR, TASK_SERVICE, TASKS
 from composer.redfish.routes import Route
 from composer.services.compositions import COMPOSITION_TARGET
 from fabric.redfish_render.build import collection, health_status, ref, refs, resource
@@ -45,7 +46,7 @@ STATES: dict[str, tuple[str, str]] = {
 
 
 def task_path(job: Job) -> str:
-    return f"{TASKS}/{job.pk}"
+    return paths.task(job.pk)
 
 
 def task_monitor(job: Job) -> str:
@@ -61,7 +62,7 @@ def _created(job: Job) -> list[str]:
     """The system a compose job makes (its composition), once it is one."""
     if job.kind != JobKind.COMPOSE or job.target_type != COMPOSITION_TARGET:
         return []
-    return [f"{SYSTEMS}/{job.target_id}"]
+    return [paths.system(job.target_id)] if job.target_id else []
 
 
 def task_body(job: Job) -> dict[str, Any]:
@@ -131,7 +132,7 @@ def task_service(call: Call) -> dict[str, Any]:
 
 def task_list(call: Call) -> dict[str, Any]:
     ids = _jobs(call.caller).order_by("-pk").values_list("pk", flat=True)[:LISTED]
-    return collection(TASKS, "Task", "Tasks", [f"{TASKS}/{pk}" for pk in ids])
+    return collection(TASKS, "Task", "Tasks", [paths.task(pk) for pk in ids])
 
 
 def task_get(call: Call) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def monitor_get(call: Call) -> Answer:
             CompositionState.READY,
             CompositionState.DEGRADED,
         ):
-            path = f"{SYSTEMS}/{composition.pk}"
+            path = paths.system(composition.pk)
             return Answer(201, system_body(composition, call.caller), {"Location": path})
     return Answer(200, task_body(job))
 
