@@ -33,6 +33,7 @@ from typing import Any
 from composer.redfish.caller import Caller
 from composer.redfish.composed import block_target
 from fabric.models import Host
+from fabric.validators import text_problem
 from fabric.redfish_render.errors import RedfishError, refuse
 
 __all__ = ["SystemRequest", "system_request"]
@@ -165,6 +166,8 @@ def _processors(request: SystemRequest, value: Any, where: str) -> None:
     for member, at in _members(value, where):
         _check_keys(member, {"ProcessorType", "Model", "TotalCores"}, at)
         kind = member.get("ProcessorType")
+        if kind is not None and not isinstance(kind, str):
+            raise _type_error(kind, f"{at}/ProcessorType", "a string")
         if kind == "CPU":
             count, count_at = _count(member, at)
             cores = _whole(member.get("TotalCores", 0), f"{at}/TotalCores")
@@ -304,12 +307,34 @@ PARTS = {
 }
 
 
+def _text_checked(value: Any, where: str) -> None:
+    """Every string of the request is one a name may be (no control characters, no
+    bidirectional overrides): the database refuses some of them, and none is meant."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _text_checked(item, f"{where}/{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _text_checked(item, f"{where}/{index}")
+    elif isinstance(value, str) and (problem := text_problem(value)) is not None:
+        name = where.rsplit("/", 1)[-1]
+        raise refuse(
+            400,
+            f"{name}: {problem}",
+            "Base.PropertyValueFormatError",
+            value.encode("unicode_escape").decode("ascii"),
+            name,
+            properties=(where,),
+        )
+
+
 def system_request(body: dict[str, Any], caller: Caller) -> SystemRequest:
     """Read `body` (a ComputerSystem to create) for `caller`, who may name only the blocks
     it sees. Raises RedfishError (400) naming the property for what Composer does not take;
     the spec itself is checked by the service."""
     allowed = {"Name", "Links", "Oem", "ProcessorSummary", "MemorySummary", *PARTS}
     _check_keys(body, allowed | IGNORED, "#")
+    _text_checked(body, "#")
     name = body.get("Name")
     if name is not None and not isinstance(name, str):
         raise _type_error(name, "#/Name", "a string")
