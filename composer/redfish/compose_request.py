@@ -33,8 +33,8 @@ from typing import Any
 from composer.redfish.caller import Caller
 from composer.redfish.composed import block_target
 from fabric.models import Host
-from fabric.validators import text_problem
 from fabric.redfish_render.errors import RedfishError, refuse
+from fabric.validators import text_problem
 
 __all__ = ["SystemRequest", "system_request"]
 
