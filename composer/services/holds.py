@@ -20,6 +20,7 @@ sweep racing for one hold leave exactly one of them done.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -98,14 +99,17 @@ def composition_hold(
 
 
 def _ttl(value: Any) -> int:
+    """`value` as whole seconds within [HOLD_MIN_S, HOLD_MAX_S]; SpecError (field `ttl_s`,
+    which the API names `hold_s`) for anything else, "nan" and infinities included."""
+    whole = SpecError("Hold time must be a whole number of seconds.", field="ttl_s")
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise SpecError("Hold time must be a whole number of seconds.", field="ttl_s")
+        raise whole
     try:
         seconds = float(value)
-    except ValueError:
-        raise SpecError("Hold time must be a whole number of seconds.", field="ttl_s") from None
-    if seconds != int(seconds):
-        raise SpecError("Hold time must be a whole number of seconds.", field="ttl_s")
+    except (ValueError, OverflowError):
+        raise whole from None
+    if not math.isfinite(seconds) or seconds != int(seconds):
+        raise whole
     if not HOLD_MIN_S <= seconds <= HOLD_MAX_S:
         raise SpecError(
             f"Hold time must be from {HOLD_MIN_S} to {HOLD_MAX_S:,} seconds (got {seconds:g}).",
