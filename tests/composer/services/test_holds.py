@@ -144,14 +144,20 @@ def test_illegal_moves_are_refused_with_a_clear_error(
     assert caught.value.field == "state"
 
 
-def test_a_lapsed_hold_cannot_be_applied(synced: FabricManager, acme: Any, alice: Any) -> None:
+def test_a_lapsed_hold_cannot_be_applied_and_gives_its_devices_back(
+    synced: FabricManager, acme: Any, alice: Any
+) -> None:
     held = hold(acme, alice, ONE_GPU_AND_MEMORY, ttl=60)
     Composition.objects.filter(pk=held.pk).update(
         hold_expires_at=held.hold_expires_at - timedelta(seconds=120)
     )
     with pytest.raises(InvalidTransition, match=r"lapsed at .* UTC; request it again"):
         composition_hold_apply(composition=held, actor=alice)
-    assert Composition.objects.get(pk=held.pk).state == CompositionState.HELD
+    assert Composition.objects.get(pk=held.pk).state == CompositionState.RELEASED
+    assert not held.allocations.filter(released_at__isnull=True).exists()
+    assert not Job.objects.exists()
+    last = StateChange.objects.filter(composition=held).last()
+    assert last is not None and last.source == "hold apply"
 
 
 @pytest.mark.parametrize(
