@@ -40,6 +40,18 @@ def lapse(*holds: Composition) -> None:
         )
 
 
+def break_release(monkeypatch: pytest.MonkeyPatch, broken: Composition, why: str) -> None:
+    """Releasing `broken` raises RuntimeError(`why`); every other release works."""
+    real = hold_lapse.composition_hold_release
+
+    def release(*, composition: Composition, **kwargs: Any) -> Composition:
+        if composition.pk == broken.pk:
+            raise RuntimeError(why)
+        return real(composition=composition, **kwargs)
+
+    monkeypatch.setattr(hold_lapse, "composition_hold_release", release)
+
+
 def gpus() -> list[Device]:
     return list(Device.objects.filter(kind="gpu").order_by("name"))
 
@@ -84,14 +96,7 @@ def test_one_hold_that_fails_to_release_does_not_keep_the_others(
 ) -> None:
     first, second = (named_hold(acme, alice, d, f"h{i}") for i, d in enumerate(gpus()[:2]))
     lapse(first, second)
-    real = hold_lapse.composition_hold_release
-
-    def broken(*, composition: Composition, **kwargs: Any) -> Composition:
-        if composition.pk == first.pk:
-            raise RuntimeError("boom")
-        return real(composition=composition, **kwargs)
-
-    monkeypatch.setattr(hold_lapse, "composition_hold_release", broken)
+    break_release(monkeypatch, first, "boom")
     with caplog.at_level(logging.ERROR, logger="composer.services.hold_lapse"):
         assert holds_expire() == 1
         assert holds_expire() == 0  # the broken one fails again, alone
@@ -106,14 +111,7 @@ def test_the_reconciler_releases_a_hold_past_expiry_and_reports_one_it_cannot(
 ) -> None:
     first, second = (named_hold(acme, alice, d, f"h{i}") for i, d in enumerate(gpus()[:2]))
     lapse(first, second)
-    real = hold_lapse.composition_hold_release
-
-    def broken(*, composition: Composition, **kwargs: Any) -> Composition:
-        if composition.pk == first.pk:
-            raise RuntimeError("secret detail")
-        return real(composition=composition, **kwargs)
-
-    monkeypatch.setattr(hold_lapse, "composition_hold_release", broken)
+    break_release(monkeypatch, first, "secret detail")
     run = reconcile_run()
     assert run is not None
     findings = {f.composition_id: f for f in run.findings.filter(kind=FindingKind.HELD_LAPSED)}
