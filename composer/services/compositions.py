@@ -329,7 +329,8 @@ def composition_decompose(
             )
         else:
             raise InvalidTransition(
-                f"Composition {locked.name} is held, not composed: release the hold instead."
+                f"Composition {locked.name} is held, not composed: release the hold instead "
+                '("Release hold" on its page), or apply it first ("Apply now").'
                 if state == CompositionState.HELD
                 else f"Composition {locked.name} is {state.label.lower()}; there is nothing to "
                 "decompose.",
