@@ -140,6 +140,7 @@ def _validator_log(module: Any, name: str, log_path: Path) -> Iterator[None]:
     report.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     validator_log = logging.getLogger(f"tests.{name}")
     validator_log.setLevel(logging.INFO)
+    validator_log.propagate = False  # its report is the file, not the test's output
     validator_log.addHandler(report)
     module.logger = validator_log
     try:
