@@ -6,9 +6,11 @@ system, decompose it, and find its blocks `Unused` again.
 The three ways (DSP0266 "Composability", DSP2050):
 - specific: POST /redfish/v1/Systems with `Links.ResourceBlocks` (a compute block and a
   GPU block of one zone);
-- constrained: POST /redfish/v1/Systems with `@Redfish.RequestCount` on a processor
-  constraint (placement picks the blocks);
-- the CompositionService.Compose action, `RequestType` Apply, with a manifest stanza.
+- constrained: POST /redfish/v1/Systems with `@Redfish.RequestedCount` (the annotation
+  DMTF's RedfishExtensions defines; the issue says "RequestCount") on a processor
+  constraint, placement picking the blocks;
+- the CompositionService.Compose action (at the target the service names), `RequestType`
+  Apply, with a manifest stanza.
 A long operation may answer 202 with a task monitor (`Location`), which is followed.
 sushy has classes to read the CompositionService, ResourceBlocks and ResourceZones but
 none to compose: it composes through its connector, as a sushy user would.
@@ -31,7 +33,6 @@ pytestmark = pytest.mark.django_db  # the demo is committed by the module's fixt
 V1 = "/redfish/v1"
 BLOCKS = f"{V1}/CompositionService/ResourceBlocks"
 ZONES = f"{V1}/CompositionService/ResourceZones"
-COMPOSE = f"{V1}/CompositionService/Actions/CompositionService.Compose"
 TASK_WAIT_S = 60
 
 
@@ -106,9 +107,9 @@ def _round_trip(send: Send, way: str) -> None:
         }
         reply = send("POST", f"{V1}/Systems", request)
     elif way == "constrained":
-        request = {
+        request = {  # as DMTF's public-constrained-composition mockup describes it
             "Name": "redfish-constrained",
-            "Processors": [{"@Redfish.RequestCount": 1, "ProcessorType": "GPU"}],
+            "Processors": {"Members": [{"@Redfish.RequestedCount": 1, "ProcessorType": "GPU"}]},
         }
         reply = send("POST", f"{V1}/Systems", request)
     else:
@@ -132,7 +133,8 @@ def _round_trip(send: Send, way: str) -> None:
                 ],
             },
         }
-        reply = send("POST", COMPOSE, request)
+        service = send("GET", f"{V1}/CompositionService", None).body
+        reply = send("POST", service["Actions"]["#CompositionService.Compose"]["target"], request)
     if way == "compose-action":
         reply = _finished(send, reply)
         assert reply.status == 200, reply.body
