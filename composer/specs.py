@@ -9,7 +9,8 @@ A spec is the JSON a tenant sends (form, API, template):
      "host": null, "max_latency_ns": 600, "policy": "switch",
      "same_switch": false, "critical": false, "self_heal": false}
 
-`devices` names devices exactly (a "specific composition"), by name or id: whole devices,
+`devices` names devices exactly (a "specific composition"), by name or id (a number is an
+id; a string a name, else an id when it is digits and no device has that name): whole devices,
 or a `gib` slice of a CXL memory device (without `gib`, all of its free GiB when placed).
 They come in addition to, or instead of, `items` and `memory_gib`.
 

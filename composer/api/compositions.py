@@ -53,7 +53,7 @@ from composer.api.serializers import (
     plan_public,
 )
 from composer.choices import CompositionState
-from composer.errors import ComposerError, InvalidTransition
+from composer.errors import ComposerError, InvalidTransition, SpecError
 from composer.models import (
     Allocation,
     Composition,
@@ -309,8 +309,8 @@ class CompositionViewSet(CompositionHoldActions, mixins.CreateModelMixin, ReadOn
         description="The same body as a request (`name` optional); nothing is written. "
         "Answers 200 with the plan that a request would get now (`ok` true: host, devices, "
         "score, explanation, funnel) or the rejection (`ok` false: message, funnel, nearest "
-        "alternative). Bad input and quotas answer as a request does. Read-only members may "
-        "preview.",
+        "alternative). Bad input and quotas answer as a request does; `hold_s` answers 400 (a "
+        "preview holds nothing). Read-only members may preview.",
         request=CompositionRequestSerializer,
         responses={200: PlanSerializer, 400: BAD_INPUT, 409: OVER_QUOTA},
         examples=[
@@ -324,6 +324,12 @@ class CompositionViewSet(CompositionHoldActions, mixins.CreateModelMixin, ReadOn
         body = CompositionRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        if data.get("hold_s") is not None:
+            raise SpecError(
+                "A preview holds nothing: leave hold_s out, or request the composition with "
+                "hold_s to hold it.",
+                field="hold_s",
+            )
         tenant = self._tenant(data.get("tenant"), write=False)
         template = self._template(data.get("template"))
         spec = {**(template.spec if template else {}), **self._spec(data)}

@@ -45,6 +45,7 @@ def build_snapshot(
     memory_gib: Mapping[str, int] | None = None,
     cores: Mapping[str, int] | None = None,
     host_memory_gib: Mapping[str, int] | None = None,
+    claimed: Mapping[str, Iterable[str]] | None = None,
 ) -> Snapshot:
     """The usable inventory (of `managers`, or all; devices of `pools`, or all) as a
     Snapshot. Five queries whatever the size.
@@ -57,7 +58,9 @@ def build_snapshot(
     Hook for allocations: what compositions hold and the tables do not show as taken
     (host cores and memory) is subtracted with `cores` and `host_memory_gib`, and more
     GiB of memory devices with `memory_gib`, as `Snapshot.taking(...)` would, without
-    building the snapshot twice.
+    building the snapshot twice; and with `claimed` (host id -> device ids its compositions
+    claim, bound or not yet: held, placing, binding), what each host's uplink already
+    carries beyond the devices bound to it.
     """
     graph = placeable(load_graph(managers=managers, lean=True, device_attributes=True))
     pool_ids = None if pools is None else set(pools)
@@ -82,6 +85,7 @@ def build_snapshot(
             memory_gib=memory_gib,
             cores=cores,
             host_memory_gib=host_memory_gib,
+            claimed=claimed,
         )
 
 
@@ -93,11 +97,14 @@ def snapshot_from_graph(
     memory_gib: Mapping[str, int] | None = None,
     cores: Mapping[str, int] | None = None,
     host_memory_gib: Mapping[str, int] | None = None,
+    claimed: Mapping[str, Iterable[str]] | None = None,
 ) -> Snapshot:
     """A Snapshot of `graph` where `usable` maps the usable devices' ids to their JSON
     attributes, less what `memory_gib`, `cores` and `host_memory_gib` take (as
-    `Snapshot.taking`). Pure but for the process-wide memo of what depends on links alone
-    (`_structure`); `build_snapshot` feeds it from the database."""
+    `Snapshot.taking`), each host's uplink charged for what is bound to it and what
+    `claimed` says its compositions claim (`_uplink_used`). Pure but for the process-wide
+    memo of what depends on links alone (`_structure`); `build_snapshot` feeds it from the
+    database."""
     memory_gib, cores, host_memory_gib = memory_gib or {}, cores or {}, host_memory_gib or {}
     enclosure_nodes = [n for n in graph.of_kind("enclosure") if n.state == ACTIVE]
     hosts = [n for n in graph.of_kind("host") if n.state == ACTIVE]
@@ -115,13 +122,10 @@ def snapshot_from_graph(
         for n in enclosure_nodes
     ]
     active = {e.id: e for e in enclosures}
-    used: dict[str, float] = {}
+    used = _uplink_used(graph, reach, claimed or {})
     devices: list[DeviceInfo] = []
     for node in graph.of_kind("device"):
         attrs = node.attrs
-        bound = attrs.get("bound_host")
-        if bound and node.parent is not None and node.parent in reach.get(bound, {}):
-            used[bound] = used.get(bound, 0.0) + reach[bound][node.parent].bottleneck_gbps
         if node.id not in usable or node.parent not in active:
             continue
         extra = usable[node.id] or {}
@@ -175,6 +179,31 @@ def snapshot_from_graph(
         switch_names={n.id: n.name for n in graph.of_kind("switch")},
         oversubscription=oversubscription,
     )
+
+
+def _uplink_used(
+    graph: FabricGraph,
+    reach: Mapping[str, Mapping[str, Reach]],
+    claimed: Mapping[str, Iterable[str]],
+) -> dict[str, float]:
+    """Each host's uplink use: every device bound to it or claimed by a composition on it
+    (a hold, or a compose not bound yet: its devices are only RESERVED, but the host's
+    uplink must still carry them once bound) charged its path's bottleneck, once per host
+    and device (a memory device sliced, whatever its slices)."""
+    pairs = {
+        (node.attrs["bound_host"], node.id)
+        for node in graph.of_kind("device")
+        if node.attrs.get("bound_host")
+    }
+    pairs.update((host, device) for host, ids in claimed.items() for device in ids)
+    used: dict[str, float] = {}
+    for host, device in pairs:
+        node = graph.nodes.get(device)
+        parent = node.parent if node is not None else None
+        path = reach.get(host, {}).get(parent) if parent is not None else None
+        if path is not None:
+            used[host] = used.get(host, 0.0) + path.bottleneck_gbps
+    return used
 
 
 def _less(free: int, taken: int | None) -> int:

@@ -2,12 +2,14 @@
 
 The devices named are taken as named or not at all: each must be usable in the snapshot
 (free, healthy; a memory device with the GiB asked free), outside what another tenant
-holds critically, and reached by the host within the latency ceiling (and a memory device
-must not already hold a slice for that host). The host is the one asked for, else the
-nearest of those that reach them all (ties: `scoring.host_rank`). Whatever else the request
-asks for (items, memory, storage) is placed by the engine on that host, on the snapshot
-less the pinned devices; the uplink budget counts both. The failure-domain policy and
-same switch apply to what the engine chooses, not to what the request named.
+holds critically (a tenant reads only that it cannot be isolated; which switch or
+enclosure, and whose, is the operator's sentence), and reached by the host within the
+latency ceiling (and a memory device must not already hold a slice for that host). The
+host is the one asked for, else the nearest of those that reach them all (ties:
+`scoring.host_rank`). Whatever else the request asks for (items, memory, storage) is
+placed by the engine on that host, on the snapshot less the pinned devices; the uplink
+budget counts both. The failure-domain policy and same switch apply to what the engine
+chooses, not to what the request named.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def place_pinned(
     taken: list[tuple[DeviceInfo, int | None]] = []
     blocked = blocked_domains(request, snapshot)
     for pin in request.pinned:
-        usable = _usable(pin, snapshot, blocked)
+        usable = _usable(request, pin, snapshot, blocked)
         if isinstance(usable, Rejection):
             return usable
         taken.append(usable)
@@ -93,7 +95,7 @@ def place_pinned(
 
 
 def _usable(
-    pin: PinnedDevice, snapshot: Snapshot, blocked: frozenset[str]
+    request: PlacementRequest, pin: PinnedDevice, snapshot: Snapshot, blocked: frozenset[str]
 ) -> tuple[DeviceInfo, int | None] | Rejection:
     """The pinned device and the GiB it gives (None: whole), or why it cannot be had."""
     words = device_words(pin.kind, pin.name)
@@ -102,9 +104,7 @@ def _usable(
         return Rejection("no_capacity", f"{words} is not free or not usable now.")
     enclosure = snapshot.enclosures[device.enclosure]
     if device.enclosure in blocked or blocked.intersection(enclosure.switches):
-        return Rejection(
-            "domain_conflict", f"{words} sits beside another tenant's critical composition."
-        )
+        return _isolation(request, snapshot, device, blocked, words)
     if device.kind != PARTITIONABLE:
         if pin.gib is not None:
             return Rejection("invalid", f"{words} is bound whole: GiB are for CXL memory only.")
@@ -115,6 +115,41 @@ def _usable(
             "no_capacity", f"{words} has {device.free_gib:,} GiB free; {gib:,} GiB asked."
         )
     return device, gib
+
+
+def _isolation(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    device: DeviceInfo,
+    blocked: frozenset[str],
+    words: str,
+) -> Rejection:
+    """The rejection of a pinned device that isolation keeps from the request. The message
+    (failure reason, audit, answers: read by the tenant) says only that: where other tenants
+    run is theirs. Which switch or enclosure, and why, is the operator's sentence alone."""
+    enclosure = snapshot.enclosures[device.enclosure]
+    domain = next(d for d in (device.enclosure, *enclosure.switches) if d in blocked)
+    where = (
+        f"enclosure {enclosure.name}"
+        if domain == device.enclosure
+        else f"switch {snapshot.switch_names.get(domain, domain)}"
+    )
+    if snapshot.critical.get(domain, request.tenant) != request.tenant:
+        why = f"another tenant holds {where} critically"
+    else:
+        why = f"this request is critical and another tenant holds devices behind {where}"
+    if request.critical:
+        message, ask = f"{words} cannot be isolated as asked.", "ask without critical"
+    else:
+        message, ask = f"{words} is not available to this request now.", "wait"
+    return Rejection(
+        "domain_conflict",
+        message,
+        nearest=Note(
+            f"{words} is kept out: {why}; name another device or {ask}.",
+            f"Name another device or {ask}.",
+        ),
+    )
 
 
 def _reach_problem(

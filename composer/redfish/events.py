@@ -29,9 +29,9 @@ from fabric.redfish_render.build import collection, health_status, ref, resource
 from fabric.redfish_render.errors import refuse
 from fabric.redfish_render.messages import registries
 
+# (`EventType` is deprecated in the schema: not listed.)
 SSE_FILTERS = (
     "EventFormatType",
-    "EventType",
     "MessageId",
     "MetricReportDefinition",
     "OriginResource",

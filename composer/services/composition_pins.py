@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.db.models import QuerySet
+
 from composer.choices import CompositionState
 from composer.errors import SpecError
 from composer.models import Allocation, UnbindPending
@@ -24,6 +26,7 @@ from fabric.models import Device
 
 __all__ = ["Pin", "pins_as_request", "pins_resolve", "pins_unusable"]
 
+MAX_ID = 2**63 - 1  # the largest primary key a row can have (bigint)
 Pin = tuple[Device, "int | None"]  # a named device and the GiB asked of it (None: whole/all)
 
 
@@ -37,12 +40,7 @@ def pins_resolve(*, spec: Mapping[str, Any]) -> list[Pin]:
     present = Device.objects.exclude(state=DeviceState.ABSENT)
     for index, entry in enumerate(spec.get("devices") or []):
         value, where = entry["device"], f"devices[{index}]"
-        if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
-            matches = list(present.filter(pk=int(value)))
-            missing = f"There is no device with id {value}."
-        else:
-            matches = list(present.filter(name=value)[:2])
-            missing = f"There is no device named {value!r}."
+        matches, missing = _lookup(present, value)
         if not matches:
             raise SpecError(missing, field=f"{where}.device")
         if len(matches) > 1:
@@ -58,6 +56,26 @@ def pins_resolve(*, spec: Mapping[str, Any]) -> list[Pin]:
             )
         pins.append((device, entry.get("gib")))
     return pins
+
+
+def _lookup(present: QuerySet[Device], value: int | str) -> tuple[list[Device], str]:
+    """The present devices `value` names, and the sentence for none.
+
+    The rule (docs/placement.md): a JSON number is an id; a string is a name first, and
+    only when no present device has that name, and it is ASCII digits, an id. So a device
+    whose name is digits is named by it, and "41" from a form still finds device 41."""
+    if isinstance(value, int):
+        return _by_id(present, value), f"There is no device with id {value}."
+    matches = list(present.filter(name=value)[:2])
+    if not matches and value.isascii() and value.isdigit():
+        matches = _by_id(present, int(value))
+        return matches, f"There is no device named {value!r} nor with id {value}."
+    return matches, f"There is no device named {value!r}."
+
+
+def _by_id(present: QuerySet[Device], pk: int) -> list[Device]:
+    """The present device with id `pk` (none for an id no row could have)."""
+    return list(present.filter(pk=pk)) if 0 < pk <= MAX_ID else []
 
 
 def pins_as_request(pins: Sequence[Pin]) -> tuple[PinnedDevice, ...]:

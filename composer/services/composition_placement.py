@@ -42,8 +42,10 @@ PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
 def placement_snapshot() -> Snapshot:
     """The free inventory (memory devices less the GiB their slices hold, as the tables
     show) less what compositions hold but the tables do not show as taken: host cores and
-    memory; plus who holds which switch and enclosure (critical isolation), and which
-    memory devices already hold a slice for which host (one slice of a device per host)."""
+    memory, and the uplink bandwidth of devices claimed but not bound yet (a hold's, a
+    compose's in flight), so a second request cannot take the budget a hold needs; plus
+    who holds which switch and enclosure (critical isolation), and which memory devices
+    already hold a slice for which host (one slice of a device per host)."""
     active = (
         Allocation.objects.filter(released_at__isnull=True)
         .select_related("device", "composition")
@@ -57,12 +59,15 @@ def placement_snapshot() -> Snapshot:
         )
     )
     sliced: dict[str, set[str]] = defaultdict(set)
+    claimed: dict[str, set[str]] = defaultdict(set)  # host -> devices its compositions claim
     held: list[tuple[str, str, bool]] = []  # (enclosure, tenant, critical)
     for allocation in active:
         device = allocation.device
         key = f"device:{device.pk}"
-        if allocation.gib and allocation.composition.host_id is not None:
-            sliced[f"host:{allocation.composition.host_id}"].add(key)
+        if allocation.composition.host_id is not None:
+            claimed[f"host:{allocation.composition.host_id}"].add(key)
+            if allocation.gib:
+                sliced[f"host:{allocation.composition.host_id}"].add(key)
         held.append(
             (
                 f"enclosure:{device.enclosure_id}",
@@ -78,7 +83,7 @@ def placement_snapshot() -> Snapshot:
         cores[f"host:{host_id}"] += int((spec or {}).get("cores") or 0)
         host_memory[f"host:{host_id}"] += int((spec or {}).get("host_memory_gib") or 0)
     # Taken as the snapshot is built (what `Snapshot.taking` would do, without building twice).
-    snapshot = build_snapshot(cores=cores, host_memory_gib=host_memory)
+    snapshot = build_snapshot(cores=cores, host_memory_gib=host_memory, claimed=claimed)
     holders: dict[str, set[str]] = defaultdict(set)
     critical: dict[str, str] = {}
     for enclosure, tenant, is_critical in held:

@@ -41,6 +41,7 @@ from composer.services.composition_placement import (
     snapshot_pk,
 )
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
+from composer.services.hold_lapse import holds_lapsed_release
 from composer.specs import spec_normalise
 from composer.states import composition_transition
 from fabric.models import Host
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 COMPOSITION_TARGET = "composition"
+LAPSE_SOURCE = "hold lapse before placing"  # the audit's source of holds a request releases
 
 
 # --- preview -------------------------------------------------------------------------------
@@ -67,10 +69,13 @@ def composition_preview(*, tenant: Tenant, spec: Mapping[str, Any]) -> Placement
     """Dry run: the plan (or the rejection) a request would get now. Writes nothing.
 
     Raises SpecError / QuotaExceeded (with `field`) for bad input or a request over quota.
+    Holds past their time are released first (as a request does): the plan must not count
+    devices nobody holds any more.
     """
     clean = spec_normalise(spec)
     host = composition_check_fabric(spec=clean)
     pins = pins_resolve(spec=clean)
+    holds_lapsed_release(source=LAPSE_SOURCE)
     composition_check_quotas(tenant=tenant, spec=clean, pins=pins)
     return composition_place(tenant, clean, host, pins)
 
@@ -113,6 +118,9 @@ def composition_request(
     clean = spec_normalise(raw)
     host = composition_check_fabric(spec=clean)
     pins = pins_resolve(spec=clean)
+    # A lapsed hold's devices (and quota) are free to this request whether or not beat's
+    # sweep has run: released now, each in its own transaction, before the checks.
+    holds_lapsed_release(source=LAPSE_SOURCE)
     try:
         with transaction.atomic():
             # One request per tenant at a time: quotas are checked against settled holdings.
@@ -321,7 +329,8 @@ def composition_decompose(
             )
         else:
             raise InvalidTransition(
-                f"Composition {locked.name} is held, not composed: release the hold instead."
+                f"Composition {locked.name} is held, not composed: release the hold instead "
+                '("Release hold" on its page), or apply it first ("Apply now").'
                 if state == CompositionState.HELD
                 else f"Composition {locked.name} is {state.label.lower()}; there is nothing to "
                 "decompose.",

@@ -7,8 +7,10 @@ composition waits HELD until `hold_expires_at`. Then either
 
 - `composition_hold_apply` moves it HELD -> PLACING and queues the compose job (the very
   job a request queues: from there it is an ordinary composition), or
-- `composition_hold_release` (the holder lets go) or `holds_expire` (beat's sweep, for
-  holds past their time) gives the claims back and moves it HELD -> RELEASED.
+- `composition_hold_release` (the holder lets go) or, for holds past their time,
+  `composer.services.hold_lapse.holds_lapsed_release` (beat's sweep, every request and
+  preview before it places, an apply that comes too late, the reconciler) gives the
+  claims back and moves it HELD -> RELEASED.
 
 Held devices count against quotas and no one else can claim them (they are RESERVED, the
 memory slices counted in `allocated_gib`), because a hold is an ordinary set of claims.
@@ -20,8 +22,9 @@ sweep racing for one hold leave exactly one of them done.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -29,11 +32,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind
-from composer.errors import InvalidTransition, SpecError, StaleState
+from composer.errors import InvalidTransition, SpecError
 from composer.models import Composition, Job, Template, Tenant
-from composer.services.allocations import allocations_release
 from composer.services.compositions import composition_job_create, composition_request
 from composer.services.dispatch import job_enqueue
+from composer.services.hold_lapse import (
+    composition_hold_release,
+    hold_clock,
+    holds_expire,
+    holds_lapsed_release,
+    locked_hold,
+)
 from composer.states import composition_transition
 
 logger = logging.getLogger(__name__)
@@ -51,14 +60,6 @@ __all__ = [
 
 HOLD_MIN_S = 10  # shorter than beat's sweep could ever honour
 HOLD_MAX_S = 24 * 3600  # a hold is a preview kept for a while, not a reservation of days
-SWEEP_SOURCE = "hold sweep"
-
-
-def hold_clock(at: datetime) -> str:
-    """A moment as holds name it: "12:34 UTC", with the date when it is not today's."""
-    at = at.astimezone(UTC)
-    today = timezone.now().astimezone(UTC).date()
-    return f"{at:%H:%M} UTC" + ("" if at.date() == today else f" on {at:%Y-%m-%d}")
 
 
 def hold_words(expires_at: datetime) -> str:
@@ -98,14 +99,17 @@ def composition_hold(
 
 
 def _ttl(value: Any) -> int:
+    """`value` as whole seconds within [HOLD_MIN_S, HOLD_MAX_S]; SpecError (field `ttl_s`,
+    which the API names `hold_s`) for anything else, "nan" and infinities included."""
+    whole = SpecError("Hold time must be a whole number of seconds.", field="ttl_s")
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise SpecError("Hold time must be a whole number of seconds.", field="ttl_s")
+        raise whole
     try:
         seconds = float(value)
-    except ValueError:
-        raise SpecError("Hold time must be a whole number of seconds.", field="ttl_s") from None
-    if seconds != int(seconds):
-        raise SpecError("Hold time must be a whole number of seconds.", field="ttl_s")
+    except (ValueError, OverflowError):
+        raise whole from None
+    if not math.isfinite(seconds) or seconds != int(seconds):
+        raise whole
     if not HOLD_MIN_S <= seconds <= HOLD_MAX_S:
         raise SpecError(
             f"Hold time must be from {HOLD_MIN_S} to {HOLD_MAX_S:,} seconds (got {seconds:g}).",
@@ -114,98 +118,37 @@ def _ttl(value: Any) -> int:
     return int(seconds)
 
 
-def _locked_hold(composition: Composition, doing: str) -> Composition:
-    """The composition, row-locked, when it is HELD; InvalidTransition (field "state")
-    otherwise, saying what it is."""
-    locked = Composition.objects.select_for_update().get(pk=composition.pk)
-    if locked.state != CompositionState.HELD:
-        state = CompositionState(locked.state).label.lower()
-        raise InvalidTransition(
-            f"Composition {locked.name} is {state}, not held; only a hold can be {doing}.",
-            field="state",
-        )
-    return locked
-
-
 def composition_hold_apply(
     *, composition: Composition, actor: Any, remote_addr: str | None = None
 ) -> Job:
     """Compose a held composition: HELD -> PLACING and its compose job queued (after
     commit), the claims it holds carried over. Returns the job. Raises InvalidTransition
-    (field "state") when it is not held, or when its hold has lapsed (the sweep gives the
-    devices back; request it again)."""
+    (field "state") when it is not held, or when its hold has lapsed (its devices are given
+    back then and there; request it again)."""
     with transaction.atomic():
-        locked = _locked_hold(composition, "applied")
+        locked = locked_hold(composition, "applied")
         expires = locked.hold_expires_at
-        if expires is not None and expires <= timezone.now():
-            raise InvalidTransition(
-                f"The hold on {locked.name} lapsed at {hold_clock(expires)}; request it again.",
-                field="state",
+        lapsed = expires is not None and expires <= timezone.now()
+        if not lapsed:
+            composition_transition(
+                locked,
+                CompositionState.PLACING,
+                reason="Hold applied: composing",
+                actor=actor,
+                remote_addr=remote_addr,
+                hold_expires_at=None,
             )
-        composition_transition(
-            locked,
-            CompositionState.PLACING,
-            reason="Hold applied: composing",
-            actor=actor,
-            remote_addr=remote_addr,
-            hold_expires_at=None,
+            job = composition_job_create(locked, JobKind.COMPOSE, actor)
+            transaction.on_commit(partial(job_enqueue, job))
+    if lapsed:
+        # Its devices are given back now rather than at the next sweep: "request it again"
+        # must find them free.
+        assert expires is not None
+        holds_lapsed_release(only=locked.pk, source="hold apply")
+        raise InvalidTransition(
+            f"The hold on {locked.name} lapsed at {hold_clock(expires)}; request it again.",
+            field="state",
         )
-        job = composition_job_create(locked, JobKind.COMPOSE, actor)
-        transaction.on_commit(partial(job_enqueue, job))
     composition.state, composition.hold_expires_at = locked.state, None
     logger.info("composition %s hold applied, job %s", composition.pk, job.pk)
     return job
-
-
-def composition_hold_release(
-    *,
-    composition: Composition,
-    actor: Any,
-    remote_addr: str | None = None,
-    reason: str = "Hold let go",
-    source: str = "",
-) -> Composition:
-    """Let a hold go: its claims are given back (devices FREE again, slices' GiB returned)
-    and it becomes RELEASED with `reason`. Raises InvalidTransition (field "state") when it
-    is not held."""
-    with transaction.atomic():
-        locked = _locked_hold(composition, "released")
-        given = allocations_release(
-            composition=locked, actor=actor, source=source or f"composition {locked.pk} hold"
-        )
-        composition_transition(
-            locked,
-            CompositionState.RELEASED,
-            reason=reason,
-            actor=actor,
-            remote_addr=remote_addr,
-            source=source,
-            released_at=timezone.now(),
-        )
-    composition.state, composition.released_at = locked.state, locked.released_at
-    logger.info("composition %s hold released (%s claim(s))", composition.pk, given)
-    return composition
-
-
-def holds_expire(*, now: datetime | None = None) -> int:
-    """Release every hold whose time is up (at `now`, default the clock): beat's sweep.
-    Returns how many it released; a hold applied or released meanwhile is left alone."""
-    now = now or timezone.now()
-    due = Composition.objects.filter(state=CompositionState.HELD, hold_expires_at__lte=now)
-    released = 0
-    for composition in due.order_by("hold_expires_at", "pk"):
-        expires = composition.hold_expires_at
-        assert expires is not None
-        try:
-            composition_hold_release(
-                composition=composition,
-                actor=None,
-                reason=f"Hold lapsed at {hold_clock(expires)}",
-                source=SWEEP_SOURCE,
-            )
-        except (InvalidTransition, StaleState):
-            continue  # applied or let go since it was read
-        released += 1
-    if released:
-        logger.info("%s lapsed hold(s) released", released)
-    return released

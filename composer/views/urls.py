@@ -9,7 +9,16 @@ from __future__ import annotations
 from django.apps import apps
 from django.urls import include, path
 
-from composer.views import alerts, compositions, dashboard, jobs, managers, pools, reconcile
+from composer.views import (
+    alerts,
+    compositions,
+    dashboard,
+    holds,
+    jobs,
+    managers,
+    pools,
+    reconcile,
+)
 
 app_name = "composer"
 urlpatterns = [
@@ -29,6 +38,16 @@ urlpatterns = [
         "compositions/<int:pk>/decompose/",
         compositions.composition_decompose_view,
         name="composition_decompose",
+    ),
+    path(
+        "compositions/<int:pk>/apply/",
+        holds.composition_hold_apply_view,
+        name="composition_hold_apply",
+    ),
+    path(
+        "compositions/<int:pk>/release/",
+        holds.composition_hold_release_view,
+        name="composition_hold_release",
     ),
     path(
         "compositions/<int:pk>/heal/",

@@ -71,6 +71,9 @@ def demo_served(blocker: Any, log_dir: Path) -> Iterator[DemoService]:
         assert "test" in Path(str(connection.settings_dict["NAME"])).name, (
             "the demo is served from the tests' database: mark the module's tests django_db"
         )
+        # Committed, so that the server sees it: never inside a test's transaction (a
+        # module-scoped fixture asked for with request.getfixturevalue would be).
+        assert not connection.in_atomic_block, "take demo_redfish as a fixture argument"
         call_command("seed_demo", verbosity=0)
         composed = _compose_for_each_tenant()
         database = dict(connection.settings_dict)

@@ -4,6 +4,7 @@ Steps, in this order (each one's failure is recorded and the others still run):
 
 1. bindings still to undo (`UnbindPending`): unbind again, give the device back when done;
 2. compositions no job works on (`compositions_reconcile`): roll back, queue decompose again;
+   holds past their time (`holds_lapsed_release`): released, or reported when that fails;
 3. per fabric manager, its bindings against the claims (`manager_reconcile`): orphans
    unbound, missing bindings bound again, in-flight binds left alone;
 4. compositions out of line with the fabric's health (`compositions_health_reconcile`);
@@ -39,6 +40,7 @@ from composer.models import (
 )
 from composer.services.allocations.reconcile import devices_allocated_reconcile
 from composer.services.health import compositions_health_reconcile
+from composer.services.hold_lapse import holds_lapsed_release
 from composer.services.reconcile.compositions import compositions_reconcile
 from composer.services.reconcile.fabric import manager_reconcile
 from composer.services.unbinds import unbinds_pending_retry
@@ -143,6 +145,7 @@ def _steps() -> tuple[list[ReconcileFinding], list[str], int]:
     managers = list(FabricManager.objects.filter(is_enabled=True).order_by("pk"))
     step("bindings still to undo", _pending)
     step("unfinished compositions", _unfinished)
+    step("holds past expiry", _lapsed)
     for manager in managers:
         step(f"fabric manager {manager.name}", partial(manager_reconcile, manager))
     step("health", _health)
@@ -199,6 +202,31 @@ def _unfinished() -> list[ReconcileFinding]:
             )
         )
     return out
+
+
+def _lapsed() -> list[ReconcileFinding]:
+    """Holds still claiming devices after their time (beat's sweep not run, or failing on
+    them): released here, or reported with the error's kind (the log has the rest)."""
+    sweep = holds_lapsed_release(source="reconciliation")
+    released = [
+        ReconcileFinding(
+            kind=FindingKind.HELD_LAPSED,
+            composition_id=pk,
+            outcome=FindingOutcome.REPAIRED,
+            action="Released a hold past its expiry; its devices are free again",
+        )
+        for pk in sweep.released
+    ]
+    return released + [
+        ReconcileFinding(
+            kind=FindingKind.HELD_LAPSED,
+            composition_id=pk,
+            outcome=FindingOutcome.REPORTED,
+            action="Could not release a hold past its expiry; it keeps its devices until then",
+            detail=f"{error} (the worker's log has the traceback)",
+        )
+        for pk, error in sweep.failed
+    ]
 
 
 def _health() -> list[ReconcileFinding]:

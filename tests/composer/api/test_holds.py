@@ -80,3 +80,11 @@ def test_bob_gets_403_and_carol_404_on_alices_hold(
         assert api_as(carol).post(f"{URL}{acme_held.pk}/{action}/").status_code == 404
     acme_held.refresh_from_db()
     assert acme_held.state == CompositionState.HELD
+
+
+def test_a_preview_with_hold_s_is_refused_naming_it(
+    synced: FabricManager, alice: Any, api_as: Any
+) -> None:
+    response = api_as(alice).post(f"{URL}preview/", {"spec": ONE_GPU, "hold_s": 300}, format="json")
+    assert_error(response, 400, "invalid_spec", field="hold_s")
+    assert "A preview holds nothing" in response.content.decode()

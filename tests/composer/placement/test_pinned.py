@@ -119,3 +119,26 @@ def test_uplinks_too_busy_for_the_named_devices_are_refused_naming_no_other_host
     assert outcome.message == (
         "No host that reaches the devices named has the uplink bandwidth for them (126 GB/s)."
     )
+
+
+def test_a_pinned_device_isolation_keeps_out_tells_the_tenant_nothing_of_others() -> None:
+    holders = {"switch:1": frozenset({"globex"})}
+    snapshot = replace(world(), holders=holders, switch_names={"switch:1": "leaf-1"})
+    request = PlacementRequest(pinned=(pin("a1-0"),), critical=True, tenant="carol")
+    outcome = place(request, snapshot)
+    assert isinstance(outcome, Rejection) and outcome.code == "domain_conflict"
+    assert outcome.message == "GPU a1-0 cannot be isolated as asked."
+    operator, tenant = outcome.nearest.operator, outcome.nearest.text(operator=False)
+    assert "another tenant holds devices behind switch leaf-1" in operator
+    assert operator.startswith("GPU a1-0 is kept out: this request is critical")
+    assert tenant == "Name another device or ask without critical."
+
+
+def test_a_pinned_device_behind_another_tenants_critical_hold_names_no_one() -> None:
+    snapshot = replace(world(), holders={"enclosure:a1": frozenset({"globex"})})
+    snapshot = replace(snapshot, critical={"enclosure:a1": "globex"})
+    outcome = place(PlacementRequest(pinned=(pin("a1-0"),), tenant="carol"), snapshot)
+    assert isinstance(outcome, Rejection)
+    assert outcome.message == "GPU a1-0 is not available to this request now."
+    assert "tenant" not in outcome.message and "a1" not in outcome.nearest.text(operator=False)
+    assert "another tenant holds enclosure a1 critically" in outcome.nearest.operator

@@ -25,6 +25,9 @@ LEFT_OUT = {
     # HTTPS-only (a redirect or a refusal of plain HTTP) is enforced.
     "SEC_BASIC_AUTH_OVER_HTTPS": "no TLS in the test deployment; the proxy enforces HTTPS",
     "SEC_SESSION_CREATE_HTTPS_ONLY": "no TLS in the test deployment; the proxy enforces HTTPS",
+    # Events are offered as server-sent events only (the ServerSentEventUri): the
+    # Subscriptions collection is listed, read-only, and a POST to it is answered 405.
+    "SERV_EVENT_POST_RESP": "no push subscriptions; events are server-sent only",
 }
 # The areas the service claims: each must have been tested and passed at least once.
 CLAIMED = (

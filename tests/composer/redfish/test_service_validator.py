@@ -34,42 +34,37 @@ SERVICES = (
 )
 
 
-def _validated(demo: DemoService, who: str, tmp: pytest.TempPathFactory) -> Iterator[Any]:
+@pytest.fixture(scope="module", params=[OPERATOR, TENANT])
+def validated(
+    request: pytest.FixtureRequest,
+    demo_redfish: DemoService,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
+    """The validator's run as an operator, then as a tenant member (alice)."""
     require_csdl()
-    log = tmp.mktemp(f"service-validator-{who}") / "validator.log"
-    with service_validated(demo.url, who, demo.password, log) as sut:
+    who = request.param
+    log = tmp_path_factory.mktemp(f"service-validator-{who}") / "validator.log"
+    with service_validated(demo_redfish.url, who, demo_redfish.password, log) as sut:
         yield sut
 
 
-@pytest.fixture(scope="module")
-def as_operator(
-    demo_redfish: DemoService, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Any]:
-    yield from _validated(demo_redfish, OPERATOR, tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def as_tenant(demo_redfish: DemoService, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    yield from _validated(demo_redfish, TENANT, tmp_path_factory)
-
-
-@pytest.mark.parametrize("identity", ["as_operator", "as_tenant"])
-def test_no_failure_and_no_warning(identity: str, request: pytest.FixtureRequest) -> None:
-    sut = request.getfixturevalue(identity)
-    failed, warned = findings(sut, "FAIL"), findings(sut, "WARN")
+def test_no_failure_and_no_warning(validated: Any) -> None:
+    failed, warned = findings(validated, "FAIL"), findings(validated, "WARN")
     assert failed == [], "\n".join(failed)
-    assert sut.fail_count == 0
+    assert validated.fail_count == 0
     assert warned == [], "\n".join(warned)
-    assert sut.pass_count > 0
+    assert validated.pass_count > 0
 
 
-@pytest.mark.parametrize("identity", ["as_operator", "as_tenant"])
-def test_the_whole_tree_is_validated(identity: str, request: pytest.FixtureRequest) -> None:
+def test_the_whole_tree_is_validated(validated: Any) -> None:
     """Every top-level service, the blocks and zones, and a composed system (alice's
     own, for the tenant) were read and checked, not only the root."""
-    validated = set(request.getfixturevalue(identity)._resources)
+    uris = set(validated._resources)
     for service in SERVICES:
-        assert service in validated, service
-    for below in ("/redfish/v1/CompositionService/ResourceBlocks/", "/redfish/v1/Systems/"):
-        assert any(uri.startswith(below) for uri in validated), below
-    assert any(uri.startswith("/redfish/v1/CompositionService/ResourceZones/") for uri in validated)
+        assert service in uris, service
+    for below in (
+        "/redfish/v1/CompositionService/ResourceBlocks/",
+        "/redfish/v1/CompositionService/ResourceZones/",
+        "/redfish/v1/Systems/",
+    ):
+        assert any(uri.startswith(below) for uri in uris), below

@@ -144,17 +144,29 @@ def test_illegal_moves_are_refused_with_a_clear_error(
     assert caught.value.field == "state"
 
 
-def test_a_lapsed_hold_cannot_be_applied(synced: FabricManager, acme: Any, alice: Any) -> None:
+def test_a_lapsed_hold_cannot_be_applied_and_gives_its_devices_back(
+    synced: FabricManager, acme: Any, alice: Any
+) -> None:
     held = hold(acme, alice, ONE_GPU_AND_MEMORY, ttl=60)
     Composition.objects.filter(pk=held.pk).update(
         hold_expires_at=held.hold_expires_at - timedelta(seconds=120)
     )
     with pytest.raises(InvalidTransition, match=r"lapsed at .* UTC; request it again"):
         composition_hold_apply(composition=held, actor=alice)
-    assert Composition.objects.get(pk=held.pk).state == CompositionState.HELD
+    assert Composition.objects.get(pk=held.pk).state == CompositionState.RELEASED
+    assert not held.allocations.filter(released_at__isnull=True).exists()
+    assert not Job.objects.exists()
+    last = StateChange.objects.filter(composition=held).last()
+    assert last is not None and last.source == "hold apply"
 
 
-@pytest.mark.parametrize("ttl", [0, 5, 10**6, "soon", 1.5, True])
+@pytest.mark.parametrize(
+    "ttl",
+    [
+        *(0, 5, 10**6, "soon", 1.5, True),
+        *("nan", "inf", "-inf", float("nan"), float("inf"), "1e400", 10**400),
+    ],
+)
 def test_a_hold_time_out_of_range_is_a_field_error(
     ttl: Any, synced: FabricManager, acme: Any, alice: Any
 ) -> None:

@@ -115,3 +115,30 @@ def test_concurrent_requests_naming_the_same_gpu_never_both_get_it(
     assert {c.failure_reason for c in rejected} == {f"GPU {device.name} is already composed."}
     device.refresh_from_db()
     assert device.state == DeviceState.BOUND
+
+
+@pytest.mark.parametrize("value", ["²", "١٢", "99999999999999999999999", 2**70])
+def test_a_device_that_looks_like_an_id_but_is_none_is_a_field_error(
+    synced: FabricManager, acme: Any, value: Any
+) -> None:
+    with pytest.raises(SpecError) as caught:
+        composition_preview(tenant=acme, spec={"devices": [{"device": value}]})
+    assert caught.value.field == "devices[0].device"
+
+
+def test_a_device_named_with_digits_is_found_by_its_name(synced: FabricManager, acme: Any) -> None:
+    device, other = gpu(0), gpu(1)
+    Device.objects.filter(pk=device.pk).update(name=str(other.pk))
+    plan = composition_preview(tenant=acme, spec={"devices": [{"device": str(other.pk)}]})
+    assert isinstance(plan, Placement)
+    assert [p.device for p in plan.devices] == [f"device:{device.pk}"]
+    by_id = composition_preview(tenant=acme, spec={"devices": [{"device": other.pk}]})
+    assert isinstance(by_id, Placement)
+    assert [p.device for p in by_id.devices] == [f"device:{other.pk}"]
+
+
+def test_digits_no_device_is_named_are_its_id(synced: FabricManager, acme: Any) -> None:
+    device = gpu(1)
+    plan = composition_preview(tenant=acme, spec={"devices": [{"device": str(device.pk)}]})
+    assert isinstance(plan, Placement)
+    assert [p.device for p in plan.devices] == [f"device:{device.pk}"]
