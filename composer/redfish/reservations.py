@@ -36,6 +36,7 @@ from composer.services.holds import (
     composition_hold,
     composition_hold_apply,
     composition_hold_release,
+    hold_words,
 )
 from fabric.redfish_render.build import collection, refs, resource
 from fabric.redfish_render.errors import refuse
@@ -121,7 +122,6 @@ def reservation_body(held: Composition) -> dict[str, Any]:
     if held.host_id is not None:
         blocks.insert(0, block_path_of(HOST_BLOCK, held.host_id))
     blocks = list(dict.fromkeys(blocks))
-    expires = held.hold_expires_at.isoformat() if held.hold_expires_at else None
     return resource(
         reservation_path(held),
         f"Reservation of {held.name}",
@@ -142,7 +142,7 @@ def reservation_body(held: Composition) -> dict[str, Any]:
                 }
             ],
         },
-        Oem={"Composer": {"ExpiresAt": expires, "Tenant": held.tenant.slug}},
+        Description=hold_words(held.hold_expires_at) if held.hold_expires_at else "Held",
     )
 
 

@@ -6,7 +6,7 @@ with `Location` set to its task monitor, `{TASKS}/{job id}/Monitor`. The monitor
 operation's own answer, as the Redfish specification has it: a compose that made its
 system `201 Created` with the system and its `Location`, a decompose `204`, a job that
 failed the Redfish error with the job's reason. The Task (`{TASKS}/{job id}`) says where
-the job stands: `TaskState`, `PercentComplete`, the job's message.
+the job stands: `TaskState`, `PercentComplete`, the job's message (`Description`).
 
 A task's id is its job's id. A tenant's session sees its tenants' jobs only (others: 404,
 as for any other tenant's thing); operators see every job, fabric work included. The
@@ -85,8 +85,9 @@ def task_body(job: Job) -> dict[str, Any]:
         TaskMonitor=task_monitor(job),
         Messages=messages,
         Links={"CreatedResources": refs(_created(job))},
-        Oem={"Composer": {"Kind": job.kind, "Message": words or ""}},
     )
+    if words:
+        body["Description"] = words
     if job.started_at:
         body["StartTime"] = _time(job.started_at)
     if job.finished_at:
