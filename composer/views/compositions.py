@@ -16,7 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
@@ -37,6 +37,7 @@ from composer.services.compositions import (
     placement_as_dict,
 )
 from composer.services.heal import heal_request
+from composer.views.responses import htmx_redirect, is_htmx, remote_addr
 from fabric.models import Device
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
@@ -82,23 +83,6 @@ def can_write(user: Any, composition: Composition) -> bool:
         .exclude(role=Role.READONLY)
         .exists()
     )
-
-
-def _remote_addr(request: HttpRequest) -> str | None:
-    return request.META.get("REMOTE_ADDR") or None
-
-
-def _is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
-def _redirect(request: HttpRequest, url: str) -> HttpResponse:
-    """An `HX-Redirect` for htmx, a plain 302 otherwise."""
-    if _is_htmx(request):
-        response = HttpResponse(status=200)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
 
 
 # --- the list ------------------------------------------------------------------------------
@@ -200,16 +184,16 @@ def composition_create(request: HttpRequest) -> HttpResponse:
                     name=form.cleaned_data["name"],
                     template=form.cleaned_data["template"],
                     idempotency_key=form.cleaned_data["idempotency_key"] or None,
-                    remote_addr=_remote_addr(request),
+                    remote_addr=remote_addr(request),
                 )
             except ComposerError as exc:
                 form.add_composer_error(exc)
             else:
                 logger.info("composition %s requested from the form", composition.pk)
-                return _redirect(
+                return htmx_redirect(
                     request, reverse("composer:composition_detail", args=[composition.pk])
                 )
-        template = "composer/_composition_form.html" if _is_htmx(request) else None
+        template = "composer/_composition_form.html" if is_htmx(request) else None
         return render(
             request,
             template or "composer/composition_form.html",
@@ -333,13 +317,13 @@ def composition_decompose_view(request: HttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("Read-only members cannot decompose compositions.")
     try:
         job = composition_decompose(
-            composition=composition, actor=request.user, remote_addr=_remote_addr(request)
+            composition=composition, actor=request.user, remote_addr=remote_addr(request)
         )
     except ComposerError as exc:
         messages.error(request, f"Could not decompose {composition.name}: {exc.message}")
     else:
         messages.success(request, f"Decomposing {composition.name} (job {job.pk}).")
-    return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
+    return htmx_redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
 
 
 @login_required
@@ -353,7 +337,7 @@ def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
         raise PermissionDenied("Read-only members cannot heal compositions.")
     try:
         job = heal_request(
-            composition=composition, actor=request.user, remote_addr=_remote_addr(request)
+            composition=composition, actor=request.user, remote_addr=remote_addr(request)
         )
     except ComposerError as exc:
         messages.error(request, f"Could not heal {composition.name}: {exc.message}")
@@ -366,4 +350,4 @@ def composition_heal_view(request: HttpRequest, pk: int) -> HttpResponse:
             )
         else:
             messages.success(request, f"Healing {composition.name} (job {job.pk}).")
-    return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
+    return htmx_redirect(request, reverse("composer:composition_detail", args=[composition.pk]))

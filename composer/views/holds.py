@@ -25,7 +25,8 @@ from django.views.decorators.http import require_POST
 from composer.errors import ComposerError
 from composer.models import Composition
 from composer.services.holds import composition_hold_apply, composition_hold_release
-from composer.views.compositions import _redirect, _remote_addr, can_write
+from composer.views.compositions import can_write
+from composer.views.responses import htmx_redirect, remote_addr
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def _writable(request: HttpRequest, pk: int, doing: str) -> Composition:
 
 
 def _back(request: HttpRequest, composition: Composition) -> HttpResponse:
-    return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
+    return htmx_redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
 
 
 def _act(
@@ -60,7 +61,7 @@ def _act(
     else:
         messages.success(request, done)
         logger.info("hold %s: %s from the console by user_id=%s", pk, doing, request.user.pk)
-    return _redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
+    return htmx_redirect(request, reverse("composer:composition_detail", args=[composition.pk]))
 
 
 @login_required
@@ -70,7 +71,7 @@ def composition_hold_apply_view(request: HttpRequest, pk: int) -> HttpResponse:
 
     def apply(composition: Composition) -> str:
         job = composition_hold_apply(
-            composition=composition, actor=request.user, remote_addr=_remote_addr(request)
+            composition=composition, actor=request.user, remote_addr=remote_addr(request)
         )
         return f"Composing {composition.name} from its hold (job {job.pk})."
 
@@ -84,7 +85,7 @@ def composition_hold_release_view(request: HttpRequest, pk: int) -> HttpResponse
 
     def release(composition: Composition) -> str:
         composition_hold_release(
-            composition=composition, actor=request.user, remote_addr=_remote_addr(request)
+            composition=composition, actor=request.user, remote_addr=remote_addr(request)
         )
         return f"Released the hold on {composition.name}; its devices are free again."
 
