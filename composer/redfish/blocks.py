@@ -234,9 +234,10 @@ def _parse(value: object, pointer: str) -> tuple[str, int]:
     if text != key and text.rstrip("/") != f"{RESOURCE_BLOCKS}/{key}":
         raise _not_found(text, pointer)
     kind, _, pk = key.rpartition("-")
-    if not kind or not pk.isdigit() or len(pk) > 18:
+    number = paths.row_id(pk)
+    if not kind or number is None:
         raise _not_found(text, pointer)
-    return kind, int(pk)
+    return kind, number
 
 
 def _not_found(text: str, pointer: str) -> RedfishError:

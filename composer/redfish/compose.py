@@ -68,7 +68,17 @@ def _remote(call: Call) -> str | None:
 
 
 def compose(call: Call, request: SystemRequest, tenant: Tenant) -> Composition:
-    """Request the composition (placed and claimed, its compose job queued), or refuse."""
+    """Request the composition (placed and claimed, its compose job queued), or refuse.
+
+    With an `Idempotency-Key` header the tenant already used, the first composition comes
+    back and nothing else is done (as through the REST API): a client that retries a
+    POST whose answer it lost gets the first task, not a second system.
+    """
+    key = call.request.headers.get("Idempotency-Key") if call.request is not None else None
+    if key:
+        first = Composition.objects.filter(tenant=tenant, idempotency_key=key.strip()).first()
+        if first is not None:
+            return first
     blocks_free(request)
     with refused_as_redfish(request):
         composition = composition_request(
@@ -76,6 +86,7 @@ def compose(call: Call, request: SystemRequest, tenant: Tenant) -> Composition:
             requested_by=call.caller.user,
             spec=request.spec,
             name=request.name,
+            idempotency_key=key,
             remote_addr=_remote(call),
         )
     if composition.state == CompositionState.REJECTED:

@@ -202,7 +202,9 @@ def _value_at(request: SystemRequest | None, spec_field: str | None) -> Any:
     for part in spec_field.replace("[", ".").replace("]", "").split("."):
         if isinstance(value, dict):
             value = value.get(part, "")
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+        elif (
+            isinstance(value, list) and part.isascii() and part.isdigit() and int(part) < len(value)
+        ):
             value = value[int(part)]
         else:
             return ""

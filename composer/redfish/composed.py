@@ -25,10 +25,7 @@ __all__ = [
 HOST_BLOCK = HOST
 
 
-def row_id(text: str) -> int | None:
-    """An id in a path as a row's primary key; None for anything no row can have (not
-    digits, or past a 64-bit key, which the database would refuse with an error)."""
-    return int(text) if text.isdigit() and len(text) <= 18 else None
+row_id = paths.row_id
 
 
 def block_path(target: Device | Host) -> str:

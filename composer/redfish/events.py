@@ -22,7 +22,7 @@ from django.http.response import HttpResponseBase
 
 from composer.events import scope_for
 from composer.redfish.caller import Call
-from composer.redfish.paths import EVENT_SERVICE, EVENT_STREAM, SUBSCRIPTIONS
+from composer.redfish.paths import EVENT_SERVICE, EVENT_STREAM, SUBSCRIPTIONS, row_id
 from composer.redfish.routes import Route
 from composer.redfish.sse import EventStream
 from fabric.redfish_render.build import collection, health_status, ref, resource
@@ -81,7 +81,7 @@ def event_stream(call: Call) -> HttpResponseBase:
     if request is not None and request.method == "HEAD":
         return HttpResponse(content_type="text/event-stream")  # what a GET would start
     last = (request.headers.get("Last-Event-ID", "") if request is not None else "").strip()
-    if last and not last.isdigit():
+    if last and row_id(last) is None:
         raise refuse(
             400,
             "Last-Event-ID must be the id of an event this stream sent (a whole number).",
@@ -90,7 +90,7 @@ def event_stream(call: Call) -> HttpResponseBase:
         )
     heard = scope_for(call.caller.user)
     stream = EventStream(
-        heard, after=int(last) if last else None, session_id=call.caller.session_id
+        heard, after=row_id(last) if last else None, session_id=call.caller.session_id
     )
     if not connection.in_atomic_block:
         # The request's connection goes back now, not when the stream ends (hours later):

@@ -11,7 +11,7 @@ from typing import Any
 
 from composer.redfish.caller import Call
 from composer.redfish.inventory import HEALTH
-from composer.redfish.paths import FABRICS
+from composer.redfish.paths import FABRICS, row_id
 from composer.redfish.routes import Route
 from fabric.choices import ComponentState, SwitchProtocol
 from fabric.models import FabricManager, Switch
@@ -28,8 +28,9 @@ def _missing(call: Call, kind: str, key: str) -> RedfishError:
 def _manager(call: Call) -> FabricManager:
     key = call.params["fabric"]
     found = None
-    if call.caller.operator and key.isdigit() and len(key) <= 18:
-        found = FabricManager.objects.filter(pk=int(key)).only("pk", "name").first()
+    number = row_id(key)
+    if call.caller.operator and number is not None:
+        found = FabricManager.objects.filter(pk=number).only("pk", "name").first()
     if found is None:
         raise _missing(call, "Fabric", key)
     return found
@@ -71,8 +72,9 @@ def switch_get(call: Call) -> dict[str, Any]:
     manager = _manager(call)
     key = call.params["switch"]
     found = None
-    if key.isdigit() and len(key) <= 18:
-        found = _switches(manager).filter(pk=int(key)).first()
+    number = row_id(key)
+    if number is not None:
+        found = _switches(manager).filter(pk=number).first()
     if found is None:
         raise _missing(call, "Switch", key)
     return resource(

@@ -38,6 +38,13 @@ TOP = {
 }
 
 
+def row_id(text: str) -> int | None:
+    """An id in a path (or a header) as a row's primary key; None for anything no row can
+    have: not ASCII digits ("²" is a digit to Python, not to int()), or past a 64-bit key,
+    which the database would refuse with an error."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
 def system(composition_id: int) -> str:
     """A composition as a composed ComputerSystem (its id is the composition's)."""
     return f"{SYSTEMS}/{composition_id}"

@@ -342,8 +342,43 @@ def test_a_get_of_the_compose_action_is_405_with_allow(alice: Any, redfish_as: A
         f"{V1}/TaskService/Tasks/99999999999999999999999",
         f"{V1}/TaskService/Tasks/99999999999999999999999/Monitor",
         f"{V1}/CompositionService/CompositionReservations/99999999999999999999999",
+        f"{V1}/TaskService/Tasks/%C2%B2",
+        f"{V1}/TaskService/Tasks/%C2%B2/Monitor",
+        f"{V1}/CompositionService/CompositionReservations/%C2%B2",
+        f"{V1}/Fabrics/%C2%B2",
+        f"{SYSTEMS}/%C2%B2",
     ],
 )
 def test_an_id_no_row_can_have_is_404_not_500(alice: Any, redfish_as: Any, path: str) -> None:
     assert redfish_as(alice).get(path).status_code in (404, 405)
     assert redfish_as(alice).delete(path).status_code in (404, 405)
+
+
+def test_non_ascii_digits_in_a_block_a_reservation_or_last_event_id_are_refused(
+    synced: FabricManager, alice: Any, redfish_as: Any
+) -> None:
+    client = redfish_as(alice)
+    named = {
+        "Links": {
+            "ResourceBlocks": [{"@odata.id": f"{V1}/CompositionService/ResourceBlocks/gpu-²"}]
+        }
+    }
+    assert client.post(SYSTEMS, named).status_code == 400
+    apply = {"RequestType": "Apply", "ReservationId": "²"}
+    action = f"{V1}/CompositionService/Actions/CompositionService.Compose"
+    assert client.post(action, apply).status_code in (400, 404)
+    assert client.get(f"{V1}/EventService/SSE", Last_Event_ID="²").status_code == 400
+
+
+def test_a_post_retried_with_its_idempotency_key_gets_the_first_task(
+    synced: FabricManager, alice: Any, redfish_as: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    client = redfish_as(alice)
+    body = {key: value for key, value in TWO_H100_AND_A_TIB.items() if key != "Name"}
+    with django_capture_on_commit_callbacks(execute=True):
+        first = client.post(SYSTEMS, body, Idempotency_Key="retry-7")
+        again = client.post(SYSTEMS, body, Idempotency_Key="retry-7")
+    assert first.status_code == again.status_code == 202, again.content
+    assert again["Location"] == first["Location"]
+    assert Composition.objects.filter(idempotency_key="retry-7").count() == 1
+    assert Composition.objects.count() == 1
