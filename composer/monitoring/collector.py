@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from composer.choices import CompositionState, JobKind, JobStatus
+from composer.monitoring import dbprobe
 from composer.monitoring.stranded import stranded_by_pool
 from fabric.choices import AlertSeverity, AlertState, DeviceState, Health
 from fabric.selectors import pool_capacities
@@ -43,15 +44,13 @@ class DomainCollector(Collector):
         from composer.monitoring.runtime import runtime_families
 
         failed: list[str] = []
-        for family in (
-            _pools,
-            _compositions,
-            _jobs,
-            _health,
-            _managers,
-            _outbox,
-            runtime_families,
-        ):
+        families = [_pools, _compositions, _jobs, _health, _managers, _outbox]
+        if dbprobe.database_probe() is not None:
+            # The database is away: each family would wait for a connection in turn (the
+            # pool's timeout, each); name them failed at once instead.
+            failed = [family.__name__.strip("_") for family in families]
+            families = []
+        for family in (*families, runtime_families):
             try:
                 # Whole, or not at all: a family that fails half-way yields nothing.
                 yield from list(family())
