@@ -12,8 +12,8 @@ from django.test import Client
 from composer.choices import CompositionState
 from composer.models import Composition, Event
 from composer.services.health_poll import health_poll_run
-from fabric.choices import AlertState, DeviceState, LinkState
-from fabric.models import Alert, Device, FabricManager, Link
+from fabric.choices import AlertState, ComponentState, DeviceState, Health, LinkState
+from fabric.models import Alert, Device, FabricManager, Host, Link, Switch
 from fabric.selectors import pool_capacities
 from fabric.services.pools import pools_assign, pools_ensure_defaults
 from fabric.simulator.faults import fault_inject
@@ -121,6 +121,60 @@ def test_free_devices_no_host_reaches_are_stranded(client: Client, pooled: Fabri
     assert behind >= 1
     assert result.value("composer_pool_stranded", **labels) == behind
     assert result.value("composer_pool_free", **labels) >= behind
+
+
+def stranded_and_free(client: Client) -> list[tuple[float, float]]:
+    """(stranded, free) of every pool, from one scrape."""
+    result = scrape(client)
+    pools = [
+        {
+            "pool": cap.pool.name,
+            "kind": cap.pool.kind,
+            "unit": "gib" if cap.unit == "GiB" else "devices",
+        }
+        for cap in pool_capacities()
+    ]
+    return [
+        (result.value("composer_pool_stranded", **p), result.value("composer_pool_free", **p))
+        for p in pools
+    ]
+
+
+def test_a_critical_switch_strands_the_gpus_only_it_connects(
+    client: Client, pooled: FabricManager
+) -> None:
+    gpu = Device.objects.filter(kind="gpu", state=DeviceState.FREE).first()
+    labels = {"pool": gpu.pool.name, "kind": "gpu", "unit": "devices"}
+    assert scrape(client).value("composer_pool_stranded", **labels) == 0
+    enclosure = gpu.enclosure
+    uplinks = Link.objects.filter(Q(a_port__enclosure=enclosure) | Q(b_port__enclosure=enclosure))
+    switches = {
+        port.switch_id
+        for link in uplinks.select_related("a_port", "b_port")
+        for port in (link.a_port, link.b_port)
+        if port.switch_id
+    }
+    assert switches
+    Switch.objects.filter(pk__in=switches).update(health=Health.CRITICAL)
+
+    behind = Device.objects.filter(
+        enclosure=enclosure, pool=gpu.pool, state=DeviceState.FREE, health__in=["ok", "unknown"]
+    ).count()
+    assert behind >= 1
+    assert scrape(client).value("composer_pool_stranded", **labels) >= behind
+
+
+@pytest.mark.parametrize(
+    "change", [{"health": Health.CRITICAL}, {"state": ComponentState.MAINTENANCE}]
+)
+def test_without_a_usable_host_every_free_device_is_stranded(
+    client: Client, pooled: FabricManager, change: dict[str, str]
+) -> None:
+    assert all(stranded == 0 for stranded, _ in stranded_and_free(client))
+    Host.objects.update(**change)
+    figures = stranded_and_free(client)
+    assert any(free for _, free in figures)
+    assert all(stranded == free for stranded, free in figures), figures
 
 
 def test_a_family_that_fails_is_named_and_the_others_still_answer(
