@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
 from composer.querysets import TenantScopedQuerySet
@@ -52,6 +53,11 @@ class Job(TimeStampedModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(
+        default=timezone.now,
+        help_text="When it last entered the queue (created, retried or taken over): how long "
+        "it has waited counts from here, not from its creation.",
+    )
     dispatched_at = models.DateTimeField(
         null=True,
         blank=True,

@@ -137,7 +137,8 @@ def _jobs() -> Iterator[Metric]:
     yield jobs
 
     now = timezone.now()
-    oldest = Job.objects.filter(status=JobStatus.QUEUED).aggregate(at=Min("created_at"))["at"]
+    # Since it (re-)entered the queue: a retried or taken-over job has not waited since creation.
+    oldest = Job.objects.filter(status=JobStatus.QUEUED).aggregate(at=Min("queued_at"))["at"]
     yield GaugeMetricFamily(
         "composer_jobs_oldest_queued_age_seconds",
         "How long the oldest queued job has waited (0 when none waits).",
@@ -259,7 +260,7 @@ def _outbox() -> Iterator[Metric]:
     )
     unsent = Job.objects.filter(
         Q(status=JobStatus.QUEUED) & Q(dispatched_at__isnull=True)
-    ).aggregate(n=Count("id"), oldest=Min("created_at"))
+    ).aggregate(n=Count("id"), oldest=Min("queued_at"))
     yield GaugeMetricFamily(
         "composer_outbox_jobs_unsent",
         "Queued jobs not yet handed to the task queue (the broker was away).",

@@ -113,7 +113,7 @@ def _outbox() -> Check:
     try:
         stuck_events = Event.objects.filter(published_at__isnull=True, at__lt=cutoff).count()
         stuck_jobs = Job.objects.filter(
-            status=JobStatus.QUEUED, dispatched_at__isnull=True, created_at__lt=cutoff
+            status=JobStatus.QUEUED, dispatched_at__isnull=True, queued_at__lt=cutoff
         ).count()
     except DatabaseError as exc:
         return Check("outbox", False, f"not readable ({type(exc).__name__})")
