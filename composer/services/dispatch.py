@@ -34,6 +34,12 @@ from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
 from composer.models import Job
+from composer.monitoring.requestid import (
+    request_id,
+    request_id_clean,
+    request_id_reset,
+    request_id_set,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +80,15 @@ def job_task(kind: str) -> Any:
     return getattr(composer.tasks, JOB_TASKS[kind])
 
 
-def _send(job_id: int, kind: str) -> None:
-    job_task(kind).delay(job_id)
+def _send(job_id: int, kind: str, rid: object = None) -> None:
+    """Send the job's task; outside a request, under the id of the request that made the
+    job (`rid`, kept in its params), which the task's message then carries."""
+    token = request_id_set(request_id_clean(rid)) if request_id() is None and rid else None
+    try:
+        job_task(kind).delay(job_id)
+    finally:
+        if token is not None:
+            request_id_reset(token)
 
 
 def job_enqueue(job: Job) -> bool:
@@ -87,7 +100,7 @@ def job_enqueue(job: Job) -> bool:
     whether the broker took it.
     """
     try:
-        _send(job.pk, job.kind)
+        _send(job.pk, job.kind, job.params.get("request_id"))
     except Exception as exc:  # kombu and redis-py raise several types; none is the caller's
         logger.warning(
             "job %s (%s) could not be queued (%s: %s); it waits for the task queue",
@@ -223,14 +236,14 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
         Job.objects.filter(status=JobStatus.QUEUED)
         .filter(due_now)
         .order_by("created_at", "id")
-        .values_list("pk", "kind", "dispatched_at")[:DISPATCH_BATCH]
+        .values_list("pk", "kind", "dispatched_at", "params")[:DISPATCH_BATCH]
     )
     sent: list[int] = []
     resent: list[int] = []
     refused = False
-    for pk, kind, dispatched_at in due:
+    for pk, kind, dispatched_at, params in due:
         try:
-            _send(pk, kind)
+            _send(pk, kind, (params or {}).get("request_id"))
         except Exception as exc:
             logger.warning(
                 "dispatch stopped after %s job(s): the task queue refused job %s (%s: %s)",

@@ -47,3 +47,31 @@ def test_a_job_queued_long_ago_is_long_queued_and_unsent(settings: Any) -> None:
     assert gauge("composer_outbox_oldest_unsent_job_age_seconds") >= 600
     (outbox,) = readiness(["outbox"])
     assert not outbox.ok and "1 queued job(s) not sent" in outbox.detail
+
+
+def test_a_job_sent_later_by_the_dispatch_pass_carries_its_requests_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from composer.monitoring.requestid import request_id, request_id_reset, request_id_set
+    from composer.services import dispatch
+
+    token = request_id_set("req-made-it")
+    try:
+        job = Job.objects.create(kind=JobKind.INVENTORY_SYNC)  # the broker was away
+    finally:
+        request_id_reset(token)
+    Job.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(minutes=1))
+
+    seen: list[str | None] = []
+
+    class Task:
+        autoretry_for = ()
+
+        def delay(self, job_id: int) -> None:
+            seen.append(request_id())  # what the message's header takes (celery_hooks)
+
+    monkeypatch.setattr(dispatch, "job_task", lambda kind: Task())
+    monkeypatch.setattr(dispatch, "broker_emptied", lambda: False)
+    assert dispatch.jobs_dispatch() == 1
+    assert seen == ["req-made-it"]
+    assert request_id() is None
