@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -80,12 +81,17 @@ def job_task(kind: str) -> Any:
     return getattr(composer.tasks, JOB_TASKS[kind])
 
 
-def _send(job_id: int, kind: str, rid: object = None) -> None:
-    """Send the job's task; outside a request, under the id of the request that made the
-    job (`rid`, kept in its params), which the task's message then carries."""
+def _send(job_id: int, kind: str) -> None:
+    job_task(kind).delay(job_id)
+
+
+@contextlib.contextmanager
+def _under_request_id(rid: object) -> Iterator[None]:
+    """Outside a request, make `rid` (the id of the request that made the job, kept in its
+    params) the current one while its task is sent: the task's message then carries it."""
     token = request_id_set(request_id_clean(rid)) if request_id() is None and rid else None
     try:
-        job_task(kind).delay(job_id)
+        yield
     finally:
         if token is not None:
             request_id_reset(token)
@@ -100,7 +106,8 @@ def job_enqueue(job: Job) -> bool:
     whether the broker took it.
     """
     try:
-        _send(job.pk, job.kind, job.params.get("request_id"))
+        with _under_request_id(job.params.get("request_id")):
+            _send(job.pk, job.kind)
     except Exception as exc:  # kombu and redis-py raise several types; none is the caller's
         logger.warning(
             "job %s (%s) could not be queued (%s: %s); it waits for the task queue",
@@ -243,7 +250,8 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
     refused = False
     for pk, kind, dispatched_at, params in due:
         try:
-            _send(pk, kind, (params or {}).get("request_id"))
+            with _under_request_id((params or {}).get("request_id")):
+                _send(pk, kind)
         except Exception as exc:
             logger.warning(
                 "dispatch stopped after %s job(s): the task queue refused job %s (%s: %s)",
