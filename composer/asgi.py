@@ -32,6 +32,10 @@ finally:
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402 - after Django is set up
 
+from composer.monitoring.metrics import process_dead_mark_at_exit  # noqa: E402
 from composer.routing import websocket_application  # noqa: E402 - imports models
+
+# Its open websockets leave the machine's composer_websockets_connected when it exits.
+process_dead_mark_at_exit()
 
 application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application()})

@@ -26,8 +26,6 @@ COMPOSER_SIMULATOR off there is no demo to run, and the launcher says so and sto
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import logging
 import os
 import shutil
@@ -40,11 +38,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from composer.demo_users import demo_logins
+from composer.launcher_probes import HOST, console_ready, port_free, web_answers, workers_answer
 from composer.redfish_lab import RedfishLab, lab_plan
 from composer.settings.env import env_bool
 
 ROOT = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"  # the ASGI server listens on loopback only
 READY_TIMEOUT_S = 300.0  # how long the web server and the worker may take to answer
 log = logging.getLogger("composer.launcher")
 
@@ -118,9 +116,9 @@ class Launcher:
             if code is not None:
                 return code
             if not web_up:
-                web_up, not_ready = _console_ready(port)
-            lab_up = lab_up or (lab is not None and _web_answers(str(lab.port), "/redfish/v1/"))
-            worker_up = worker_up or (web_up and _workers_answer(broker_url, workers))
+                web_up, not_ready = console_ready(port)
+            lab_up = lab_up or (lab is not None and web_answers(str(lab.port), "/redfish/v1/"))
+            worker_up = worker_up or (web_up and workers_answer(broker_url, workers))
             if web_up and worker_up and lab_up:
                 return None
             if time.monotonic() > deadline:
@@ -155,70 +153,6 @@ def _signal_group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None
 
 def _manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
-
-
-def _web_answers(port: str, path: str = "/accounts/login/") -> bool:
-    """Whether a server on `port` answers `path` (any HTTP answer: it is up); by default
-    whether the ASGI server serves the login page."""
-    connection = http.client.HTTPConnection(HOST, int(port), timeout=5)
-    try:
-        connection.request("GET", path)
-        connection.getresponse().read()
-    except (OSError, http.client.HTTPException):
-        return False
-    finally:
-        connection.close()
-    return True
-
-
-def _console_ready(port: str) -> tuple[bool, str]:
-    """Whether the console's /readyz answers 200; else what it says is not ready."""
-    connection = http.client.HTTPConnection(HOST, int(port), timeout=5)
-    try:
-        connection.request("GET", "/readyz")
-        response = connection.getresponse()
-        body = response.read()
-    except (OSError, http.client.HTTPException):
-        return False, "the web server did not answer"
-    finally:
-        connection.close()
-    if response.status == 200:
-        return True, ""
-    try:
-        checks = json.loads(body).get("checks", {})
-        failed = [f"{name}: {c.get('detail', '')}" for name, c in checks.items() if not c["ok"]]
-    except (ValueError, AttributeError, KeyError, TypeError):
-        failed = []
-    return False, "; ".join(failed) or f"/readyz answered {response.status}"
-
-
-def _workers_answer(broker_url: str, workers: list[str]) -> bool:
-    """Whether every Celery worker named in `workers` answers a ping through the broker.
-
-    A bare Celery app on the broker's URL: the launcher's own process never loads Django.
-    """
-    from celery import Celery
-
-    app = Celery("composer-launcher", broker=broker_url)
-    try:
-        pongs = app.control.ping(destination=workers, timeout=1.0) or []
-        return set(workers) <= {name for pong in pongs for name in pong}
-    except Exception:  # the broker not reachable yet, or gone: not ready
-        return False
-    finally:
-        app.close()
-
-
-def _port_free(port: str) -> bool:
-    """Whether nothing listens on the port yet: another program there would answer the
-    readiness check in the web server's stead."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((HOST, int(port)))
-        except OSError:
-            return False
-    return True
 
 
 def console_url(port: str) -> str:
@@ -299,11 +233,11 @@ def main() -> int:
     if not port.isdigit() or not 0 < int(port) < 65536:
         log.error("PORT must be a port number; got %r", port)
         return 1
-    if not _port_free(port):
+    if not port_free(port):
         log.error("port %s on %s is taken by another program; set PORT to a free one", port, HOST)
         return 1
     try:
-        lab = lab_plan(env, host=HOST, avoid=int(port), is_free=lambda p: _port_free(str(p)))
+        lab = lab_plan(env, host=HOST, avoid=int(port), is_free=lambda p: port_free(str(p)))
     except ValueError as exc:
         log.error("%s", exc)
         return 1

@@ -56,7 +56,11 @@ def job_transition(
         raise InvalidTransition(
             f"Job {job.pk} cannot go from {current} to {target}.", field="status"
         )
-    values = {"status": target, "updated_at": timezone.now(), **fields}
+    now = timezone.now()
+    # A job's wait in the queue counts from when it (re-)entered it: a retry or a takeover
+    # is not a job queued since its creation.
+    entered = {"queued_at": now} if target == JobStatus.QUEUED else {}
+    values = {"status": target, "updated_at": now, **entered, **fields}
     # The change and its event commit together: one commit, and never one without the other.
     with transaction.atomic():
         updated = Job.objects.filter(pk=job.pk, status=current, **(expect or {})).update(**values)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
+from composer.monitoring.requestid import request_id
 from composer.querysets import TenantScopedQuerySet
 from fabric.models.base import TimeStampedModel
 
@@ -52,6 +56,11 @@ class Job(TimeStampedModel):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(
+        default=timezone.now,
+        help_text="When it last entered the queue (created, retried or taken over): how long "
+        "it has waited counts from here, not from its creation.",
+    )
     dispatched_at = models.DateTimeField(
         null=True,
         blank=True,
@@ -76,6 +85,16 @@ class Job(TimeStampedModel):
 
     def __str__(self) -> str:
         return f"job {self.pk} {self.kind} ({self.status})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """A job made during a request keeps the request's id in its params, so that the
+        dispatch pass, sending it later (the broker was away), carries the same id into
+        the worker's log lines (`composer.services.dispatch`)."""
+        if self._state.adding and "request_id" not in self.params:
+            rid = request_id()
+            if rid:
+                self.params = {**self.params, "request_id": rid}
+        super().save(*args, **kwargs)
 
     @property
     def progress_percent(self) -> int:

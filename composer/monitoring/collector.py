@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from composer.choices import CompositionState, JobKind, JobStatus
+from composer.monitoring import dbprobe
 from composer.monitoring.stranded import stranded_by_pool
 from fabric.choices import AlertSeverity, AlertState, DeviceState, Health
 from fabric.selectors import pool_capacities
@@ -43,15 +44,13 @@ class DomainCollector(Collector):
         from composer.monitoring.runtime import runtime_families
 
         failed: list[str] = []
-        for family in (
-            _pools,
-            _compositions,
-            _jobs,
-            _health,
-            _managers,
-            _outbox,
-            runtime_families,
-        ):
+        families = [_pools, _compositions, _jobs, _health, _managers, _outbox]
+        if dbprobe.database_probe() is not None:
+            # The database is away: each family would wait for a connection in turn (the
+            # pool's timeout, each); name them failed at once instead.
+            failed = [family.__name__.strip("_") for family in families]
+            families = []
+        for family in (*families, runtime_families):
             try:
                 # Whole, or not at all: a family that fails half-way yields nothing.
                 yield from list(family())
@@ -138,7 +137,8 @@ def _jobs() -> Iterator[Metric]:
     yield jobs
 
     now = timezone.now()
-    oldest = Job.objects.filter(status=JobStatus.QUEUED).aggregate(at=Min("created_at"))["at"]
+    # Since it (re-)entered the queue: a retried or taken-over job has not waited since creation.
+    oldest = Job.objects.filter(status=JobStatus.QUEUED).aggregate(at=Min("queued_at"))["at"]
     yield GaugeMetricFamily(
         "composer_jobs_oldest_queued_age_seconds",
         "How long the oldest queued job has waited (0 when none waits).",
@@ -260,7 +260,7 @@ def _outbox() -> Iterator[Metric]:
     )
     unsent = Job.objects.filter(
         Q(status=JobStatus.QUEUED) & Q(dispatched_at__isnull=True)
-    ).aggregate(n=Count("id"), oldest=Min("created_at"))
+    ).aggregate(n=Count("id"), oldest=Min("queued_at"))
     yield GaugeMetricFamily(
         "composer_outbox_jobs_unsent",
         "Queued jobs not yet handed to the task queue (the broker was away).",

@@ -6,10 +6,15 @@ within a timeout (too slow and too costly for a readiness probe hit every few se
 So each Celery worker (its main process, which consumes from the broker) and each beat
 process runs a small thread that writes one field of one Redis hash,
 `<COMPOSER_EVENTS_CHANNEL_PREFIX>:heartbeats`, every COMPOSER_HEARTBEAT_INTERVAL_S: its
-role, name, the queues it consumes, and the time. One HSET per process per interval; the
-readers (/readyz, /metrics) read the whole hash in one HGETALL and drop fields older than
+role, name, the queues it consumes, and the time. One TIME and one HSET per process per
+interval; the readers (/readyz, /metrics) read the whole hash with the time in one round
+trip and drop fields older than
 COMPOSER_HEARTBEAT_TTL_S (a process that died without a word). A process that stops
 cleanly removes its own field at once.
+
+The time, written and read, is Redis's own (TIME), not the processes' clocks: a worker on
+a machine whose clock is ahead or behind the web server's would otherwise look younger or
+older than it is, dead when alive.
 
 A heartbeat COMPOSER_HEARTBEAT_STALE_S old or more is a dead (or stuck) process. The
 prefix is the deployment's own (two deployments may share a Redis server), and the
@@ -21,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
@@ -38,6 +42,7 @@ __all__ = [
     "heartbeat_stale_s",
     "heartbeats_read",
     "redis_client",
+    "redis_time",
 ]
 
 ROLES = ("worker", "beat")
@@ -110,8 +115,8 @@ class Heartbeat:
 
     def beat(self) -> bool:
         """Write the heartbeat now; whether Redis took it."""
-        value = json.dumps({"at": time.time(), "queues": self.queues})
         try:
+            value = json.dumps({"at": redis_time(self.client), "queues": self.queues})
             self.client.hset(self.key, self.field, value)
         except redis.RedisError as exc:
             if not self._failing:
@@ -144,14 +149,24 @@ class Heartbeat:
             self.beat()
 
 
+def redis_time(client: redis.Redis) -> float:
+    """Redis's clock (Unix time): the one clock every process of the deployment shares."""
+    seconds, micros = cast(tuple[int, int], client.time())
+    return seconds + micros / 1_000_000
+
+
 def heartbeats_read(client: redis.Redis | None = None) -> list[HeartbeatReading]:
     """Every heartbeat younger than COMPOSER_HEARTBEAT_TTL_S, oldest first; older ones are
     removed. Raises redis.RedisError when Redis cannot be reached."""
     owned = client is None
     client = client or redis_client()
     try:
-        raw = cast(dict[bytes, bytes], client.hgetall(heartbeat_key()))
-        now = time.time()
+        pipe = client.pipeline(transaction=False)
+        pipe.hgetall(heartbeat_key())
+        pipe.time()
+        hash_, (seconds, micros) = pipe.execute()
+        raw = cast(dict[bytes, bytes], hash_)
+        now = seconds + micros / 1_000_000
         ttl = float(settings.COMPOSER_HEARTBEAT_TTL_S)
         readings: list[HeartbeatReading] = []
         expired: list[bytes] = []

@@ -6,10 +6,12 @@ A JSON line has `time`, `level`, `logger`, `message`, `request_id`, `process` (t
 for an error, `exception` (the traceback).
 
 Secrets never reach a log: every formatted line goes through `redact`, which blanks the
-password of a URL (`redis://:pw@host`), the value after a secret's name (`password=...`,
-`"token": "..."`, `Authorization: Bearer ...`) and the deployment's own secrets wherever
-they appear (SECRET_KEY, the metrics token, the credentials keys, the Redfish lab's
-password). A last line of defence, not a licence: code still logs ids, not objects.
+password of a URL (`redis://:pw@host`, up to the host's "@" even when the password holds
+"/" or "@"), the value after a secret's name (`password=...`, `"token": "..."`, to the
+closing quote whatever it holds, bytes `b'...'` too, `Authorization: Bearer ...`) and the
+deployment's own secrets wherever they appear (SECRET_KEY, the metrics token, the
+credentials keys, the Redfish lab's password). A last line of defence, not a licence: code
+still logs ids, not objects.
 """
 
 from __future__ import annotations
@@ -23,11 +25,19 @@ from typing import Any
 __all__ = ["JsonFormatter", "PlainFormatter", "RedactingFormatter", "redact"]
 
 MASK = "***"
-_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^@\s/]+)@")
+# A URL's password runs to the last "@" before the host: it may hold "/" and "@" itself
+# (`postgres://user:p@ss/w@db`); masking a little of a rare path with an "@" is the safe side.
+_URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s:@]*:)([^\s'\"]+)@")
+# A secret's name (alone or as the end of a longer one: db_password, X-Auth-Token), then
+# its value: quoted (bytes too, b'...') to the closing quote whatever it holds, else a bare
+# word (with its scheme: "Bearer ...").
 _NAMED_SECRET = re.compile(
-    r"(?i)\b((?:[a-z_]*_)?(?:password|passwd|secret|token|api[_-]?key|credentials?|"
-    r"authorization|session[_-]?id|csrftoken)[\"']?\s*[:=]\s*[\"']?)"
-    r"(?!\*\*\*)((?:bearer |token |basic )?[^\s\"',;&}\]]+)"
+    r"(?i)\b((?:[a-z0-9_-]*[_-])?(?:password|passwd|passphrase|pwd|secret|token|"
+    r"api[_-]?key|private[_-]?key|credentials?|authorization|session[_-]?id|csrftoken)"
+    r"[\"']?\s*[:=]\s*)"
+    r"(?!\*\*\*|[\"']\*\*\*[\"'])"
+    r"(b?\"(?:[^\"\\]|\\.)*\"?|b?'(?:[^'\\]|\\.)*'?"
+    r"|(?:bearer |token |basic |digest |negotiate )?[^\s\"',;&}\]]+)"
 )
 _SCHEME_SECRET = re.compile(r"(?i)\b(Bearer|Token|Basic)\s+(?!\*\*\*)[A-Za-z0-9._~+/=-]{8,}")
 # Shorter values are words, not secrets ("demo" is a demo's password and a common word).
@@ -62,7 +72,16 @@ def redact(text: str) -> str:
             text = text.replace(secret, MASK)
     text = _URL_PASSWORD.sub(rf"\g<1>{MASK}@", text)
     text = _SCHEME_SECRET.sub(rf"\g<1> {MASK}", text)
-    return _NAMED_SECRET.sub(rf"\g<1>{MASK}", text)
+    return _NAMED_SECRET.sub(_mask_value, text)
+
+
+def _mask_value(match: re.Match[str]) -> str:
+    """The secret's name, then its value masked (a quoted one keeps its quotes)."""
+    value = match.group(2)
+    if value[:1] in "\"'" or value[:2] in ("b'", 'b"'):
+        quote = value[1] if value[0] == "b" else value[0]
+        return f"{match.group(1)}{quote}{MASK}{quote}"
+    return f"{match.group(1)}{MASK}"
 
 
 class PlainFormatter(logging.Formatter):

@@ -14,6 +14,7 @@ a new series for ever.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 from datetime import datetime
@@ -32,6 +33,8 @@ __all__ = [
     "WEBSOCKETS_CONNECTED",
     "job_run_observe",
     "multiprocess_dir",
+    "process_dead_mark",
+    "process_dead_mark_at_exit",
 ]
 
 logger = logging.getLogger(__name__)
@@ -90,6 +93,24 @@ WEBSOCKETS_CONNECTED = Gauge(
 def multiprocess_dir() -> str | None:
     """The folder of multiprocess mode, or None when each process counts only for itself."""
     return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+def process_dead_mark() -> None:
+    """Drop this process's live gauges (the websockets it held) from the machine's sum:
+    its files stay in the folder after it exits, and a `livesum` gauge adds up every file
+    not marked dead. A no-op outside multiprocess mode."""
+    folder = multiprocess_dir()
+    if folder:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(os.getpid(), folder)
+
+
+def process_dead_mark_at_exit() -> None:
+    """Mark this (web) process dead when it exits (the pid is read then: a forked child
+    marks itself). A process killed outright cannot: the folder is emptied when the
+    machine's processes start (the launcher does it for `make run`)."""
+    atexit.register(process_dead_mark)
 
 
 # A failed job of these kinds undid what it had bound (docs/architecture.md).

@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from composer.monitoring import dbprobe
 from composer.monitoring.heartbeat import heartbeat_stale_s, heartbeats_read, redis_client
 
 logger = logging.getLogger(__name__)
@@ -47,11 +48,6 @@ _migrated = threading.Event()
 
 
 def _database() -> Check:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-    except DatabaseError as exc:
-        return Check("database", False, f"not reachable ({type(exc).__name__})")
     if not _migrated.is_set():
         from django.db.migrations.executor import MigrationExecutor
 
@@ -117,7 +113,7 @@ def _outbox() -> Check:
     try:
         stuck_events = Event.objects.filter(published_at__isnull=True, at__lt=cutoff).count()
         stuck_jobs = Job.objects.filter(
-            status=JobStatus.QUEUED, dispatched_at__isnull=True, created_at__lt=cutoff
+            status=JobStatus.QUEUED, dispatched_at__isnull=True, queued_at__lt=cutoff
         ).count()
     except DatabaseError as exc:
         return Check("outbox", False, f"not readable ({type(exc).__name__})")
@@ -141,12 +137,22 @@ CHECKS: dict[str, Callable[[], Check]] = {
 }
 
 
+# The checks that read the database: with it away they fail at once (composer.monitoring.dbprobe).
+NEEDS_DATABASE = frozenset({"database", "outbox"})
+
+
 def readiness(only: Iterable[str] | None = None) -> list[Check]:
     """Run the checks (those named in `only`, else all), each on its own: one that fails
-    does not stop the others, and one that raises unexpectedly fails with its type."""
+    does not stop the others, and one that raises unexpectedly fails with its type.
+    The database is asked once, with a short timeout, before any check reads it."""
+    names = [name for name in CHECKS if only is None or name in only]
+    down = dbprobe.database_probe() if NEEDS_DATABASE.intersection(names) else None
     results = []
-    for name, check in CHECKS.items():
-        if only is not None and name not in only:
+    for name in names:
+        check = CHECKS[name]
+        if down and name in NEEDS_DATABASE:
+            what = "not reachable" if name == "database" else "not readable: database not reachable"
+            results.append(Check(name, False, f"{what} ({down})"))
             continue
         try:
             results.append(check())

@@ -3,7 +3,10 @@
 A GPU whose enclosure lost its last healthy path to every host is free on paper and useless
 in practice; the pool's free figure hides it. Reached is judged by the fabric's own
 reachability index (`fabric.topology.reach`: connectivity through switches over links not
-down, built once per topology load), on the topology as the console holds it; what is free
+down, built once per topology load), on the fabric as placement may use it: no path through
+a switch in maintenance (`fabric.topology.maintenance.placeable`, as placement), and no path
+through, nor host at the end of it, that has failed (health critical, as the blast radius
+counts a failed element) or is not active (a host in maintenance takes no placement); what is free
 by the one definition of capacity (`fabric.capacity.capacity_split`, in devices, or GiB for
 partitionable kinds), so a pool's stranded figure is part of its free one.
 """
@@ -14,9 +17,11 @@ from collections import defaultdict
 from typing import Any
 
 from fabric.capacity import capacity_split, is_partitionable
-from fabric.choices import DeviceState
+from fabric.choices import ComponentState, DeviceState, Health
 from fabric.models import Device
+from fabric.topology.elements import FabricGraph
 from fabric.topology.load import load_graph
+from fabric.topology.maintenance import links_down_at, placeable
 from fabric.topology.reach import reach_index
 
 __all__ = ["stranded_by_pool"]
@@ -44,7 +49,7 @@ def stranded_by_pool() -> dict[int, int]:
     free = [row for row in rows if _free_amount(row)]
     if not free:
         return {}
-    index = reach_index(load_graph(lean=True))
+    index = reach_index(_usable(placeable(load_graph(lean=True))))
     reached = {
         end for end, kind in index.kinds.items() if kind == "enclosure" and index.partners(end)
     }
@@ -67,3 +72,21 @@ def _free_amount(row: tuple[Any, ...]) -> int:
         allocated_gib=allocated_gib or 0,
         bound=int(bound_host is not None),
     ).free
+
+
+ENDS_AND_SWITCHES = ("host", "switch", "enclosure")
+
+
+def _usable(graph: FabricGraph) -> FabricGraph:
+    """`graph` with every link of a failed or inactive host, switch or enclosure down: no
+    path runs through it, so what only it connected is unreached (the same graph when
+    none)."""
+    return links_down_at(
+        graph,
+        {
+            n.id
+            for kind in ENDS_AND_SWITCHES
+            for n in graph.of_kind(kind)
+            if n.health == Health.CRITICAL or n.state != ComponentState.ACTIVE
+        },
+    )

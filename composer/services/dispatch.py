@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +35,12 @@ from django.utils import timezone
 
 from composer.choices import JobKind, JobStatus
 from composer.models import Job
+from composer.monitoring.requestid import (
+    request_id,
+    request_id_clean,
+    request_id_reset,
+    request_id_set,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +85,18 @@ def _send(job_id: int, kind: str) -> None:
     job_task(kind).delay(job_id)
 
 
+@contextlib.contextmanager
+def _under_request_id(rid: object) -> Iterator[None]:
+    """Outside a request, make `rid` (the id of the request that made the job, kept in its
+    params) the current one while its task is sent: the task's message then carries it."""
+    token = request_id_set(request_id_clean(rid)) if request_id() is None and rid else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            request_id_reset(token)
+
+
 def job_enqueue(job: Job) -> bool:
     """Send `job`'s task to the broker once; call it after the job's transaction committed.
 
@@ -87,7 +106,8 @@ def job_enqueue(job: Job) -> bool:
     whether the broker took it.
     """
     try:
-        _send(job.pk, job.kind)
+        with _under_request_id(job.params.get("request_id")):
+            _send(job.pk, job.kind)
     except Exception as exc:  # kombu and redis-py raise several types; none is the caller's
         logger.warning(
             "job %s (%s) could not be queued (%s: %s); it waits for the task queue",
@@ -223,14 +243,15 @@ def jobs_dispatch(*, now: datetime | None = None) -> int:
         Job.objects.filter(status=JobStatus.QUEUED)
         .filter(due_now)
         .order_by("created_at", "id")
-        .values_list("pk", "kind", "dispatched_at")[:DISPATCH_BATCH]
+        .values_list("pk", "kind", "dispatched_at", "params")[:DISPATCH_BATCH]
     )
     sent: list[int] = []
     resent: list[int] = []
     refused = False
-    for pk, kind, dispatched_at in due:
+    for pk, kind, dispatched_at, params in due:
         try:
-            _send(pk, kind)
+            with _under_request_id((params or {}).get("request_id")):
+                _send(pk, kind)
         except Exception as exc:
             logger.warning(
                 "dispatch stopped after %s job(s): the task queue refused job %s (%s: %s)",

@@ -104,6 +104,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # "database is locked", since waiting could deadlock).
     DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # libpq waits for an unreachable server as long as the operating system lets it (minutes
+    # for a host that drops packets): give up after this many seconds instead.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env_int("COMPOSER_DB_CONNECT_TIMEOUT_S", 5)
+    )
 # A connection pool (psycopg_pool) in web processes on PostgreSQL. Under ASGI each request
 # runs its sync code in a thread of its own, and Django's connections are per thread, so
 # CONN_MAX_AGE reuses nothing there: every request opened a new PostgreSQL connection
@@ -315,6 +321,9 @@ COMPOSER_HEARTBEAT_STALE_S = env_int("COMPOSER_HEARTBEAT_STALE_S", 30)
 COMPOSER_HEARTBEAT_TTL_S = env_int("COMPOSER_HEARTBEAT_TTL_S", 600)
 # /readyz fails when a live event stays unpublished, or a queued job unsent, this long.
 COMPOSER_READY_OUTBOX_MAX_AGE_S = env_int("COMPOSER_READY_OUTBOX_MAX_AGE_S", 60)
+# /metrics and /readyz ask the database once, giving up after this many seconds, before they
+# read it (composer.monitoring.dbprobe): with the database away they answer at once.
+COMPOSER_MONITORING_DB_TIMEOUT_S = env_int("COMPOSER_MONITORING_DB_TIMEOUT_S", 2)
 # Who may read /metrics: an address in these networks ("*": any) and, when set, the bearer
 # token (composer.monitoring.access).
 COMPOSER_METRICS_ALLOWED_NETWORKS = env_list(

@@ -16,18 +16,23 @@ from dataclasses import replace
 
 from fabric.topology.graph import LINK_DOWN, FabricGraph
 
-__all__ = ["MAINTENANCE", "placeable"]
+__all__ = ["MAINTENANCE", "links_down_at", "placeable"]
 
 MAINTENANCE = "maintenance"  # fabric.choices.ComponentState.MAINTENANCE / DeviceState
 
 
 def placeable(graph: FabricGraph) -> FabricGraph:
     """`graph` with the links of switches in maintenance down (the same graph when none)."""
-    resting = {n.id for n in graph.of_kind("switch") if n.state == MAINTENANCE}
-    if not resting:
+    return links_down_at(graph, {n.id for n in graph.of_kind("switch") if n.state == MAINTENANCE})
+
+
+def links_down_at(graph: FabricGraph, nodes: set[str]) -> FabricGraph:
+    """`graph` with every link at one of `nodes` down, so no path runs through them (the
+    same graph when there are none)."""
+    if not nodes:
         return graph
     edges = [
-        replace(edge, state=LINK_DOWN) if edge.a in resting or edge.b in resting else edge
+        replace(edge, state=LINK_DOWN) if edge.a in nodes or edge.b in nodes else edge
         for edge in graph.edges.values()
     ]
     return FabricGraph(

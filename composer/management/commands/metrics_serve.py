@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from prometheus_client import generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from composer.monitoring.access import metrics_access
+from composer.monitoring.access import is_proxied, metrics_access
 from composer.monitoring.metrics import multiprocess_dir
 from composer.monitoring.views import process_registry
 
@@ -38,7 +38,9 @@ def metrics_app(environ: dict[str, Any], start_response: StartResponse) -> Itera
     ):
         return _json(start_response, "404 Not Found", "Only GET /metrics is served here.")
     refusal = metrics_access(
-        str(environ.get("REMOTE_ADDR", "")), str(environ.get("HTTP_AUTHORIZATION", ""))
+        str(environ.get("REMOTE_ADDR", "")),
+        str(environ.get("HTTP_AUTHORIZATION", "")),
+        proxied=is_proxied(environ),
     )
     if refusal is not None:
         status = "401 Unauthorized" if refusal.status == 401 else "403 Forbidden"

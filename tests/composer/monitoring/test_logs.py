@@ -142,3 +142,28 @@ def test_a_task_sent_during_a_request_carries_its_id() -> None:
     outside: dict[str, Any] = {}
     request_id_carry(headers=outside)
     assert outside == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("password='correct horse, battery' next", "horse, battery"),
+        ('{"token": "abc def, ghi jkl", "x": 1}', "def, ghi"),
+        ('password="esc\\"aped value" z', "aped value"),
+        ("postgres://user:p@ss@db:5432/composer", "p@ss"),
+        ("redis://:pa/ss@w0rd@redis:6379/0 away", "pa/ss@w0rd"),
+        ("{'password': b'bytes pass phrase'}", "bytes pass"),
+        ("passphrase=long-phrase-99", "long-phrase-99"),
+        ("pwd=pw-value-77", "pw-value-77"),
+        ("private_key='-----BEGIN KEY----- MIIEv'", "MIIEv"),
+        ("secret: s3cr3t-value", "s3cr3t-value"),
+        ("token=tok-value-55", "tok-value-55"),
+        ("api_key=key-value-44", "key-value-44"),
+        ("authorization: Digest dig-value-33", "dig-value-33"),
+        ("{'X-Auth-Token': 'xat-value-22'}", "xat-value-22"),
+    ],
+)
+def test_redact_masks_each_form_of_secret_to_its_end(text: str, secret: str) -> None:
+    redacted = redact(text)
+    assert secret not in redacted, redacted
+    assert "***" in redacted

@@ -3,6 +3,7 @@ compose and a fault, and served only to the networks and token configured."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -12,8 +13,8 @@ from django.test import Client
 from composer.choices import CompositionState
 from composer.models import Composition, Event
 from composer.services.health_poll import health_poll_run
-from fabric.choices import AlertState, DeviceState, LinkState
-from fabric.models import Alert, Device, FabricManager, Link
+from fabric.choices import AlertState, ComponentState, DeviceState, Health, LinkState
+from fabric.models import Alert, Device, FabricManager, Host, Link, Switch
 from fabric.selectors import pool_capacities
 from fabric.services.pools import pools_assign, pools_ensure_defaults
 from fabric.simulator.faults import fault_inject
@@ -123,6 +124,60 @@ def test_free_devices_no_host_reaches_are_stranded(client: Client, pooled: Fabri
     assert result.value("composer_pool_free", **labels) >= behind
 
 
+def stranded_and_free(client: Client) -> list[tuple[float, float]]:
+    """(stranded, free) of every pool, from one scrape."""
+    result = scrape(client)
+    pools = [
+        {
+            "pool": cap.pool.name,
+            "kind": cap.pool.kind,
+            "unit": "gib" if cap.unit == "GiB" else "devices",
+        }
+        for cap in pool_capacities()
+    ]
+    return [
+        (result.value("composer_pool_stranded", **p), result.value("composer_pool_free", **p))
+        for p in pools
+    ]
+
+
+def test_a_critical_switch_strands_the_gpus_only_it_connects(
+    client: Client, pooled: FabricManager
+) -> None:
+    gpu = Device.objects.filter(kind="gpu", state=DeviceState.FREE).first()
+    labels = {"pool": gpu.pool.name, "kind": "gpu", "unit": "devices"}
+    assert scrape(client).value("composer_pool_stranded", **labels) == 0
+    enclosure = gpu.enclosure
+    uplinks = Link.objects.filter(Q(a_port__enclosure=enclosure) | Q(b_port__enclosure=enclosure))
+    switches = {
+        port.switch_id
+        for link in uplinks.select_related("a_port", "b_port")
+        for port in (link.a_port, link.b_port)
+        if port.switch_id
+    }
+    assert switches
+    Switch.objects.filter(pk__in=switches).update(health=Health.CRITICAL)
+
+    behind = Device.objects.filter(
+        enclosure=enclosure, pool=gpu.pool, state=DeviceState.FREE, health__in=["ok", "unknown"]
+    ).count()
+    assert behind >= 1
+    assert scrape(client).value("composer_pool_stranded", **labels) >= behind
+
+
+@pytest.mark.parametrize(
+    "change", [{"health": Health.CRITICAL}, {"state": ComponentState.MAINTENANCE}]
+)
+def test_without_a_usable_host_every_free_device_is_stranded(
+    client: Client, pooled: FabricManager, change: dict[str, str]
+) -> None:
+    assert all(stranded == 0 for stranded, _ in stranded_and_free(client))
+    Host.objects.update(**change)
+    figures = stranded_and_free(client)
+    assert any(free for _, free in figures)
+    assert all(stranded == free for stranded, free in figures), figures
+
+
 def test_a_family_that_fails_is_named_and_the_others_still_answer(
     client: Client, pooled: FabricManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,14 +202,61 @@ def test_a_bad_network_setting_refuses_every_scrape_and_says_why(
     assert "COMPOSER_METRICS_ALLOWED_NETWORKS: '10.0.0.0/33'" in caplog.text
 
 
+# Units that are not Prometheus's base units (seconds, bytes, ratios), as a name's words.
+NON_BASE_UNITS = frozenset(
+    [
+        "ns",
+        "nanoseconds",
+        "us",
+        "microseconds",
+        "ms",
+        "milliseconds",
+        "minutes",
+        "hours",
+        "days",
+        "kb",
+        "mb",
+        "gb",
+        "kib",
+        "mib",
+        "gib",
+        "kilobytes",
+        "megabytes",
+        "gigabytes",
+        "percent",
+    ]
+)
+
+
+def convention_faults(text: str) -> list[str]:
+    """What breaks Prometheus's naming conventions in an exposition, read from its TYPE
+    lines (the text format names a counter with its `_total` there; the parser drops it
+    from the family's name, so the parsed families cannot tell)."""
+    types = dict(re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M))
+    faults = []
+    for family, kind in types.items():
+        words = family.split("_")
+        faults += [f"{family}: {w} is not a base unit" for w in words if w in NON_BASE_UNITS]
+        if kind == "counter" and not family.endswith("_total"):
+            faults.append(f"{family}: a counter's name lacks _total")
+    return faults
+
+
+def test_the_convention_check_catches_a_counter_without_total_and_a_non_base_unit() -> None:
+    bad = (
+        "# HELP composer_things Things.\n# TYPE composer_things counter\ncomposer_things 3.0\n"
+        "# HELP composer_wait_ms Wait.\n# TYPE composer_wait_ms gauge\ncomposer_wait_ms 1.0\n"
+    )
+    faults = convention_faults(bad)
+    assert "composer_things: a counter's name lacks _total" in faults
+    assert any("composer_wait_ms: ms" in f for f in faults)
+
+
 def test_names_follow_prometheus_conventions(client: Client, synced: FabricManager) -> None:
     result = scrape(client)
     ours = {name: f for name, f in result.families.items() if name.startswith("composer_")}
     assert len(ours) > 30
-    for name, family in ours.items():
-        if family.type == "counter":
-            assert f"{name}_total" in result.text, name
-        assert not name.endswith(("_ms", "_milliseconds", "_minutes")), name
+    assert convention_faults(result.text) == []
     for name in ("composer_celery_queue_length", "composer_processes_alive", "composer_redis_up"):
         assert name in ours, name
 
@@ -180,6 +282,26 @@ def test_the_allowed_networks_are_configurable(client: Client, settings: Any, db
     settings.COMPOSER_METRICS_ALLOWED_NETWORKS = ["10.0.0.0/8"]
     assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
     assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 403
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        {"Forwarded": "for=203.0.113.7"},
+        {"X-Forwarded-For": "203.0.113.7"},
+        {"X-Real-IP": "203.0.113.7"},
+    ],
+)
+def test_without_a_token_a_scrape_through_a_proxy_gets_403(
+    client: Client, settings: Any, db: None, header: dict[str, str]
+) -> None:
+    settings.COMPOSER_METRICS_TOKEN = ""
+    response = client.get("/metrics", REMOTE_ADDR="127.0.0.1", headers=header)
+    assert response.status_code == 403
+    assert "COMPOSER_METRICS_TOKEN" in response.json()["detail"]
+    settings.COMPOSER_METRICS_TOKEN = "s3cr3t-metrics-token"
+    bearer = {"Authorization": "Bearer s3cr3t-metrics-token", **header}
+    assert client.get("/metrics", headers=bearer).status_code == 200
 
 
 def test_with_a_token_a_scrape_must_bear_it(client: Client, settings: Any, db: None) -> None:

@@ -75,3 +75,24 @@ def test_the_rules_query_served_series_and_the_guide_names_each_alert(
     assert len(alerts) >= 10
     for alert in alerts:
         assert f"`{alert}`" in guide, alert
+
+
+def test_the_guide_lists_exactly_the_labels_each_served_series_has(
+    client: Client, synced: Any
+) -> None:
+    client.get("/healthz")  # an HTTP request observed, so its series have samples
+    families = scrape(client).families
+    guide = (DOCS / "monitoring.md").read_text()
+    rows = re.findall(r"^\| (`composer_[^|]+) \| [a-z, ]+ \| ([a-z_, ]*) \|", guide, re.M)
+    assert len(rows) > 20
+    checked = 0
+    for names, labels in rows:
+        listed = {label.strip() for label in labels.split(",") if label.strip()}
+        for name in re.findall(r"`(composer_\w+)`", names):
+            family = families.get(name.removesuffix("_total"))
+            if family is None or not family.samples:
+                continue
+            served = {k for s in family.samples for k in s.labels} - {"le", "quantile"}
+            assert served == listed, (name, served, listed)
+            checked += 1
+    assert checked > 15

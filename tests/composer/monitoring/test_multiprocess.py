@@ -95,3 +95,26 @@ def test_metrics_serve_needs_the_folder(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     with pytest.raises(CommandError, match="PROMETHEUS_MULTIPROC_DIR"):
         call_command("metrics_serve")
+
+
+WEB = """
+import composer.asgi  # a web process, as Daphne starts it
+from composer.monitoring import metrics
+metrics.WEBSOCKETS_CONNECTED.inc()
+metrics.JOB_RUNS.labels(kind="compose", outcome="succeeded").inc()
+"""
+
+
+@pytest.mark.django_db
+def test_a_web_process_that_exits_leaves_the_websocket_count(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "prometheus"
+    folder.mkdir()
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(folder)}
+    subprocess.run([sys.executable, "-c", WEB], cwd=ROOT, env=env, check=True)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(folder))
+    # Its counters stay in the machine's sum; its open websockets do not.
+    result = scrape(client, "/metrics?scope=process")
+    assert result.value("composer_job_runs_total", kind="compose", outcome="succeeded") == 1
+    assert result.get("composer_websockets_connected") == 0

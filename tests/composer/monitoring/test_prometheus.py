@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -142,6 +143,18 @@ def test_the_alerting_rules_pass_promtool() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_each_alerting_rule_fires_when_it_should_and_not_before() -> None:
+    """docs/monitoring/composer-rules.test.yml: promtool's unit tests of every rule."""
+    binaries()
+    tests = RULES.with_name("composer-rules.test.yml")
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", str(tests)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    alerts = set(re.findall(r"- alert: (\w+)", RULES.read_text()))
+    assert alerts <= set(re.findall(r"alertname: (\w+)", tests.read_text()))
 
 
 def test_prometheus_sees_a_pool_allocated_move_after_a_compose_and_loads_the_rules(

@@ -158,3 +158,14 @@ def test_heartbeats_older_than_the_ttl_are_forgotten(own_redis: OwnRedis, settin
     Heartbeat("worker", "w2@test").beat()
     assert [r.name for r in heartbeats_read()] == ["w2@test"]
     assert client.hkeys(heartbeat_key()) == [b"worker:w2@test"]
+
+
+def test_heartbeat_ages_use_redis_clock_not_the_processes(
+    own_redis: OwnRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() - 3600)  # the writer's clock: an hour behind
+    assert Heartbeat("worker", "behind@test", queues=job_queues()).beat()
+    monkeypatch.setattr(time, "time", lambda: real() + 3600)  # the reader's: an hour ahead
+    (reading,) = heartbeats_read()
+    assert reading.name == "behind@test" and reading.age_s < 5 and reading.is_alive
