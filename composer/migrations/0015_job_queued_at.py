@@ -13,7 +13,7 @@ def from_creation(apps, schema_editor):  # type: ignore[no-untyped-def]
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("composer", "0013_redfish_sessions"),
+        ("composer", "0014_reconcile_held_lapsed"),
     ]
 
     operations = [
