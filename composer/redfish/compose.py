@@ -19,6 +19,7 @@ an ordinary Composer composition (self-heal included, with `Oem.Composer.SelfHea
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -269,7 +270,18 @@ def compose_action(call: Call) -> Answer:
             at="#/RequestFormat",
         )
     if kind == "Apply" and body.get("ReservationId") is not None:
-        return reservations.reservation_apply(call, body["ReservationId"])
+        reservation = body["ReservationId"]
+        if not isinstance(reservation, str | int) or isinstance(reservation, bool):
+            raise refuse(
+                400,
+                "ReservationId names a reservation by its id (a string).",
+                "Base.ActionParameterValueTypeError",
+                json.dumps(reservation)[:100],
+                "ReservationId",
+                ACTION,
+                properties=("#/ReservationId",),
+            )
+        return reservations.reservation_apply(call, reservation)
     stanza, raw = _stanza(body)
     with within(STANZA):
         request = system_request(raw, call.caller)

@@ -225,6 +225,15 @@ def per_request(call: Call, name: str, build: Callable[[Caller], T]) -> T:
     return built
 
 
+def per_request_kept(call: Call, name: str) -> Any:
+    """What `per_request(call, name, ...)` already built for this request and caller, or
+    None: a member read alone does not build the whole collection, a member read for
+    the collection's `$expand` finds it."""
+    holder: Any = call.request if call.request is not None else call
+    known = holder.__dict__.get("_composer_redfish", {}).get(name)
+    return known[1] if known is not None and known[0] is call.caller else None
+
+
 def inventory(call: Call) -> Inventory:
     """The caller's Inventory, read once per request."""
     return per_request(call, "inventory", _read)

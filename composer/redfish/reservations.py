@@ -19,7 +19,7 @@ from typing import Any
 from composer.choices import CompositionState
 from composer.models import Composition, Tenant
 from composer.redfish.answers import Answer
-from composer.redfish.caller import Call
+from composer.redfish.caller import Call, Caller
 from composer.redfish.compose_request import SystemRequest
 from composer.redfish.compose_rules import (
     blocks_free,
@@ -28,6 +28,7 @@ from composer.redfish.compose_rules import (
     rejection_words,
 )
 from composer.redfish.composed import HOST_BLOCK, block_path, block_path_of, row_id
+from composer.redfish.inventory import per_request, per_request_kept
 from composer.redfish.paths import RESERVATIONS
 from composer.redfish.routes import Route
 from composer.redfish.tasks import task_accepted
@@ -71,14 +72,24 @@ def reserve(call: Call, request: SystemRequest, tenant: Tenant) -> Composition:
     return held
 
 
+def _holds(caller: Caller) -> Any:
+    """The reservations the caller sees: every one for an operator, else its active
+    tenants' (the scope of every Redfish resource: `Caller.tenant_ids`)."""
+    held = composition_holds_for_user(user=caller.user)
+    return held if caller.operator else held.filter(tenant_id__in=caller.tenant_ids)
+
+
+def _listed(caller: Caller) -> dict[int, Composition]:
+    return {held.pk: held for held in _holds(caller)}
+
+
 def _reservation(call: Call, key: Any) -> Composition:
-    text = str(key)
+    text = str(key) if isinstance(key, str | int) else ""
     pk = row_id(text)
-    found = (
-        composition_holds_for_user(user=call.caller.user).filter(pk=pk).first()
-        if pk is not None
-        else None
-    )
+    listed: dict[int, Composition] | None = per_request_kept(call, "reservations")
+    if listed is not None and pk in listed:
+        return listed[pk]
+    found = _holds(call.caller).filter(pk=pk).first() if pk is not None else None
     if found is None:
         raise refuse(
             404,
@@ -111,7 +122,7 @@ def reservation_apply(call: Call, key: Any) -> Answer:
 
 
 def reservation_list(call: Call) -> dict[str, Any]:
-    members = [reservation_path(c) for c in composition_holds_for_user(user=call.caller.user)]
+    members = [reservation_path(c) for c in per_request(call, "reservations", _listed).values()]
     return collection(RESERVATIONS, "CompositionReservation", "Composition reservations", members)
 
 

@@ -25,8 +25,8 @@ from composer.models import Allocation, Composition
 from composer.redfish import capabilities
 from composer.redfish.blocks import HOST, block_path, system_path
 from composer.redfish.caller import Call, Caller
-from composer.redfish.inventory import HELD, per_request
-from composer.redfish.paths import SYSTEMS
+from composer.redfish.inventory import HELD, per_request, per_request_kept
+from composer.redfish.paths import SYSTEMS, row_id
 from composer.redfish.routes import Route
 from fabric.redfish_render.build import collection, refs, resource
 from fabric.redfish_render.errors import refuse
@@ -110,8 +110,9 @@ def system_body(composition: Composition, caller: Caller) -> dict[str, Any]:
 
 
 def system_list(call: Call) -> dict[str, Any]:
-    ids = systems_of(call.caller).order_by("pk").values_list("pk", flat=True)
-    body = collection(SYSTEMS, "ComputerSystem", "Composed systems", [system_path(i) for i in ids])
+    listed = per_request(call, "systems", _all_systems)
+    members = [system_path(int(key)) for key in sorted(listed, key=int)]
+    body = collection(SYSTEMS, "ComputerSystem", "Composed systems", members)
     body["@Redfish.CollectionCapabilities"] = capabilities.collection_capabilities(call)
     return body
 
@@ -122,10 +123,15 @@ def _all_systems(caller: Caller) -> dict[str, Composition]:
 
 def system_of(call: Call) -> Composition:
     """The composition a /Systems/{system} path names, if the caller sees it; else 404.
-    Every system the caller sees is read once per request (three queries), so `$expand`
-    of the collection costs no more than one system."""
+    The collection reads every system the caller sees once per request (three queries),
+    so its `$expand` costs no more than one system; a system read alone reads itself."""
     key = call.params["system"]
-    found = per_request(call, "systems", _all_systems).get(key)
+    listed: dict[str, Composition] | None = per_request_kept(call, "systems")
+    if listed is not None:
+        found = listed.get(key)
+    else:
+        number = row_id(key)
+        found = systems_of(call.caller).filter(pk=number).first() if number is not None else None
     if found is None:
         raise refuse(
             404, f"There is no system {call.path}.", "Base.ResourceNotFound", "ComputerSystem", key

@@ -24,6 +24,7 @@ from composer.redfish import paths
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call, Caller
 from composer.redfish.composed import row_id, system_body
+from composer.redfish.inventory import per_request, per_request_kept
 from composer.redfish.paths import MONITOR, TASK_SERVICE, TASKS
 from composer.redfish.routes import Route
 from composer.services.compositions import COMPOSITION_TARGET
@@ -105,12 +106,23 @@ def task_accepted(job: Job) -> Answer:
 
 
 def _jobs(caller: Caller) -> Any:
-    return Job.objects.for_user(caller.user)
+    """The jobs the caller sees: every one for an operator, else its active tenants'
+    (the scope of every Redfish resource: `Caller.tenant_ids`)."""
+    if caller.operator:
+        return Job.objects.all()
+    return Job.objects.filter(tenant_id__in=caller.tenant_ids)
+
+
+def _listed(caller: Caller) -> dict[int, Job]:
+    return {job.pk: job for job in _jobs(caller).order_by("-pk")[:LISTED]}
 
 
 def _job(call: Call) -> Job:
     key = call.params["task"]
     pk = row_id(key)
+    listed: dict[int, Job] | None = per_request_kept(call, "tasks")
+    if listed is not None and pk in listed:
+        return listed[pk]
     job = _jobs(call.caller).filter(pk=pk).first() if pk is not None else None
     if job is None:
         raise refuse(404, f"There is no task {key}.", "Base.ResourceNotFound", "Task", key)
@@ -132,7 +144,7 @@ def task_service(call: Call) -> dict[str, Any]:
 
 
 def task_list(call: Call) -> dict[str, Any]:
-    ids = _jobs(call.caller).order_by("-pk").values_list("pk", flat=True)[:LISTED]
+    ids = per_request(call, "tasks", _listed)
     return collection(TASKS, "Task", "Tasks", [paths.task(pk) for pk in ids])
 
 

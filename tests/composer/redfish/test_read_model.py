@@ -4,12 +4,14 @@ capabilities, Chassis and Fabrics; who sees what, and how many queries each cost
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
-from composer.choices import AllocationState, CompositionState
-from composer.models import Allocation, Composition, Quota
+from composer.choices import AllocationState, CompositionState, JobKind
+from composer.models import Allocation, Composition, Job, Quota
 from composer.redfish.blocks import device_of_block, host_of_block
 from composer.redfish.caller import Caller
 from fabric.choices import DeviceState, Health
@@ -298,6 +300,12 @@ def test_collections_cost_a_fixed_number_of_queries(
         )
     for index in range(12):
         _compose(acme, small, name=f"c{index}", gpus=int(index < 3), gib=64 * (index < 6))
+    later = timezone.now() + timedelta(hours=1)
+    for index in range(10):
+        Composition.objects.create(
+            tenant=acme, name=f"h{index}", state=CompositionState.HELD, hold_expires_at=later
+        )
+    Job.objects.bulk_create(Job(kind=JobKind.COMPOSE, tenant=acme) for _ in range(30))
     operator, tenant = redfish_as(admin_user), redfish_as(alice)
     paths = [
         BLOCKS,
@@ -306,6 +314,8 @@ def test_collections_cost_a_fixed_number_of_queries(
         f"{V1}/Systems",
         f"{V1}/Systems?$expand=.",
         f"{V1}/Chassis?$expand=.",
+        f"{V1}/TaskService/Tasks?$expand=.",
+        f"{V1}/CompositionService/CompositionReservations?$expand=.",
     ]
     for client in (operator, tenant):
         for path in paths:
