@@ -27,7 +27,6 @@ from fabric.redfish_render.build import odata_type, ref, refs, resource
 
 SPECIFIC = f"{SYSTEMS}/Capabilities"
 CONSTRAINED = f"{SYSTEMS}/ConstrainedCompositionCapabilities"
-CREATE = {"@Redfish.RequiredOnCreate": True, "@Redfish.SetOnlyOnCreate": True}
 OPTIONAL = {"@Redfish.OptionalOnCreate": True, "@Redfish.SetOnlyOnCreate": True}
 
 
@@ -66,7 +65,7 @@ def specific(call: Call) -> dict[str, Any]:
         SPECIFIC,
         "Capabilities of a specific composition",
         "ComputerSystem",
-        **_named("Name", CREATE),
+        **_named("Name", OPTIONAL),  # a name is made up when none is given
         **_named("Description", OPTIONAL),
         **{"Links@Redfish.RequiredOnCreate": True},
         Links={"ResourceBlocks@Redfish.RequiredOnCreate": True},
@@ -88,7 +87,7 @@ def constrained(call: Call) -> dict[str, Any]:
         CONSTRAINED,
         "Capabilities of a constrained composition",
         "ComputerSystem",
-        **_named("Name", CREATE),
+        **_named("Name", OPTIONAL),  # a name is made up when none is given
         **_named("Description", OPTIONAL),
         **_named("Processors", OPTIONAL),
         **_named("Memory", OPTIONAL),
