@@ -37,10 +37,10 @@ from composer.services.compositions import (
     placement_as_dict,
 )
 from composer.services.heal import heal_request
-from composer.views.responses import htmx_redirect, is_htmx, remote_addr
 from fabric.models import Device
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
+from fabric.views.responses import htmx_redirect, is_htmx, remote_addr
 
 logger = logging.getLogger(__name__)
 

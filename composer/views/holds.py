@@ -26,7 +26,7 @@ from composer.errors import ComposerError
 from composer.models import Composition
 from composer.services.holds import composition_hold_apply, composition_hold_release
 from composer.views.compositions import can_write
-from composer.views.responses import htmx_redirect, remote_addr
+from fabric.views.responses import htmx_redirect, remote_addr
 
 logger = logging.getLogger(__name__)
 

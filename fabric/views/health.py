@@ -14,7 +14,7 @@ from typing import Any, cast
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
@@ -23,6 +23,7 @@ from fabric.models import Alert, Device, Enclosure, Switch
 from fabric.services.alerts import health_samples_for
 from fabric.services.maintenance import maintenance_dependents, maintenance_set
 from fabric.views.common import operator_required
+from fabric.views.responses import htmx_redirect, is_htmx
 
 RECENT_SAMPLES = 10
 
@@ -56,17 +57,9 @@ def health_context(target_type: str, target_id: int) -> dict[str, Any]:
     }
 
 
-def _is_htmx(request: HttpRequest) -> bool:
-    return request.headers.get("HX-Request") == "true"
-
-
 def _back(request: HttpRequest, url: str) -> HttpResponse:
     """Back to the element's page: `HX-Redirect` for htmx, a plain 302 otherwise."""
-    if _is_htmx(request):
-        response = HttpResponse(status=200)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return htmx_redirect(request, url)
 
 
 @operator_required
@@ -120,6 +113,6 @@ def maintenance(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         "in_maintenance": target.state == "maintenance",
         "dependents": maintenance_dependents(target=target, user=request.user),
     }
-    if _is_htmx(request):
+    if is_htmx(request):
         return render(request, "fabric/_maintenance_confirm.html", context)
     return render(request, "fabric/maintenance_confirm.html", {**context, "is_page": True})

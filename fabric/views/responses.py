@@ -1,5 +1,5 @@
-"""Small answers the console's views share: who asked from where, and a redirect that
-htmx follows as well as a browser."""
+"""Small answers the console's views (both apps') share: who asked from where, and a
+redirect that htmx follows as well as a browser."""
 
 from __future__ import annotations
 
