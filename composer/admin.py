@@ -24,6 +24,7 @@ from composer.models import (
     Quota,
     ReconcileFinding,
     ReconcileRun,
+    RedfishSession,
     StateChange,
     Template,
     Tenant,
@@ -201,6 +202,18 @@ class AllocationAdmin(ReadOnlyAdmin):
     list_filter = ("state",)
     list_select_related = ("composition", "device")
     show_full_result_count = False
+
+
+@admin.register(RedfishSession)
+class RedfishSessionAdmin(ReadOnlyAdmin):
+    """Who holds a Redfish session, from where, last used when. Never the token's digest
+    nor the user's session hash; a session is ended by its owner or by an operator over
+    Redfish (DELETE of the session), which is audited."""
+
+    list_display = ("public_id", "user", "created_at", "last_used_at", "remote_addr")
+    fields = list_display
+    list_select_related = ("user",)
+    search_fields = ("public_id", "user__username")
 
 
 @admin.register(UnbindPending)

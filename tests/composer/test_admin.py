@@ -26,6 +26,7 @@ from composer.models import (
     ReconcileFinding,
     ReconcileRun,
     ReconcileTrigger,
+    RedfishSession,
     StateChange,
     Template,
     Tenant,
@@ -71,6 +72,13 @@ def operator_client(db: None) -> Client:
         last_seen_at=now,
     )
     AlertAudience.objects.create(alert=alert, tenant=tenant)
+    RedfishSession.objects.create(
+        public_id="0123abcd",
+        token_sha256="f" * 64,
+        auth_hash=user.get_session_auth_hash(),
+        user=user,
+        last_used_at=now,
+    )
     client = Client()
     client.force_login(user)
     return client
@@ -99,3 +107,13 @@ def test_queued_jobs_can_be_cancelled_from_the_admin(operator_client: Client) ->
     )
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.message == "Cancelled by op"
+
+
+def test_the_redfish_session_page_shows_no_token_digest_nor_session_hash(
+    operator_client: Client,
+) -> None:
+    session = RedfishSession.objects.get()
+    url = reverse("admin:composer_redfishsession_change", args=[session.pk])
+    page = operator_client.get(url).content.decode()
+    assert session.public_id in page
+    assert session.token_sha256 not in page and session.auth_hash not in page
