@@ -209,6 +209,8 @@ def _pin(raw: Any, index: int) -> dict[str, Any]:
         raise _error(f"{where}.device", "Device must be a device name or id.", device)
     if isinstance(device, str) and len(device) > 200:
         raise _error(f"{where}.device", "Device must be a name of at most 200 characters.")
+    if isinstance(device, int) and not 1 <= device < 2**63:
+        raise _error(f"{where}.device", "A device id is a whole number from 1.", device)
     gib = raw.get("gib")
     if gib not in (None, ""):
         gib = _number(gib, f"{where}.gib", whole=True, minimum=1, maximum=LIMITS["memory_gib"])

@@ -151,3 +151,10 @@ def test_a_named_device_twice_or_without_a_name_is_a_field_error() -> None:
     with pytest.raises(SpecError) as bad_gib:
         spec_normalise({"devices": [{"device": "m", "gib": 0}]})
     assert bad_gib.value.field == "devices[0].gib"
+
+
+@pytest.mark.parametrize("device", [0, -3, 2**63])
+def test_a_device_id_outside_a_key_is_a_field_error(device: int) -> None:
+    with pytest.raises(SpecError) as refused:
+        spec_normalise({"devices": [{"device": device}]})
+    assert refused.value.field == "devices[0].device"
