@@ -182,7 +182,8 @@ def section(
         f"{shape.local // MIB} GiB of local memory per core (the 5th percentile of the pods' "
         "memory per core, by cores, in whole GiB); "
         + ", ".join(f"{n:,} {m} GPUs" for m, n in size.gpus.items())
-        + f" in chassis of {CHASSIS}; {size.cxl_gib:,} GiB of CXL memory in devices of "
+        + " (the node list's commonest model: the pod list names none, so one pool serves "
+        f"every pod) in chassis of {CHASSIS}; {size.cxl_gib:,} GiB of CXL memory in devices of "
         f"{CXL_DEVICE // MIB} GiB, {CXL_BOX} to a box. A pod's memory is local up to its "
         "cores' share of its host's local memory, CXL memory beyond it; peak CXL demand "
         f"{peak(pods, lambda p: p.mem - shape.local_share(p)) / MIB:,.0f} GiB. Together: "
@@ -221,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     started = time.perf_counter()
     pods = load("default", args.limit)
+    if any(p.pod.spec for p in pods):  # one pool, any model: a model asked would be ignored
+        print("Pods that ask for a GPU model (gpu_spec) are not replayed yet.", file=sys.stderr)
+        return 2
     shapes = server_shapes()
     bound = peaks(pods)
     if not SHARES:

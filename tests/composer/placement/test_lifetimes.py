@@ -177,3 +177,18 @@ def test_cxl_slices_come_back_and_one_slice_per_device_and_host() -> None:
     out = replay(pods, fabric, composable_request(shape), give_up=False)
     assert (out.placed, out.refused) == (2, 1)
     assert fabric.gib_used == {"m-0-0": 0} and fabric.sliced == {"h0": set()}
+
+
+def test_a_servers_gpus_serve_only_it_and_pooled_gpus_serve_every_host() -> None:
+    # A pod of 6 cores fits only server 0 (8 cores, a GPU); then a pod of 4 cores and a GPU
+    # fits neither server 0 (2 cores left) nor server 1 (4 cores, no GPU). Composed of the
+    # same parts (hosts of 8 and 4 cores, the GPU pooled) both fit.
+    hog = pod(0, 100, cpu=6000, mem=GIB, k=0, milli=0)
+    wants_gpu = pod(1, 100)
+    servers = [Server(8000, 32 * GIB, 1, "X"), Server(4000, 16 * GIB, 0, "")]
+    out = replay([hog, wants_gpu], Fabric(fixed_inventory(servers)), fixed_request, give_up=False)
+    assert (out.placed, out.refused) == (1, 1)
+    shape = HostShape(big=8000, small=4000, local=4 * GIB)
+    pooled = composable_fabric(shape, Composable(1, 1, {"X": 1}, 0))
+    out = replay([hog, wants_gpu], pooled, composable_request(shape), give_up=False)
+    assert (out.placed, out.refused) == (2, 0)
