@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
-from composer.placement.request import POLICIES, PlacementRequest
+from composer.placement.request import POLICIES, DeviceItem, PlacementRequest
+from composer.placement.shareable import shares_per_device
 from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, Snapshot
 
 __all__ = [
@@ -44,6 +45,10 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
         for name, value in item.minima.items():
             if not isinstance(value, int | float) or value < 0:
                 return f"items[{index}].minima[{name!r}] must be a number >= 0."
+        if item.share is not None:
+            problem = _share_problem(index, item)
+            if problem is not None:
+                return problem
     for name in ("memory_gib", "storage_tb", "cores", "host_memory_gib"):
         value = getattr(request, name)
         if not isinstance(value, int | float) or value < 0:
@@ -62,6 +67,29 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
     wants = (request.items, request.memory_gib, request.storage_tb, request.cores, request.pinned)
     if not any(wants) and not request.host_memory_gib:
         return "the request asks for nothing."
+    return None
+
+
+def _share_problem(index: int, item: DeviceItem) -> str | None:
+    """Why a share item cannot be understood (a sentence naming the field), or None."""
+    whole = shares_per_device(item.kind)
+    if not whole:
+        return f"items[{index}].share: {item.kind} devices are taken whole, never shared."
+    if isinstance(item.share, bool) or not isinstance(item.share, int) or item.share < 1:
+        return (
+            f"items[{index}].share must be a whole number of thousandths of a device, "
+            f"from 1 to {whole - 1}."
+        )
+    if item.share >= whole:
+        return (
+            f"items[{index}].share is {item.share} thousandths: {whole} or more is whole "
+            "devices; ask for them with count, without share."
+        )
+    if item.count != 1:
+        return (
+            f"items[{index}].count must be 1 with a share: a share is part of one device "
+            "(ask for more shares as more items)."
+        )
     return None
 
 

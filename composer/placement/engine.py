@@ -49,6 +49,13 @@ from composer.placement.scoring import (
     spreads,
 )
 from composer.placement.shared import Candidates, amounts
+from composer.placement.shares import (
+    ShareWant,
+    hold,
+    share_seen,
+    share_shortfall,
+    share_wants,
+)
 from composer.placement.snapshot import PARTITIONABLE, STORAGE, HostInfo, Snapshot
 from composer.placement.spread import group_meets, policy_checks
 
@@ -64,7 +71,9 @@ _REASONS = {
     "switch": "same switch",
     "slice": "one memory slice per device and host",
     "uplink": "uplink bandwidth",
+    "share": "room for the shares beside the whole devices",
 }
+_CAPACITY = ("uplink", "slice", "share")  # reasons whose rejection code is no_capacity
 
 
 def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejection:
@@ -109,7 +118,13 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
             ),
         )
         for item in request.items
+        if item.share is None
     ]
+    shares = share_wants(request, snapshot, blocked, funnel)
+    for ask in shares:
+        short = share_shortfall(ask)
+        if short is not None:
+            return _reject("no_capacity", short[0], funnel, short[1])
     for item, found in items:
         have = amounts(snapshot, found, "count")[0]
         if have < item.count:
@@ -141,6 +156,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     # rejection then name what no host reaches (with what else it needs), not only that
     # "devices" are out of reach.
     wanted = [Wanted(item.kind, item.model, found, item.count, "count") for item, found in items]
+    wanted += [Wanted(w.item.kind, w.item.model, w.found, w.share, "share") for w in shares]
     if request.memory_gib:
         wanted.append(Wanted(PARTITIONABLE, None, memory, request.memory_gib, "gib"))
     if request.storage_tb:
@@ -149,9 +165,16 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     feasible = every_group
     reaching = fitting
     for index, want in enumerate(wanted):
-        seen = amounts(snapshot, want.found, want.unit)[1]
-        kept = {g for g in feasible if seen[g] >= want.needed}
-        count = reaching if len(kept) == len(feasible) else hosts.count(kept)
+        if want.unit == "share":  # a whole device reached, or one shared on a host
+            share = shares[index - len(items)]
+            seen = share_seen(snapshot, share)
+            kept = {g for g in feasible if seen[g] >= want.needed}
+            hosts.hold(share, kept)
+            count = hosts.count(kept)
+        else:
+            seen = amounts(snapshot, want.found, want.unit)[1]
+            kept = {g for g in feasible if seen[g] >= want.needed}
+            count = reaching if len(kept) == len(feasible) else hosts.count(kept)
         funnel.append((f"hosts: reach {want.what}", reaching, count))
         if not count:
             usable = {g for g in every_group if hosts.count({g})}
@@ -191,7 +214,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
         if tried == MAX_PLANNED and not plans:
             break
         tried += 1
-        outcome = plan_on_host(request, snapshot, host, items, memory, storage, penalty)
+        outcome = plan_on_host(request, snapshot, host, items, memory, storage, penalty, shares)
         if isinstance(outcome, str):
             failures[outcome] = failures.get(outcome, 0) + 1
             continue
@@ -202,7 +225,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     if tried < reaching and not plans:
         funnel.append(("hosts: not tried (the best ranked are planned)", survivors, tried))
         survivors = tried
-    for reason in ("latency", "domain", "switch", "slice", "uplink"):
+    for reason in ("latency", "domain", "switch", "slice", "share", "uplink"):
         if reason in failures:
             funnel.append((f"hosts: {_REASONS[reason]}", survivors, survivors - failures[reason]))
             survivors -= failures[reason]
@@ -218,9 +241,8 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
             tuple(funnel),
         )
     worst = max(failures, key=lambda r: (failures[r], r))
-    code = {"latency": "latency", "uplink": "no_capacity", "slice": "no_capacity"}.get(
-        worst, "domain_conflict"
-    )
+    code = "latency" if worst == "latency" else "domain_conflict"
+    code = "no_capacity" if worst in _CAPACITY else code
     return _reject(
         code,
         f"Every host that reaches enough devices fails the {_REASONS[worst]}.",
@@ -236,6 +258,17 @@ class _Hosts:
     def __init__(self, request: PlacementRequest, snapshot: Snapshot, blocked: frozenset[str]):
         self.request, self.snapshot, self.blocked = request, snapshot, blocked
         self.simple = request.host is None and not request.host_memory_gib
+        # Reach groups a share item limits to some of their hosts: those holding a partly
+        # shared device with the share free, in a group that reaches no whole free device.
+        self.only: dict[int, frozenset[str]] = {}
+        # Hosts holding a partly shared device with a share item's share free: planned
+        # first, so that shares fill devices already shared before whole ones are broken.
+        self.first: set[str] = set()
+
+    def hold(self, want: ShareWant, groups: set[int]) -> None:
+        """Limit the groups of `groups` that serve `want` only through partly shared
+        devices to the hosts holding one with the share free (shares.hold)."""
+        hold(self.snapshot, want, groups, self.only, self.first)
 
     def ok(self, host: HostInfo, *, isolate: bool = True) -> bool:
         request = self.request
@@ -255,6 +288,16 @@ class _Hosts:
     def count(self, groups: set[int], *, isolate: bool = True) -> int:
         """How many usable hosts the reach groups `groups` hold."""
         snapshot = self.snapshot
+        limited = groups & self.only.keys() if self.only else None
+        if limited:
+            hosts = snapshot.hosts
+            asked = self.request.host
+            return sum(
+                1
+                for g in limited
+                for h in self.only[g]
+                if asked in (None, h) and self.ok(hosts[h], isolate=isolate)
+            ) + self.count(groups - limited, isolate=isolate)
         if self.request.host is not None:
             host = snapshot.hosts[self.request.host]
             return int(snapshot.host_group[host.id] in groups and self.ok(host, isolate=isolate))
@@ -265,6 +308,11 @@ class _Hosts:
         return sum(
             1 for g in groups for h in self._members(g) if self.ok(hosts[h], isolate=isolate)
         )
+
+    def _limited(self, group: int, members: Iterator[str]) -> Iterator[str]:
+        """`members` of `group`, only those a share item leaves when it limits the group."""
+        only = self.only.get(group)
+        return members if only is None else (h for h in members if h in only)
 
     def _most_free_first(self, group: int) -> Iterator[str]:
         """The group's hosts with enough free cores, most free cores first (ties by name,
@@ -284,7 +332,9 @@ class _Hosts:
         hosts = snapshot.hosts
         if request.host is not None:
             host = hosts[request.host]
-            if snapshot.host_group[host.id] in groups and self.ok(host):
+            group = snapshot.host_group[host.id]
+            allowed = group not in self.only or host.id in self.only[group]
+            if group in groups and allowed and self.ok(host):
                 yield host, host_rank(request, snapshot, host, gpus)[0]
             return
         scale = CORE_FIT_WEIGHT / max(snapshot.max_cores, 1)
@@ -295,7 +345,9 @@ class _Hosts:
             _lane(
                 group_balance(request, snapshot, group, gpus) + base,
                 -scale if spread else scale,
-                self._most_free_first(group) if spread else self._members(group),
+                self._limited(
+                    group, self._most_free_first(group) if spread else self._members(group)
+                ),
                 snapshot,
             )
             for group in sorted(groups)
@@ -303,9 +355,19 @@ class _Hosts:
         merged: Iterator[tuple[float, str, str]] = heapq.merge(*lanes)
         if spread and request.tenant_hosts:
             merged = _moved_back(merged, request.tenant_hosts, TENANT_HOST_PENALTY)
+        front = sorted(
+            (host_rank(request, snapshot, hosts[h], gpus)[0], hosts[h].name, h)
+            for h in self.first
+            if (g := snapshot.host_group[h]) in groups
+            and h in self.only.get(g, (h,))
+            and self.ok(hosts[h])
+        )
+        for penalty, _, host_id in front:
+            yield hosts[host_id], penalty
+        done = {host_id for *_, host_id in front}
         for penalty, _, host_id in merged:
             host = hosts[host_id]
-            if self.ok(host):
+            if host_id not in done and self.ok(host):
                 yield host, penalty
 
 

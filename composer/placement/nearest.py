@@ -7,6 +7,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from composer.placement.request import DeviceItem, Note, PlacementRequest
+from composer.placement.shareable import shares_per_device
 from composer.placement.snapshot import DeviceInfo, Snapshot
 from composer.placement.spread import SPREADS, behind_switches, spread_counts
 from fabric.latency import ESTIMATED_HOP_LATENCY_NS
@@ -20,6 +21,7 @@ __all__ = [
     "nearest_policy",
     "nearest_reach",
     "policy_message",
+    "share_words",
 ]
 
 Candidates = dict[str, list[DeviceInfo]]
@@ -50,8 +52,8 @@ def nearest_host(request: PlacementRequest, snapshot: Snapshot) -> Note:
 @dataclass(frozen=True, slots=True)
 class Wanted:
     """One thing a request needs within reach of its host: `needed` (in `unit`: "count"
-    devices, "gib" free GiB, "gb" capacity) of the candidate set `found`, of `kind` (and
-    `model`)."""
+    devices, "gib" free GiB, "gb" capacity, "share" thousandths of one device) of the
+    candidate set `found`, of `kind` (and `model`)."""
 
     kind: str
     model: str | None
@@ -65,6 +67,8 @@ class Wanted:
             return f"{value:,.0f} GiB of CXL memory"
         if self.unit == "gb":
             return f"{value / 1000:,.2f}".rstrip("0").rstrip(".") + " TB of NVMe"
+        if self.unit == "share":
+            return share_words(int(value), self.kind, self.model)
         return counted(int(value), self.kind, self.model)
 
     @property
@@ -91,6 +95,11 @@ def counted(count: int, kind: str, model: str | None) -> str:
     if count != 1:
         noun += "s"
     return f"{count} {model} {noun}" if model else f"{count} {noun}"
+
+
+def share_words(share: int, kind: str, model: str | None) -> str:
+    """ "a 250/1000 share of one H100 GPU"."""
+    return f"a {share}/{shares_per_device(kind)} share of one {counted(1, kind, model)[2:]}"
 
 
 def nearest_reach(
@@ -257,5 +266,10 @@ def nearest_policy(
             "The CXL memory in reach already holds a slice for each candidate host, and a "
             "fabric manager keeps one slice of a device per host; ask for another host or "
             "less memory, or wait."
+        )
+    if reason == "share":
+        return Note(
+            "The hosts that reach the devices asked have no device left for the shares "
+            "beside the whole devices; ask for fewer devices or a smaller share, or wait."
         )
     return Note("Every candidate host's uplink would be oversubscribed; ask for fewer devices.")

@@ -27,6 +27,7 @@ from composer.placement.request import (
     Rejection,
 )
 from composer.placement.scoring import host_rank, plan_score
+from composer.placement.shares import charged_gbps
 from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
 
 __all__ = ["device_words", "place_pinned"]
@@ -105,6 +106,8 @@ def _usable(
     enclosure = snapshot.enclosures[device.enclosure]
     if device.enclosure in blocked or blocked.intersection(enclosure.switches):
         return _isolation(request, snapshot, device, blocked, words)
+    if device.shared_host is not None:
+        return Rejection("no_capacity", f"{words} is shared: it cannot be taken whole now.")
     if device.kind != PARTITIONABLE:
         if pin.gib is not None:
             return Rejection("invalid", f"{words} is bound whole: GiB are for CXL memory only.")
@@ -229,7 +232,7 @@ def _plan(
         devices += outcome.devices
         memory += outcome.memory
         notes += outcome.explanation
-    demand = sum(p.bottleneck_gbps for p in (*devices, *memory))
+    demand = sum(charged_gbps(p) for p in (*devices, *memory))
     budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
     if demand > budget + 1e-9:
         # Written for tenants too: it names no host the request did not name.

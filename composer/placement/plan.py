@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from composer.placement.constraints import choose_capacity, choose_whole, storage_gb
+from composer.placement.constraints import (
+    EnclosureKey,
+    choose_capacity,
+    choose_whole,
+    storage_gb,
+)
 from composer.placement.request import (
     DeviceItem,
     DevicePick,
@@ -21,11 +26,21 @@ from composer.placement.request import (
     PlacementRequest,
 )
 from composer.placement.scoring import plan_score
+from composer.placement.shareable import shares_per_device as whole_of
 from composer.placement.shared import Candidates, group_part, host_ranks
-from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
+from composer.placement.shares import (
+    BREAK_PENALTY,
+    ShareWant,
+    charged_gbps,
+    choose_shares,
+    share_note,
+)
+from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Reach, Snapshot
 from composer.placement.spread import SPREADS, behind_switches, fits
 
 __all__ = ["plan_on_host"]
+
+_UNREACHED = Reach(0, 0.0)
 
 
 def _any_order(device: DeviceInfo) -> tuple[float, ...]:
@@ -41,9 +56,11 @@ def plan_on_host(
     memory: Candidates,
     storage: Candidates,
     host_penalty: float,
+    shares: Sequence[ShareWant] = (),
 ) -> Placement | str:
     """The plan on `host`, or which constraint fails there ("latency", "switch", "domain",
-    "uplink"). `items`, `memory` and `storage` must be memoised candidate sets."""
+    "share", "uplink"). `items`, `memory` and `storage` must be memoised candidate sets;
+    `shares` the request's share items (composer.placement.shares)."""
     reach = snapshot.reach.get(host.id, {})
     near = _near(snapshot, host, request.max_latency_ns)
     near_items = []
@@ -67,17 +84,33 @@ def plan_on_host(
             for item, found in near_items
         ]
     ranks = host_ranks(snapshot, host.id)
-    for item, found in near_items:
+
+    def keys_of(found: Candidates) -> EnclosureKey:
         # scoring.enclosure_order's key (own switch, untouched, latency), from the host's
         # memoised ranks: the same tuples, so the same order and the same picks.
         keys = {}
         for e, v in found.items():
             own, latency = ranks[e]
             keys[e] = (own, 1 if len(v) >= enclosures[e].device_total > 0 else 0, latency)
-        picked = choose_whole(item.count, found, keys.__getitem__, request.policy, switches_of)
+        return keys.__getitem__
+
+    for item, found in near_items:
+        picked = choose_whole(item.count, found, keys_of(found), request.policy, switches_of)
         if picked is None:
             return "domain"
         chosen += picked
+    shared: list[tuple[DeviceInfo, int, int]] = []
+    if shares:
+        outcome = choose_shares(
+            shares, host.id, chosen, near, keys_of, switches_of, request.max_latency_ns
+        )
+        if isinstance(outcome, str):
+            return outcome
+        shared = outcome
+        # Each whole device broken into shares weighs on the host (scoring's sentence).
+        host_penalty += BREAK_PENALTY * sum(
+            1 for d, _, before in shared if before == whole_of(d.kind)
+        )
 
     slices: list[tuple[DeviceInfo, int]] = []
     held = snapshot.sliced.get(host.id, frozenset())
@@ -99,8 +132,10 @@ def plan_on_host(
         else:
             chosen += [d for d, _ in taken]
 
-    def pick(device: DeviceInfo, gib: int | None = None) -> DevicePick:
-        path = reach[device.enclosure]
+    def pick(device: DeviceInfo, gib: int | None = None, share: int | None = None) -> DevicePick:
+        # A partly shared device is bound to this host already: its path is the one its
+        # enclosure is reached by, none when the host reaches it no more.
+        path = reach.get(device.enclosure) or _UNREACHED
         return DevicePick(
             device.id,
             device.name,
@@ -110,15 +145,17 @@ def plan_on_host(
             path.bottleneck_gbps,
             gib,
             path.estimated_hops,
+            share,
         )
 
-    picks = tuple(pick(d) for d in chosen)
+    picks = tuple(pick(d) for d in chosen) + tuple(pick(d, None, s) for d, s, _ in shared)
     memory_picks = tuple(pick(d, gib) for d, gib in slices)
-    demand = sum(p.bottleneck_gbps for p in (*picks, *memory_picks))
+    demand = sum(charged_gbps(p) for p in (*picks, *memory_picks))
     budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
     if demand > budget + 1e-9:
         return "uplink"
     score, sentences = plan_score(request, snapshot, host, (*picks, *memory_picks), host_penalty)
+    sentences[:0] = [share_note(d, s, before) for d, s, before in shared]
     if memory_picks:
         sentences.insert(
             0,

@@ -40,12 +40,15 @@ class Note:
 @dataclass(frozen=True, slots=True)
 class DeviceItem:
     """`count` whole devices of one kind (and model, when set), each with at least the
-    attribute `minima` (e.g. {"memory_gib": 80})."""
+    attribute `minima` (e.g. {"memory_gib": 80}). With `share`, a share of ONE device
+    (`count` 1) in thousandths (1 to 999: `shareable.SHARES_PER_DEVICE`), held beside other
+    compositions on the host the device is bound to (composer.placement.shares)."""
 
     kind: str
     count: int
     model: str | None = None
     minima: Mapping[str, float] = field(default_factory=dict)
+    share: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +100,9 @@ class PlacementRequest:
 
 @dataclass(frozen=True, slots=True)
 class DevicePick:
-    """A whole device (or, with `gib`, a slice of a CXL memory device) and its path.
-    `estimated_hops`: links of the path whose latency is estimated (the manager gives none)."""
+    """A whole device (or, with `gib`, a slice of a CXL memory device; with `share`, a share
+    of a shareable device) and its path. `estimated_hops`: links of the path whose latency
+    is estimated (the manager gives none)."""
 
     device: str
     name: str
@@ -108,6 +112,7 @@ class DevicePick:
     bottleneck_gbps: float
     gib: int | None = None
     estimated_hops: int = 0
+    share: int | None = None
 
 
 MemorySlice = DevicePick  # a pick with `gib` set

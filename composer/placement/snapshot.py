@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from composer.placement.shareable import given_back, shared_out
 from fabric.partitioning import PARTITIONABLE_KIND
 
 __all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
@@ -67,7 +68,13 @@ class EnclosureInfo:
 class DeviceInfo:
     """A usable device (free, health not critical). `free_gib` is what a partitionable
     (CXL memory) device still has unsliced; `attributes` holds numbers that requests may set
-    minima on (memory_gib, capacity_gb and the device's own numeric attributes)."""
+    minima on (memory_gib, capacity_gb and the device's own numeric attributes).
+
+    A shareable device (`shareable.shares_per_device`) some composition holds a share of
+    is *partly shared*: `shared_host` is the host it is bound to (only compositions on that
+    host may take its other shares) and `shares_free` what is left. A whole free device has
+    `shared_host` None and `shares_free` 0, read as all of its shares (`shareable.free_shares`).
+    """
 
     id: str
     name: str
@@ -78,6 +85,8 @@ class DeviceInfo:
     free_gib: int = 0
     capacity_gb: int = 0
     domains: tuple[str, ...] = ()  # failure-domain keys: enclosure, switches, rack, feed
+    shares_free: int = 0
+    shared_host: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,12 @@ class Snapshot:
     (no other tenant may enter); `sliced`: host id -> the memory devices that already hold
     a slice for that host (a fabric manager keeps one slice of a device per host, so a host
     cannot take a second one). All empty until compositions exist.
+
+    Partly shared devices are in `devices` but in none of the whole-device indexes (by kind,
+    by model, free per enclosure, the GPUs a reach group sees): `shared_on` lists them per
+    host they are bound to, fewest free shares first. `departed`: devices `taking` took out
+    (whole, or with nothing left free), as they were then, so that `returning` can give
+    them back by id.
     """
 
     hosts: Mapping[str, HostInfo]
@@ -130,6 +145,8 @@ class Snapshot:
     group_by_cores: tuple[tuple[str, ...], ...]  # each group's hosts, fewest free cores first
     group_cores_sorted: tuple[tuple[int, ...], ...]  # their free cores, for bisection
     max_cores: int  # the most cores any host has: the scale of a core-fit penalty
+    shared_on: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    departed: Mapping[str, DeviceInfo] = field(default_factory=dict)
     # What decisions on this snapshot share, worked out on first use: candidate lists
     # filtered for a (kind, model, minima, blocked) key (constraints.item_candidates) and
     # what is derived from them, per reach group or per host (shared.py). The snapshot never
@@ -149,20 +166,26 @@ class Snapshot:
         critical: Mapping[str, str] | None = None,
         sliced: Mapping[str, frozenset[str]] | None = None,
         oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
+        departed: Mapping[str, DeviceInfo] | None = None,
     ) -> Snapshot:
         """A snapshot with its indexes. Devices are kept in id order within an enclosure,
         hosts in name order, so that every decision is deterministic. Partitionable devices
-        with no free GiB are left out."""
+        with no free GiB, and partly shared ones with no free share, are left out."""
         host_map = {h.id: h for h in sorted(hosts, key=lambda h: (h.name, h.id))}
         enclosure_map = {e.id: e for e in enclosures}
         device_map = {
             d.id: d
             for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id))
-            if d.kind != PARTITIONABLE or d.free_gib > 0
+            if (d.kind != PARTITIONABLE or d.free_gib > 0)
+            and (d.shared_host is None or d.shares_free > 0)
         }
         by_kind: dict[str, dict[str, list[str]]] = {}
         by_model: dict[tuple[str, str], dict[str, list[str]]] = {}
+        shared_on: dict[str, list[DeviceInfo]] = {}
         for device in device_map.values():
+            if device.shared_host is not None:  # never a candidate for a whole device
+                shared_on.setdefault(device.shared_host, []).append(device)
+                continue
             by_kind.setdefault(device.kind, {}).setdefault(device.enclosure, []).append(device.id)
             by_model.setdefault((device.kind, device.model), {}).setdefault(
                 device.enclosure, []
@@ -193,7 +216,8 @@ class Snapshot:
         gpus = sum(len(v) for v in by_kind.get("gpu", {}).values())
         free_in_enclosure: dict[str, int] = {}
         for device in device_map.values():
-            free_in_enclosure[device.enclosure] = free_in_enclosure.get(device.enclosure, 0) + 1
+            if device.shared_host is None:
+                free_in_enclosure[device.enclosure] = free_in_enclosure.get(device.enclosure, 0) + 1
         gpu_index = by_kind.get("gpu", {})
         group_gpus = tuple(sum(len(gpu_index.get(e, ())) for e in members) for members in groups)
         group_cores = tuple(sum(host_map[h].cores_free for h in hs) for hs in group_hosts)
@@ -230,6 +254,11 @@ class Snapshot:
                 tuple(host_map[h].cores_free for h in hs) for hs in group_by_cores
             ),
             max_cores=max((max(h.cores_total, h.cores_free) for h in host_map.values()), default=0),
+            shared_on={
+                host: tuple(d.id for d in sorted(ds, key=lambda d: (d.shares_free, d.name, d.id)))
+                for host, ds in shared_on.items()
+            },
+            departed=dict(departed or {}),
         )
 
     def taking(
@@ -239,20 +268,37 @@ class Snapshot:
         memory_gib: Mapping[str, int] | None = None,
         cores: Mapping[str, int] | None = None,
         host_memory_gib: Mapping[str, int] | None = None,
+        shares: Mapping[str, tuple[str, int]] | None = None,
     ) -> Snapshot:
         """The same inventory with some devices, GiB of memory, cores and host memory taken.
+        `shares`: device id -> (host id, shares taken): the device becomes (or stays) partly
+        shared on that host; one with no share left leaves the snapshot, as a device taken
+        whole does (both kept in `departed` for `returning`).
 
         This is the hook for allocations: `build_snapshot` will subtract what compositions
         hold through it once they exist, and benchmarks fill a fabric with it.
         """
         gone = set(devices)
-        memory_gib = memory_gib or {}
+        memory_gib, shares = memory_gib or {}, shares or {}
+        missing = set(shares) - set(self.devices)
+        if missing:
+            raise ValueError(f"No share is free on {', '.join(sorted(missing))}.")
         kept = []
+        departed = dict(self.departed)
         for device in self.devices.values():
             if device.id in gone:
+                departed[device.id] = device
                 continue
             if device.id in memory_gib:
                 device = replace(device, free_gib=max(0, device.free_gib - memory_gib[device.id]))
+                if device.kind == PARTITIONABLE and not device.free_gib:
+                    departed[device.id] = device
+                    continue
+            if device.id in shares:
+                device = shared_out(device, *shares[device.id])
+                if not device.shares_free:
+                    departed[device.id] = device
+                    continue
             kept.append(device)
         cores, host_memory_gib = cores or {}, host_memory_gib or {}
         hosts = [
@@ -263,16 +309,77 @@ class Snapshot:
             )
             for h in self.hosts.values()
         ]
+        return self._with(hosts, kept, departed)
+
+    def returning(
+        self,
+        *,
+        devices: Iterable[str | DeviceInfo] = (),
+        memory_gib: Mapping[str, int] | None = None,
+        cores: Mapping[str, int] | None = None,
+        host_memory_gib: Mapping[str, int] | None = None,
+        shares: Mapping[str, tuple[str, int]] | None = None,
+    ) -> Snapshot:
+        """The same inventory with what a departing composition held given back: whole
+        devices (by id when this snapshot or one it was taken from had them, else as a
+        `DeviceInfo`), GiB of memory (up to the device's `memory_gib` attribute), cores (up
+        to the host's `cores_total` when known), host memory and shares (device id -> (host
+        id, shares): the host must be the one the device is shared on; a device with all of
+        its shares back is whole and free again). The inverse of `taking`."""
+        back = dict(self.devices)
+        departed = dict(self.departed)
+
+        def known(ref: str | DeviceInfo) -> DeviceInfo:
+            if isinstance(ref, DeviceInfo):
+                return ref
+            device = back.get(ref) or departed.get(ref)
+            if device is None:
+                raise ValueError(f"{ref} was never in this snapshot: give it as a DeviceInfo.")
+            return device
+
+        def put(device: DeviceInfo) -> None:
+            back[device.id] = device
+            departed.pop(device.id, None)
+
+        for ref in devices:
+            put(replace(known(ref), shared_host=None, shares_free=0))
+        for device_id, gib in (memory_gib or {}).items():
+            device = known(device_id)
+            size = int(device.attributes.get("memory_gib", 0)) or device.free_gib + gib
+            put(replace(device, free_gib=min(size, device.free_gib + gib)))
+        for device_id, (host_id, share) in (shares or {}).items():
+            put(given_back(known(device_id), host_id, share))
+        cores, host_memory_gib = cores or {}, host_memory_gib or {}
+        hosts = []
+        for h in self.hosts.values():
+            free = h.cores_free + cores.get(h.id, 0)
+            hosts.append(
+                replace(
+                    h,
+                    cores_free=min(free, h.cores_total) if h.cores_total else free,
+                    memory_gib_free=h.memory_gib_free + host_memory_gib.get(h.id, 0),
+                )
+            )
+        return self._with(hosts, back.values(), departed)
+
+    def _with(
+        self,
+        hosts: Iterable[HostInfo],
+        devices: Iterable[DeviceInfo],
+        departed: Mapping[str, DeviceInfo],
+    ) -> Snapshot:
+        """This snapshot's fabric with other hosts and devices (a fresh memo)."""
         return Snapshot.build(
             hosts=hosts,
             enclosures=self.enclosures.values(),
-            devices=kept,
+            devices=devices,
             reach=self.reach,
             switch_names=self.switch_names,
             holders=self.holders,
             critical=self.critical,
             sliced=self.sliced,
             oversubscription=self.oversubscription,
+            departed=departed,
         )
 
     def switch_name(self, switch_id: str) -> str:
