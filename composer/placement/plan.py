@@ -22,8 +22,9 @@ from composer.placement.request import (
 )
 from composer.placement.scoring import plan_score
 from composer.placement.shared import Candidates, group_part, host_ranks
-from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
+from composer.placement.snapshot import DeviceInfo, HostInfo, Snapshot
 from composer.placement.spread import SPREADS, behind_switches, fits
+from fabric.kinds import is_sliced
 
 __all__ = ["plan_on_host"]
 
@@ -94,7 +95,7 @@ def plan_on_host(
             if held_back and choose_capacity(needed, pool, _any_order) is not None:
                 return "slice"
             return "latency"
-        if usable[0].kind == PARTITIONABLE:
+        if is_sliced(usable[0].kind):
             slices += taken
         else:
             chosen += [d for d, _ in taken]

@@ -9,8 +9,9 @@ and "reach groups" (hosts that reach the same set of enclosures), so that a deci
 only candidates.
 
 Nothing here touches the database: `composer.placement.load.build_snapshot()` is the one
-function that reads it and calls `Snapshot.build`. Tests build snapshots by hand. What is
-partitionable is fabric's one definition (`fabric.partitioning`, plain values, no imports).
+function that reads it and calls `Snapshot.build`. Tests build snapshots by hand. How each
+kind is handed out and which kind keeps the cores' balance is fabric's one declaration
+(`fabric.kinds`, plain values, no Django).
 """
 
 from __future__ import annotations
@@ -19,12 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from fabric.partitioning import PARTITIONABLE_KIND
+from fabric.kinds import balanced, partitioned
 
 __all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
 
-PARTITIONABLE = PARTITIONABLE_KIND  # sliced in GiB; a request's `memory_gib` draws on it
-STORAGE = "nvme"  # fabric.choices.DeviceKind.NVME: counted by capacity
 DEFAULT_OVERSUBSCRIPTION = 16.0
 K = TypeVar("K")
 
@@ -155,10 +154,11 @@ class Snapshot:
         with no free GiB are left out."""
         host_map = {h.id: h for h in sorted(hosts, key=lambda h: (h.name, h.id))}
         enclosure_map = {e.id: e for e in enclosures}
+        in_slices = partitioned("slices")
         device_map = {
             d.id: d
             for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id))
-            if d.kind != PARTITIONABLE or d.free_gib > 0
+            if d.kind not in in_slices or d.free_gib > 0
         }
         by_kind: dict[str, dict[str, list[str]]] = {}
         by_model: dict[tuple[str, str], dict[str, list[str]]] = {}
@@ -190,12 +190,15 @@ class Snapshot:
         for index, members in enumerate(groups):
             for enclosure_id in members:
                 enclosure_groups.setdefault(enclosure_id, []).append(index)
-        gpus = sum(len(v) for v in by_kind.get("gpu", {}).values())
+        # The kinds whose balance with cores scoring keeps (GPUs): `gpus` counts them all.
+        kept = [by_kind.get(k, {}) for k in sorted(balanced())]
+        gpus = sum(len(v) for index in kept for v in index.values())
         free_in_enclosure: dict[str, int] = {}
         for device in device_map.values():
             free_in_enclosure[device.enclosure] = free_in_enclosure.get(device.enclosure, 0) + 1
-        gpu_index = by_kind.get("gpu", {})
-        group_gpus = tuple(sum(len(gpu_index.get(e, ())) for e in members) for members in groups)
+        group_gpus = tuple(
+            sum(len(index.get(e, ())) for index in kept for e in members) for members in groups
+        )
         group_cores = tuple(sum(host_map[h].cores_free for h in hs) for hs in group_hosts)
         group_by_cores = tuple(
             tuple(sorted(hs, key=lambda h: (host_map[h].cores_free, host_map[h].name, h)))
