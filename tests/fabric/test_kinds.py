@@ -100,7 +100,9 @@ def test_a_kind_declared_by_a_test_is_read_by_every_lookup_then_withdrawn() -> N
         assert "tpu" in kinds.requestable()
         assert "hbm_pool" not in kinds.requestable()
         assert kinds.names()[-2:] == ("tpu", "hbm_pool")
+        assert kinds.by_processor_type("TPU") == "tpu"  # what the Redfish mapping reads
     assert kinds.find("tpu") is None
+    assert kinds.by_processor_type("TPU") is None
     assert kinds.balanced() == {"gpu"}
     assert kinds.partitioned("slices") == {"cxl_memory"}
 

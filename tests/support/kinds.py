@@ -18,7 +18,9 @@ TPU = Kind(
     label="TPU",
     plural="TPUs",
     enclosure="io_chassis",
-    redfish=Redfish("Processor", "Processors", "TPU", "Processor", "Processor"),
+    redfish=Redfish(
+        "Processor", "Processors", "TPU", "Processor", "Processor", processor_types=("TPU",)
+    ),
     balance=True,
     size="memory_gib",
     size_label="TPU memory",
