@@ -30,16 +30,11 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from composer.placement.request import DeviceItem, DevicePick, Placement, PlacementRequest
-from composer.placement.snapshot import (
-    PARTITIONABLE,
-    DeviceInfo,
-    EnclosureInfo,
-    HostInfo,
-    Reach,
-    Snapshot,
-)
+from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
+from fabric.kinds import is_sliced, measured
 
 FULL = 1000  # thousandths of one GPU
+MEMORY = measured("gib").name  # the kind handed out in GiB slices: CXL memory
 SHARES = {"share"} <= {f.name for f in fields(DeviceItem)} and {
     "shares_free",
     "shared_host",
@@ -124,7 +119,7 @@ def composable_inventory(
         box = sizes[b : b + cxl_box]
         enclosures.append(EnclosureInfo(eid, eid, switch, device_total=len(box)))
         devices += [
-            DeviceInfo(f"{eid}-{j}", f"{eid}-{j}", PARTITIONABLE, "cxl", eid, free_gib=gib)
+            DeviceInfo(f"{eid}-{j}", f"{eid}-{j}", MEMORY, "cxl", eid, free_gib=gib)
             for j, gib in enumerate(box)
         ]
     everywhere = {e.id: PATH for e in enclosures}
@@ -196,7 +191,7 @@ class Fabric:
         self.free.pop(device_id, None)
         if device_id in self.taken:
             return
-        if base.kind == PARTITIONABLE:
+        if is_sliced(base.kind):
             left = base.free_gib - self.gib_used.get(device_id, 0)
             if left > 0:
                 self.free[device_id] = replace(base, free_gib=left)

@@ -32,11 +32,13 @@ from typing import Any
 
 from composer.errors import SpecError
 from composer.placement.request import POLICIES, DeviceItem, PinnedDevice, PlacementRequest
+from fabric.kinds import find, requestable
 
 __all__ = ["DEVICE_KINDS", "LIMITS", "MAX_DEVICES", "spec_normalise", "spec_to_request"]
 
-# fabric.choices.DeviceKind values a request may name as items (CXL memory goes by GiB).
-DEVICE_KINDS = ("gpu", "nvme", "nic", "dpu", "fpga")
+# The device kinds a request may name as items (`fabric.kinds`; CXL memory goes by GiB), as
+# the API schema and the form list them.
+DEVICE_KINDS = requestable()
 MAX_ITEMS = 16
 MAX_DEVICES = 64  # devices one request may name
 # Ceilings far above any real composition: they turn typos (10**9 GPUs) into field errors.
@@ -161,14 +163,16 @@ def _item(raw: Any, index: int) -> dict[str, Any]:
             "has kind, model, count and minima.",
         )
     kind = raw.get("kind")
-    if kind == "cxl_memory":
+    declared = find(kind) if isinstance(kind, str) else None
+    if declared is not None and not declared.requestable:
         raise _error(
-            f"{where}.kind", "CXL memory is asked for in GiB (memory_gib), not as devices."
+            f"{where}.kind", f"{declared.label} is asked for in GiB (memory_gib), not as devices."
         )
     if kind in (None, ""):
         raise _error(f"{where}.kind", "Choose the kind of device.")
-    if kind not in DEVICE_KINDS:
-        raise _error(f"{where}.kind", f"Kind must be one of {', '.join(DEVICE_KINDS)}.", kind)
+    if kind not in requestable():
+        kinds = requestable()
+        raise _error(f"{where}.kind", f"Kind must be one of {', '.join(kinds)}.", kind)
     model = raw.get("model") or None
     if model is not None and (not isinstance(model, str) or len(model) > 100):
         raise _error(f"{where}.model", "Model must be a model name of at most 100 characters.")

@@ -11,9 +11,10 @@ critical, else free.
 - A whole device (GPU, NVMe, NIC, ...) counts one. It is held while reserved or bound (by a
   composition, or reported bound by its manager), and while it is still bound to a host
   (`bound_host`) when it has failed or is in maintenance.
-- A partitionable device (CXL memory, `is_partitionable`) counts its `memory_gib`: held are
-  the GiB its slices hold (`Device.allocated_gib`, kept by the allocation service under the
-  device's row lock, in the same transaction as each claim and release).
+- A partitionable device (a kind handed out in GiB slices, `fabric.kinds.is_sliced`: CXL
+  memory) counts its `memory_gib`: held are the GiB its slices hold (`Device.allocated_gib`,
+  kept by the allocation service under the device's row lock, in the same transaction as
+  each claim and release).
 - Absent devices count nowhere.
 
 A device's `state` follows what holds it (`held_state`): RESERVED while only claimed, BOUND
@@ -28,20 +29,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fabric.choices import DeviceState, Health
-from fabric.partitioning import PARTITIONABLE_KIND, PARTITIONABLE_KINDS, is_partitionable
 
 __all__ = [
     "HELD_STATES",
     "OUT_OF_SERVICE_STATES",
-    "PARTITIONABLE_KIND",
-    "PARTITIONABLE_KINDS",
     "SLICEABLE_STATES",
     "Split",
     "capacity_split",
     "held_state",
     "is_allocatable",
     "is_out_of_service",
-    "is_partitionable",
 ]
 
 # Held by a composition (or reported bound by the manager): allocated.

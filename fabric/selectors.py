@@ -10,8 +10,9 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Least
 
-from fabric.capacity import Split, capacity_split, is_partitionable
+from fabric.capacity import Split, capacity_split
 from fabric.choices import ComponentState, DeviceState, Health, LinkState
+from fabric.kinds import is_sliced
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -82,7 +83,7 @@ def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity
     )
     splits: dict[int, Split] = defaultdict(Split)
     counts: dict[int, int] = defaultdict(int)
-    memory_pools = {p.pk for p in pool_list if is_partitionable(p.kind)}
+    memory_pools = {p.pk for p in pool_list if is_sliced(p.kind)}
     for row in rows:
         pool_id = row["pool_id"]
         counts[pool_id] += row["devices"]

@@ -12,6 +12,7 @@ from composer.errors import SpecError
 from composer.querysets import TenantScopedQuerySet
 from composer.specs import spec_normalise
 from fabric.choices import DeviceKind
+from fabric.kinds import find
 from fabric.models.base import TimeStampedModel
 from fabric.validators import check_text_fields
 
@@ -52,7 +53,8 @@ class Quota(TimeStampedModel):
     """How much of one device kind (and optionally one model) a tenant may hold at once.
 
     `max_count` limits whole devices; `max_memory_gib` is the limit for CXL memory (kind
-    cxl_memory) and `max_storage_tb` for NVMe capacity (kind nvme). A blank `model` covers
+    cxl_memory) and `max_storage_tb` for NVMe capacity (kind nvme): which limits a kind
+    takes is its declaration's `quota` (`fabric.kinds`). A blank `model` covers
     every model of the kind. A blank limit means no limit. Checked by
     `composer.services.compositions` before placement, against what the tenant's active
     compositions hold plus what is asked.
@@ -92,9 +94,11 @@ class Quota(TimeStampedModel):
         super().clean()
         check_text_fields(names={"model": self.model})
         errors: dict[str, Any] = {}
-        if self.max_memory_gib is not None and self.kind != DeviceKind.CXL_MEMORY:
+        declared = find(self.kind)
+        limits = declared.quota if declared else ()
+        if self.max_memory_gib is not None and "gib" not in limits:
             errors["max_memory_gib"] = "Only a CXL memory quota has a GiB limit."
-        if self.max_storage_tb is not None and self.kind != DeviceKind.NVME:
+        if self.max_storage_tb is not None and "tb" not in limits:
             errors["max_storage_tb"] = "Only an NVMe quota has a TB limit."
         if errors:
             raise ValidationError(errors)

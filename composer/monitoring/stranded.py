@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from fabric.capacity import capacity_split, is_partitionable
+from fabric.capacity import capacity_split
 from fabric.choices import ComponentState, DeviceState, Health
+from fabric.kinds import is_sliced
 from fabric.models import Device
 from fabric.topology.elements import FabricGraph
 from fabric.topology.load import load_graph
@@ -65,7 +66,7 @@ def _free_amount(row: tuple[Any, ...]) -> int:
     """What a device gives its pool's free figure: 1, its free GiB, or 0."""
     _, kind, state, health, memory_gib, allocated_gib, bound_host, _ = row
     return capacity_split(
-        partitionable=is_partitionable(kind),
+        partitionable=is_sliced(kind),
         state=state,
         health=health,
         memory_gib=memory_gib or 0,

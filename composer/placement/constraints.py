@@ -14,7 +14,8 @@ from typing import cast
 
 from composer.placement.request import POLICIES, DeviceItem, PlacementRequest
 from composer.placement.shareable import shares_per_device
-from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, Snapshot
+from composer.placement.snapshot import DeviceInfo, Snapshot
+from fabric.kinds import find, is_sliced
 
 __all__ = [
     "blocked_domains",
@@ -36,8 +37,11 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
     for index, item in enumerate(request.items):
         if not isinstance(item.count, int) or not 1 <= item.count <= MAX_COUNT:
             return f"items[{index}].count must be a whole number from 1 to {MAX_COUNT}."
-        if item.kind == PARTITIONABLE:
-            return f"items[{index}]: CXL memory is requested in GiB (memory_gib), not devices."
+        declared = find(item.kind)
+        if declared is not None and not declared.requestable:
+            return (
+                f"items[{index}]: {declared.label} is requested in GiB (memory_gib), not devices."
+            )
         if item.kind not in snapshot.by_kind and not any(
             k == item.kind for k, _ in snapshot.by_model
         ):
@@ -229,8 +233,8 @@ def choose_capacity(
     (device, amount taken) pairs, or None when everything reachable is not enough."""
     if not devices:
         return None
-    size = _free_gib if devices[0].kind == PARTITIONABLE else _capacity
-    sliced = devices[0].kind == PARTITIONABLE
+    sliced = is_sliced(devices[0].kind)
+    size = _free_gib if sliced else _capacity
     fits = [d for d in devices if size(d) >= needed]
     if fits:
         best = min(fits, key=lambda d: (order(d)[0], size(d), order(d)))

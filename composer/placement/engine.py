@@ -56,8 +56,9 @@ from composer.placement.shares import (
     share_shortfall,
     share_wants,
 )
-from composer.placement.snapshot import PARTITIONABLE, STORAGE, HostInfo, Snapshot
+from composer.placement.snapshot import HostInfo, Snapshot
 from composer.placement.spread import group_meets, policy_checks
+from fabric.kinds import balanced, measured
 
 __all__ = ["place"]
 
@@ -134,13 +135,15 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
                 funnel,
                 Note(f"{have} of {item.count} fit anywhere; ask for {have} or wait."),
             )
-    memory = _capacity_candidates(snapshot, PARTITIONABLE, request.memory_gib, blocked, funnel)
+    # What `memory_gib` and `storage_tb` draw on: the kinds measured in GiB and in GB.
+    in_gib, in_gb = measured("gib"), measured("gb")
+    memory = _capacity_candidates(snapshot, in_gib.name, request.memory_gib, blocked, funnel)
     storage = _capacity_candidates(
-        snapshot, STORAGE, storage_gb(request.storage_tb), blocked, funnel
+        snapshot, in_gb.name, storage_gb(request.storage_tb), blocked, funnel
     )
     for what, found, needed, unit, measure in (
-        ("CXL memory", memory, request.memory_gib, "GiB", "gib"),
-        ("NVMe", storage, storage_gb(request.storage_tb), "GB", "gb"),
+        (in_gib.amount_of, memory, request.memory_gib, in_gib.unit, in_gib.measure),
+        (in_gb.amount_of, storage, storage_gb(request.storage_tb), in_gb.unit, in_gb.measure),
     ):
         have = amounts(snapshot, found, measure)[0]
         if needed and have < needed:
@@ -158,9 +161,11 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     wanted = [Wanted(item.kind, item.model, found, item.count, "count") for item, found in items]
     wanted += [Wanted(w.item.kind, w.item.model, w.found, w.share, "share") for w in shares]
     if request.memory_gib:
-        wanted.append(Wanted(PARTITIONABLE, None, memory, request.memory_gib, "gib"))
+        wanted.append(Wanted(in_gib.name, None, memory, request.memory_gib, in_gib.measure))
     if request.storage_tb:
-        wanted.append(Wanted(STORAGE, None, storage, storage_gb(request.storage_tb), "gb"))
+        wanted.append(
+            Wanted(in_gb.name, None, storage, storage_gb(request.storage_tb), in_gb.measure)
+        )
     every_group = set(range(len(snapshot.groups)))
     feasible = every_group
     reaching = fitting
@@ -206,7 +211,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
             )
         feasible, reaching = kept, in_policy
 
-    gpus = sum(item.count for item, _ in items if item.kind == "gpu")
+    gpus = sum(item.count for item, _ in items if item.kind in balanced())
     plans: list[tuple[Placement, int]] = []
     failures: dict[str, int] = {}
     tried = 0

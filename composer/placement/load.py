@@ -27,7 +27,8 @@ from composer.placement.snapshot import (
     Reach,
     Snapshot,
 )
-from fabric.capacity import is_allocatable, is_partitionable
+from fabric.capacity import is_allocatable
+from fabric.kinds import is_sliced
 from fabric.topology.graph import FabricGraph, Node, enclosure_distances, paused_gc
 from fabric.topology.load import load_graph
 from fabric.topology.maintenance import placeable
@@ -69,7 +70,7 @@ def build_snapshot(
         node.id: node.attrs["attributes"]
         for node in graph.of_kind("device")
         if is_allocatable(
-            partitionable=is_partitionable(node.attrs["device_kind"]),
+            partitionable=is_sliced(node.attrs["device_kind"]),
             state=node.state,
             health=node.health,
             free_gib=node.attrs.get("free_gib", 0),

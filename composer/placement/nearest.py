@@ -10,6 +10,7 @@ from composer.placement.request import DeviceItem, Note, PlacementRequest
 from composer.placement.shareable import shares_per_device
 from composer.placement.snapshot import DeviceInfo, Snapshot
 from composer.placement.spread import SPREADS, behind_switches, spread_counts
+from fabric.kinds import find, plural
 from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 
 __all__ = [
@@ -30,7 +31,7 @@ Items = Sequence[tuple[DeviceItem, Candidates]]
 
 def label(kind: str, model: str | None) -> str:
     """How a kind (and model) of device is named in sentences: "H100 GPUs"."""
-    name = {"gpu": "GPUs", "cxl_memory": "CXL memory", "nvme": "NVMe drives"}.get(kind, kind)
+    name = plural(kind)
     return f"{model} {name}" if model else name
 
 
@@ -64,9 +65,9 @@ class Wanted:
     def amount(self, value: float) -> str:
         """`value` of it in words: "1 GPU", "2 H100 GPUs", "256 GiB of CXL memory"."""
         if self.unit == "gib":
-            return f"{value:,.0f} GiB of CXL memory"
+            return f"{value:,.0f} GiB of {self._amount_of}"
         if self.unit == "gb":
-            return f"{value / 1000:,.2f}".rstrip("0").rstrip(".") + " TB of NVMe"
+            return f"{value / 1000:,.2f}".rstrip("0").rstrip(".") + f" TB of {self._amount_of}"
         if self.unit == "share":
             return share_words(int(value), self.kind, self.model)
         return counted(int(value), self.kind, self.model)
@@ -80,20 +81,25 @@ class Wanted:
     def noun(self) -> str:
         """The kind alone: "GPUs", "CXL memory"."""
         if self.unit == "gib":
-            return "CXL memory"
+            return self._amount_of
         if self.unit == "gb":
-            return "NVMe storage"
+            return f"{self._amount_of} storage"
         return label(self.kind, self.model)
 
-
-_SINGULAR = {"gpu": "GPU", "nvme": "NVMe drive", "nic": "NIC", "dpu": "DPU", "fpga": "FPGA"}
+    @property
+    def _amount_of(self) -> str:
+        """How the kind's capacity is named after a figure: "CXL memory", "NVMe"."""
+        declared = find(self.kind)
+        return declared.amount_of if declared else self.kind
 
 
 def counted(count: int, kind: str, model: str | None) -> str:
     """ "1 GPU", "2 H100 GPUs", "3 NICs"."""
-    noun = _SINGULAR.get(kind, kind)
-    if count != 1:
-        noun += "s"
+    declared = find(kind)
+    if declared is None:
+        noun = kind if count == 1 else f"{kind}s"
+    else:
+        noun = declared.label if count == 1 else declared.plural
     return f"{count} {model} {noun}" if model else f"{count} {noun}"
 
 

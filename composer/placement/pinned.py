@@ -28,19 +28,19 @@ from composer.placement.request import (
 )
 from composer.placement.scoring import host_rank, plan_score
 from composer.placement.shares import charged_gbps
-from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
+from composer.placement.snapshot import DeviceInfo, HostInfo, Snapshot
+from fabric.kinds import balanced, find, is_sliced
 
 __all__ = ["device_words", "place_pinned"]
 
 MAX_HOSTS_TRIED = 32  # hosts the rest of the request is planned on before giving up
 Place = Callable[[PlacementRequest, Snapshot], "Placement | Rejection"]
 
-_WORDS = {"gpu": "GPU", PARTITIONABLE: "CXL memory", "nvme": "NVMe drive", "nic": "NIC"}
-
 
 def device_words(kind: str, name: str) -> str:
     """A device in a sentence: "GPU gpu-03", "CXL memory cxl-01", "DPU dpu-2"."""
-    return f"{_WORDS.get(kind, kind.upper())} {name}"
+    declared = find(kind)
+    return f"{declared.label if declared else kind.upper()} {name}"
 
 
 def place_pinned(
@@ -71,7 +71,7 @@ def place_pinned(
             _unreached(request, snapshot, fitting, taken),
             tuple(funnel),
         )
-    gpus = sum(1 for d, _ in taken if d.kind == "gpu")
+    gpus = sum(1 for d, _ in taken if d.kind in balanced())
     # Nearest to the named devices first (their paths are the request's own choice), then
     # the engine's own ranking.
     reaching.sort(
@@ -108,7 +108,7 @@ def _usable(
         return _isolation(request, snapshot, device, blocked, words)
     if device.shared_host is not None:
         return Rejection("no_capacity", f"{words} is shared: it cannot be taken whole now.")
-    if device.kind != PARTITIONABLE:
+    if not is_sliced(device.kind):
         if pin.gib is not None:
             return Rejection("invalid", f"{words} is bound whole: GiB are for CXL memory only.")
         return device, None

@@ -35,8 +35,9 @@ from composer.placement.shares import (
     choose_shares,
     share_note,
 )
-from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Reach, Snapshot
+from composer.placement.snapshot import DeviceInfo, HostInfo, Reach, Snapshot
 from composer.placement.spread import SPREADS, behind_switches, fits
+from fabric.kinds import is_sliced
 
 __all__ = ["plan_on_host"]
 
@@ -127,7 +128,7 @@ def plan_on_host(
             if held_back and choose_capacity(needed, pool, _any_order) is not None:
                 return "slice"
             return "latency"
-        if usable[0].kind == PARTITIONABLE:
+        if is_sliced(usable[0].kind):
             slices += taken
         else:
             chosen += [d for d, _ in taken]

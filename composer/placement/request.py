@@ -41,8 +41,9 @@ class Note:
 class DeviceItem:
     """`count` whole devices of one kind (and model, when set), each with at least the
     attribute `minima` (e.g. {"memory_gib": 80}). With `share`, a share of ONE device
-    (`count` 1) in thousandths (1 to 999: `shareable.SHARES_PER_DEVICE`), held beside other
-    compositions on the host the device is bound to (composer.placement.shares)."""
+    (`count` 1) in thousandths (1 to 999 of a GPU's 1000: `fabric.kinds`, `Kind.shares`),
+    held beside other compositions on the host the device is bound to
+    (composer.placement.shares)."""
 
     kind: str
     count: int

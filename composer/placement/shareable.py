@@ -2,9 +2,9 @@
 
 A GPU can be held by several compositions on the one host it is bound to (MIG instances or
 time-slicing), each holding a share: thousandths of a GPU, as Kubernetes and the Alibaba GPU
-trace count GPU milli. `SHARES_PER_DEVICE` for `SHARED_KIND` is the one place that says so
-(a device kinds registry would say it per kind). The snapshot counts shares through the
-functions here; `composer.placement.shares` places them.
+trace count GPU milli. The device kinds registry (`fabric.kinds`) says which kinds split and
+into how many (`Kind.partition == "shares"`, `Kind.shares`); the snapshot counts shares
+through the functions here; `composer.placement.shares` places them.
 """
 
 from __future__ import annotations
@@ -12,25 +12,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from fabric.kinds import find
+
 if TYPE_CHECKING:
     from composer.placement.snapshot import DeviceInfo
 
 __all__ = [
-    "SHARED_KIND",
-    "SHARES_PER_DEVICE",
     "free_shares",
     "given_back",
     "shared_out",
     "shares_per_device",
 ]
 
-SHARED_KIND = "gpu"
-SHARES_PER_DEVICE = 1000
-
 
 def shares_per_device(kind: str) -> int:
     """How many shares a device of `kind` splits into (0: it is only taken whole)."""
-    return SHARES_PER_DEVICE if kind == SHARED_KIND else 0
+    declared = find(kind)
+    return declared.shares if declared is not None and declared.partition == "shares" else 0
 
 
 def free_shares(device: DeviceInfo) -> int:

@@ -9,8 +9,9 @@ and "reach groups" (hosts that reach the same set of enclosures), so that a deci
 only candidates.
 
 Nothing here touches the database: `composer.placement.load.build_snapshot()` is the one
-function that reads it and calls `Snapshot.build`. Tests build snapshots by hand. What is
-partitionable is fabric's one definition (`fabric.partitioning`, plain values, no imports).
+function that reads it and calls `Snapshot.build`. Tests build snapshots by hand. How each
+kind is handed out and which kind keeps the cores' balance is fabric's one declaration
+(`fabric.kinds`, plain values, no Django).
 """
 
 from __future__ import annotations
@@ -20,12 +21,10 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from composer.placement.shareable import given_back, shared_out
-from fabric.partitioning import PARTITIONABLE_KIND
+from fabric.kinds import balanced, is_sliced, partitioned
 
 __all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
 
-PARTITIONABLE = PARTITIONABLE_KIND  # sliced in GiB; a request's `memory_gib` draws on it
-STORAGE = "nvme"  # fabric.choices.DeviceKind.NVME: counted by capacity
 DEFAULT_OVERSUBSCRIPTION = 16.0
 K = TypeVar("K")
 
@@ -173,10 +172,11 @@ class Snapshot:
         with no free GiB, and partly shared ones with no free share, are left out."""
         host_map = {h.id: h for h in sorted(hosts, key=lambda h: (h.name, h.id))}
         enclosure_map = {e.id: e for e in enclosures}
+        in_slices = partitioned("slices")
         device_map = {
             d.id: d
             for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id))
-            if (d.kind != PARTITIONABLE or d.free_gib > 0)
+            if (d.kind not in in_slices or d.free_gib > 0)
             and (d.shared_host is None or d.shares_free > 0)
         }
         by_kind: dict[str, dict[str, list[str]]] = {}
@@ -213,13 +213,16 @@ class Snapshot:
         for index, members in enumerate(groups):
             for enclosure_id in members:
                 enclosure_groups.setdefault(enclosure_id, []).append(index)
-        gpus = sum(len(v) for v in by_kind.get("gpu", {}).values())
+        # The kinds whose balance with cores scoring keeps (GPUs): `gpus` counts them all.
+        kept = [by_kind.get(k, {}) for k in sorted(balanced())]
+        gpus = sum(len(v) for index in kept for v in index.values())
         free_in_enclosure: dict[str, int] = {}
         for device in device_map.values():
             if device.shared_host is None:
                 free_in_enclosure[device.enclosure] = free_in_enclosure.get(device.enclosure, 0) + 1
-        gpu_index = by_kind.get("gpu", {})
-        group_gpus = tuple(sum(len(gpu_index.get(e, ())) for e in members) for members in groups)
+        group_gpus = tuple(
+            sum(len(index.get(e, ())) for index in kept for e in members) for members in groups
+        )
         group_cores = tuple(sum(host_map[h].cores_free for h in hs) for hs in group_hosts)
         group_by_cores = tuple(
             tuple(sorted(hs, key=lambda h: (host_map[h].cores_free, host_map[h].name, h)))
@@ -291,7 +294,7 @@ class Snapshot:
                 continue
             if device.id in memory_gib:
                 device = replace(device, free_gib=max(0, device.free_gib - memory_gib[device.id]))
-                if device.kind == PARTITIONABLE and not device.free_gib:
+                if is_sliced(device.kind) and not device.free_gib:
                     departed[device.id] = device
                     continue
             if device.id in shares:

@@ -44,21 +44,15 @@ from composer.redfish.paths import (
     RESOURCE_ZONES,
 )
 from composer.redfish.routes import Route
-from fabric.capacity import is_partitionable
 from fabric.choices import ComponentState, DeviceState, Health
+from fabric.kinds import all_kinds, is_sliced
 from fabric.models import Device, Host
 from fabric.redfish_render.build import collection, health_status, ref, refs, resource
 from fabric.redfish_render.errors import RedfishError, refuse
 from fabric.topology.elements import Node
 
-BLOCK_TYPES = {
-    "gpu": "Processor",
-    "fpga": "Processor",
-    "cxl_memory": "Memory",
-    "nvme": "Storage",
-    "nic": "Network",
-    "dpu": "Network",
-}
+# Device kind -> its ResourceBlockType (`fabric.kinds`).
+BLOCK_TYPES = {k.name: k.redfish.block_type for k in all_kinds()}
 COMPOSING = frozenset(
     {CompositionState.REQUESTED, CompositionState.PLACING, CompositionState.BINDING}
 )
@@ -80,14 +74,9 @@ def node_path(node: Node) -> str:
 system_path = paths.system
 
 
-# Device kind -> (the block's property, the part's id, its Redfish type).
+# Device kind -> (the block's property, the part's id, its Redfish type): `fabric.kinds`.
 DEVICE_PARTS = {
-    "gpu": ("Processors", "GPU", "Processor"),
-    "fpga": ("Processors", "FPGA", "Processor"),
-    "cxl_memory": ("Memory", "CXL", "Memory"),
-    "nvme": ("Drives", "NVMe", "Drive"),
-    "nic": ("NetworkInterfaces", "NIC", "NetworkInterface"),
-    "dpu": ("NetworkInterfaces", "DPU", "NetworkInterface"),
+    k.name: (k.redfish.collection, k.redfish.part, k.redfish.part_type) for k in all_kinds()
 }
 HOST_PARTS = {"Processors": ("CPU", "Processor"), "Memory": ("DRAM", "Memory")}
 
@@ -112,7 +101,7 @@ def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
         return "Unavailable"
     if claims and all(h.state in COMPOSING for h in claims):
         return "Composing"
-    shared = node.kind == "host" or is_partitionable(node.attrs.get("device_kind", ""))
+    shared = node.kind == "host" or is_sliced(node.attrs.get("device_kind", ""))
     if shared:
         room = node.kind == "host" or node.attrs.get("free_gib", 0) > 0
         if claims:
@@ -134,7 +123,7 @@ def _description(node: Node) -> str:
         return f"Host {node.name}: {cores} cores, {memory} GiB; compositions are built on it."
     kind = attrs["device_kind"]
     words = f"{attrs.get('model') or kind} {node.name}"
-    if is_partitionable(kind):
+    if is_sliced(kind):
         return f"{words}: {attrs.get('free_gib', 0)} of {attrs.get('memory_gib', 0)} GiB free."
     if attrs.get("capacity_gb"):
         return f"{words}, {attrs['capacity_gb']} GB."
@@ -148,7 +137,7 @@ def block_body(inv: Inventory, node: Node) -> dict[str, Any]:
     every = inv.claims(node.id)
     claims = [h for h in every if not h.is_reservation]
     operator = inv.caller.operator
-    shared = node.kind == "host" or is_partitionable(node.attrs.get("device_kind", ""))
+    shared = node.kind == "host" or is_sliced(node.attrs.get("device_kind", ""))
     composition: dict[str, Any] = {
         "CompositionState": block_state(node, every, operator=operator),
         "Reserved": any(h.is_reservation for h in every),

@@ -32,6 +32,7 @@ from typing import Any
 
 from composer.redfish.caller import Caller
 from composer.redfish.composed import block_target
+from fabric.kinds import all_kinds
 from fabric.models import Host
 from fabric.redfish_render.errors import RedfishError, refuse
 from fabric.validators import text_problem
@@ -41,7 +42,10 @@ __all__ = ["SystemRequest", "system_request"]
 COUNT = "@Redfish.RequestedCount"
 # The same annotation as some clients spell it.
 COUNT_ALIASES = (COUNT, "@Redfish.RequestCount")
-PROCESSOR_KINDS = {"GPU": "gpu", "FPGA": "fpga"}
+# The ProcessorType a request names -> the device kind: each kind's first (`fabric.kinds`).
+PROCESSOR_KINDS = {
+    k.redfish.processor_types[0]: k.name for k in all_kinds() if k.redfish.processor_types
+}
 IGNORED = frozenset({"Description", "PowerState", "Id"})
 OEM_KEYS: dict[str, str] = {
     "Policy": "policy",

@@ -28,8 +28,9 @@ from typing import Any, TypeVar, cast
 from composer.choices import ACTIVE_COMPOSITION_STATES, CompositionState
 from composer.models import Allocation, Composition, Quota
 from composer.redfish.caller import Call, Caller
-from fabric.capacity import is_allocatable, is_partitionable
+from fabric.capacity import is_allocatable
 from fabric.choices import ComponentState, DeviceState, Health
+from fabric.kinds import is_sliced
 from fabric.topology.elements import FabricGraph, Node
 from fabric.topology.load import load_graph
 from fabric.topology.reach import reach_index
@@ -106,7 +107,7 @@ def device_offered(
     return (
         pool is not None
         and is_allocatable(
-            partitionable=is_partitionable(kind), state=state, health=health, free_gib=free_gib
+            partitionable=is_sliced(kind), state=state, health=health, free_gib=free_gib
         )
         and drawable(caller, closed, kind, model)
     )

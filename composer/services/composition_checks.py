@@ -20,6 +20,7 @@ from composer.errors import NameTaken, QuotaExceeded, SpecError
 from composer.models import Composition, Quota, Tenant
 from composer.selectors.quotas import quota_usage
 from fabric.choices import ComponentState, DeviceKind, DeviceState
+from fabric.kinds import find, measured
 from fabric.models import Device, Host
 
 KIND_LABELS = dict(DeviceKind.choices)
@@ -135,19 +136,21 @@ def composition_check_fabric(*, spec: Mapping[str, Any]) -> Host | None:
                 field=f"items[{index}].count",
                 field_message="More than the fabric holds; ask for fewer.",
             )
-    memory = sum(row["gib"] or 0 for (k, _), row in totals.items() if k == DeviceKind.CXL_MEMORY)
+    in_gib, in_gb = measured("gib"), measured("gb")  # what memory_gib and storage_tb draw on
+    memory = sum(row["gib"] or 0 for (k, _), row in totals.items() if k == in_gib.name)
     if spec["memory_gib"] > memory:
         raise SpecError(
-            f"More CXL memory than the fabric holds: {spec['memory_gib']:,} GiB asked; "
+            f"More {in_gib.amount_of} than the fabric holds: {spec['memory_gib']:,} GiB asked; "
             "ask for less.",
             field="memory_gib",
             field_message="More than the fabric holds; ask for less.",
         )
-    storage_tb = sum(row["gb"] or 0 for (k, _), row in totals.items() if k == DeviceKind.NVME)
+    storage_tb = sum(row["gb"] or 0 for (k, _), row in totals.items() if k == in_gb.name)
     storage_tb /= 1000
     if spec["storage_tb"] > storage_tb:
         raise SpecError(
-            f"More NVMe than the fabric holds: {spec['storage_tb']:,} TB asked; ask for less.",
+            f"More {in_gb.amount_of} than the fabric holds: {spec['storage_tb']:,} TB asked; "
+            "ask for less.",
             field="storage_tb",
             field_message="More than the fabric holds; ask for less.",
         )
@@ -185,6 +188,8 @@ def composition_check_quotas(
     usage = quota_usage(quotas)
     for quota in quotas:
         used = usage[quota.pk]
+        declared = find(quota.kind)
+        limits = declared.quota if declared else ("count",)
         checks: list[tuple[float | None, float, float, str, str]] = []
         if quota.max_count is not None:
             asked: float = 0
@@ -198,15 +203,15 @@ def composition_check_quotas(
                     asked += 1
                     field = field or f"devices[{index}].device"
             checks.append((quota.max_count, used["count"], asked, "", field))
-        if quota.max_memory_gib is not None and quota.kind == DeviceKind.CXL_MEMORY:
+        if quota.max_memory_gib is not None and "gib" in limits:
             gib = spec["memory_gib"] + sum(
-                g or d.free_gib or 0 for d, g in pins if d.kind == DeviceKind.CXL_MEMORY
+                g or d.free_gib or 0 for d, g in pins if d.kind == quota.kind
             )
             field = "memory_gib" if spec["memory_gib"] or not pins else "devices"
             checks.append((quota.max_memory_gib, used["memory_gib"], gib, " GiB", field))
-        if quota.max_storage_tb is not None and quota.kind == DeviceKind.NVME:
+        if quota.max_storage_tb is not None and "tb" in limits:
             tb = spec["storage_tb"] + sum(
-                (d.capacity_gb or 0) / 1000 for d, _ in pins if d.kind == DeviceKind.NVME
+                (d.capacity_gb or 0) / 1000 for d, _ in pins if d.kind == quota.kind
             )
             field = "storage_tb" if spec["storage_tb"] or not pins else "devices"
             checks.append((quota.max_storage_tb, used["storage_tb"], tb, " TB", field))

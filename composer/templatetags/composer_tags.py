@@ -13,7 +13,8 @@ from django.utils.safestring import SafeString
 
 from composer.choices import CompositionState, JobStatus
 from composer.services.holds import hold_words
-from fabric.choices import ComponentState, DeviceKind, DeviceState, Health, LinkState
+from fabric.choices import ComponentState, DeviceState, Health, LinkState
+from fabric.kinds import find
 from fabric.secrets import MASK, is_secret_key, mask_endpoint, mask_secrets
 
 register = template.Library()
@@ -135,10 +136,12 @@ def gbps(value: Any) -> str:
 
 @register.filter
 def device_size(device: Any) -> str:
-    """What a device offers, in its own unit: GPU and CXL memory in GiB, NVMe in GB/TB."""
-    if device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY):
+    """What a device offers, in its own unit (its kind's `size`): GPU and CXL memory in GiB,
+    NVMe in GB/TB."""
+    size = declared.size if (declared := find(device.kind)) else ""
+    if size == "memory_gib":
         return gib(device.memory_gib) if device.memory_gib else "—"
-    if device.kind == DeviceKind.NVME:
+    if size == "capacity_gb":
         return gb(device.capacity_gb) if device.capacity_gb else "—"
     if device.memory_gib:
         return gib(device.memory_gib)

@@ -37,6 +37,7 @@ from composer.services.compositions import (
     placement_as_dict,
 )
 from composer.services.heal import heal_request
+from fabric.kinds import requestable
 from fabric.models import Device
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
@@ -155,7 +156,7 @@ def _form_context(
         "action": action,
         "device_models": (
             Device.objects.exclude(model="")
-            .exclude(kind="cxl_memory")
+            .filter(kind__in=requestable())  # the kinds asked for as items, not in GiB
             .order_by("model")
             .values_list("model", flat=True)
             .distinct()

@@ -9,8 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from composer.selectors.compositions import pool_holders
-from fabric.capacity import is_partitionable
 from fabric.choices import DeviceState
+from fabric.kinds import is_sliced
 from fabric.models import Pool
 from fabric.selectors import pool_capacities, pool_capacity, pool_device_breakdown
 
@@ -60,7 +60,7 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
     context = {
         "pool": pool,
         "cap": pool_capacity(pool=pool),
-        "is_memory_pool": is_partitionable(pool.kind),
+        "is_memory_pool": is_sliced(pool.kind),
         "states": STATES,
         "model_rows": model_rows,
         "state_totals": state_totals,

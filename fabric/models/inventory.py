@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.db import models
 
-from fabric.capacity import Split, capacity_split, is_allocatable, is_partitionable
+from fabric.capacity import Split, capacity_split, is_allocatable
 from fabric.choices import (
     ComponentState,
     DeviceKind,
     DeviceState,
     EnclosureKind,
 )
+from fabric.kinds import is_sliced
 from fabric.models.base import DiscoveredModel, TimeStampedModel
 
 
@@ -193,8 +194,9 @@ class Device(DiscoveredModel):
 
     @property
     def is_partitionable(self) -> bool:
-        """Handed out in GiB slices (CXL memory) rather than whole (`fabric.capacity`)."""
-        return is_partitionable(self.kind)
+        """Handed out in GiB slices (CXL memory) rather than whole: its kind's declaration
+        (`fabric.kinds`)."""
+        return is_sliced(self.kind)
 
     @property
     def capacity(self) -> Split:

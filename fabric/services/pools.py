@@ -17,7 +17,8 @@ from typing import Any
 from django.db import transaction
 from django.utils.text import slugify
 
-from fabric.choices import ChangeAction, DeviceKind, DeviceState
+from fabric import kinds
+from fabric.choices import ChangeAction, DeviceState
 from fabric.models import ChangeRecord, Device, FabricManager, Pool, Rack
 from fabric.services.history import change_record
 
@@ -121,21 +122,9 @@ def pools_assign(
     return moved
 
 
-_PLURAL: dict[str, str] = {
-    DeviceKind.GPU: "GPUs",
-    DeviceKind.NIC: "NICs",
-    DeviceKind.DPU: "DPUs",
-    DeviceKind.FPGA: "FPGAs",
-    DeviceKind.CXL_MEMORY: "CXL memory",
-    DeviceKind.NVME: "NVMe drives",
-}
-# Kinds whose pools are told apart by model even when only one model exists ("H100 GPUs").
-_NAMED_BY_MODEL = frozenset({DeviceKind.GPU, DeviceKind.NIC, DeviceKind.DPU, DeviceKind.FPGA})
-
-
 def pool_default_name(*, kind: str, model: str, rack_name: str | None, by_model: bool) -> str:
     """A human name such as "H100 GPUs, rack A" or "CXL memory, rack B"."""
-    plural = _PLURAL.get(kind, kind)
+    plural = kinds.plural(kind)
     short = model.split()[0] if model else ""
     label = f"{short} {plural}" if (by_model and short) else plural
     if rack_name:
@@ -166,7 +155,8 @@ def pools_ensure_defaults(*, manager: FabricManager, actor: Any = None) -> list[
     created: list[Pool] = []
     with transaction.atomic():
         for kind, model, rack_id in combos:
-            by_model = kind in _NAMED_BY_MODEL or len(models_per_kind[kind]) > 1
+            declared = kinds.find(kind)
+            by_model = bool(declared and declared.by_model) or len(models_per_kind[kind]) > 1
             name = pool_default_name(
                 kind=kind, model=model, rack_name=racks.get(rack_id), by_model=by_model
             )
@@ -179,7 +169,7 @@ def pools_ensure_defaults(*, manager: FabricManager, actor: Any = None) -> list[
                 kind=kind,
                 model=model if by_model else "",
                 rack_id=rack_id,
-                description=f"{DeviceKind(kind).label} devices"
+                description=f"{kinds.label(kind)} devices"
                 + (f" of model {model}" if by_model else "")
                 + (f" in {racks[rack_id]}" if rack_id in racks else "")
                 + ".",

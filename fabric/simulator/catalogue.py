@@ -25,6 +25,9 @@ class HardwareModel:
     firmware: str
     serial_prefix: str
     attributes: dict[str, Any] = field(default_factory=dict)
+    # How the vendor's serials go on after the prefix: so many characters, digits only or not.
+    serial_digits: int = 8
+    serial_numeric: bool = False
 
 
 # Hosts: (vendor, model, cpu, cores, memory choices in GiB).
@@ -41,6 +44,8 @@ GPU_MODELS: tuple[tuple[HardwareModel, int], ...] = (
             "96.00.99.00.01",
             "1654923",
             {"architecture": "Hopper", "tdp_w": 350, "interface": "PCIe Gen5 x16"},
+            serial_digits=6,
+            serial_numeric=True,
         ),
         80,
     ),
@@ -51,6 +56,8 @@ GPU_MODELS: tuple[tuple[HardwareModel, int], ...] = (
             "95.02.66.00.02",
             "1325123",
             {"architecture": "Ada Lovelace", "tdp_w": 350, "interface": "PCIe Gen4 x16"},
+            serial_digits=6,
+            serial_numeric=True,
         ),
         48,
     ),

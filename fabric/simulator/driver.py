@@ -39,7 +39,7 @@ from fabric.drivers.base import (
     RackInfo,
     SwitchInfo,
 )
-from fabric.partitioning import PARTITIONABLE_KINDS
+from fabric.kinds import is_sliced
 from fabric.simulator import store
 from fabric.simulator.metrics import element_metrics
 from fabric.simulator.models import SimulatedBinding, SimulatedElement, SimulatedFabric
@@ -328,7 +328,7 @@ class SimulatedDriver:
         existing = list(
             SimulatedBinding.objects.filter(fabric=fabric, device_id=device.external_id)
         )
-        partitionable = device.data.get("kind") in PARTITIONABLE_KINDS
+        partitionable = is_sliced(str(device.data.get("kind")))
         if size_gib is not None and not partitionable:
             raise DriverError(
                 f"Device {device.external_id!r} ({device.data.get('kind')}) is not partitionable; "

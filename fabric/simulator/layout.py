@@ -328,10 +328,7 @@ def world_elements(spec: WorldSpec) -> list[WorldElement]:
             vendor=meta.vendor,
             model=meta.model,
             serial=_serial(
-                world.rng(name),
-                meta.serial_prefix,
-                6 if kind == "gpu" else 8,
-                numeric=kind == "gpu",
+                world.rng(name), meta.serial_prefix, meta.serial_digits, numeric=meta.serial_numeric
             ),
             firmware=meta.firmware,
             enclosure_id=enclosure_id,

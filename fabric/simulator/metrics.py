@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from fabric.kinds import all_kinds, partitioned
 from fabric.simulator.models import SimulatedElement
 from fabric.simulator.propagation import CRITICAL, OK, Effective, ElementLike
 
@@ -24,9 +25,10 @@ def _jitter(external_id: str, spread: float) -> float:
     return (zlib.crc32(external_id.encode()) % 1000) / 1000.0 * spread
 
 
-# Device kinds with ECC-protected memory (GPU HBM, CXL DRAM), and those that can poison.
-_ECC_KINDS = frozenset({"gpu", "cxl_memory"})
-_POISON_KINDS = frozenset({"cxl_memory"})
+# Device kinds with ECC-protected memory (those sized in GiB of memory: GPU HBM, CXL DRAM),
+# and those that can poison (memory handed out in slices: CXL DRAM).
+_ECC_KINDS = frozenset(k.name for k in all_kinds() if k.size == "memory_gib")
+_POISON_KINDS = partitioned("slices")
 
 
 def element_metrics(

@@ -16,8 +16,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from fabric.capacity import capacity_split, is_partitionable
+from fabric.capacity import capacity_split
 from fabric.choices import ComponentState, DeviceState
+from fabric.kinds import is_sliced
 from fabric.models import Device, Enclosure, FabricManager, Host, Link, PowerFeed, Rack, Switch
 from fabric.topology.graph import ESTIMATED_HOP_LATENCY_NS, Edge, FabricGraph, Node, paused_gc
 
@@ -140,7 +141,7 @@ def _load(
             "pool_name": pool_name or "",
             "bound_host": _ref("host", bound_host),
         }
-        if is_partitionable(kind):
+        if is_sliced(kind):
             # The GiB its slices hold and those still free (fabric.capacity).
             split = capacity_split(
                 partitionable=True,

@@ -16,9 +16,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 
-from fabric.choices import ComponentState, DeviceKind, DeviceState, Health
+from fabric.choices import ComponentState, DeviceState, Health
 from fabric.filters import DeviceFilterSet
 from fabric.holders import device_holders
+from fabric.kinds import find
 from fabric.models import Device, Enclosure, Port
 from fabric.permissions import is_operator
 from fabric.selectors import change_history, port_links
@@ -242,8 +243,8 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "device": device,
         # Operators see every holder; a member only their own tenants'.
         "holders": device_holders(device=device, user=request.user),
-        "is_memory": device.kind in (DeviceKind.GPU, DeviceKind.CXL_MEMORY),
-        "is_storage": device.kind == DeviceKind.NVME,
+        # How big it is, as its kind declares (`fabric.kinds`): GiB of memory or GB.
+        "device_kind": find(device.kind),
         # Free and healthy, and not in an enclosure an operator took out of service.
         "is_usable": device.is_usable
         and not (

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from fabric import partitioning
+from fabric import kinds
 from fabric.capacity import Split, capacity_split, held_state
 from fabric.choices import DeviceKind, DeviceState, Health
 from fabric.models import Device
+from tests.support.kinds import HBM, TPU, declared
 
 
 @pytest.mark.parametrize(
@@ -60,13 +61,22 @@ def test_a_device_s_state_follows_what_holds_it(
 
 
 def test_the_partitionable_kind_is_a_device_kind() -> None:
-    assert {DeviceKind.CXL_MEMORY} == partitioning.PARTITIONABLE_KINDS
+    assert {DeviceKind.CXL_MEMORY} == kinds.partitioned("slices")
 
 
-def test_what_is_partitionable_is_read_from_the_one_definition(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(partitioning, "PARTITIONABLE_KINDS", frozenset({"cxl_memory", "nvme"}))
+def test_what_is_partitionable_is_read_from_the_one_definition() -> None:
+    with declared(HBM):
+        assert Device(kind="hbm_pool").is_partitionable
+        assert not Device(kind="gpu").is_partitionable
+    assert not Device(kind="hbm_pool").is_partitionable
 
-    assert Device(kind="nvme").is_partitionable
-    assert not Device(kind="gpu").is_partitionable
+
+def test_a_declared_kind_counts_in_its_pool_by_its_declaration() -> None:
+    """A sliced kind counts its GiB, a whole one counts one, whatever its name."""
+    with declared(HBM, TPU):
+        memory = Device(kind="hbm_pool", state=DeviceState.BOUND, memory_gib=512, allocated_gib=128)
+        tpu = Device(kind="tpu", state=DeviceState.BOUND, memory_gib=32)
+        assert memory.capacity == Split(allocated=128, free=384)
+        assert memory.free_gib == 384
+        assert tpu.capacity == Split(allocated=1)
+        assert tpu.free_gib is None

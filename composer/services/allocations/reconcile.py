@@ -18,8 +18,9 @@ from django.utils import timezone
 
 from composer.models import Allocation, UnbindPending
 from composer.selectors.allocations import allocation_held_states
-from fabric.capacity import PARTITIONABLE_KINDS, SLICEABLE_STATES, held_state
+from fabric.capacity import SLICEABLE_STATES, held_state
 from fabric.choices import ChangeAction, DeviceState
+from fabric.kinds import partitioned
 from fabric.models import Device
 from fabric.services.history import change_record
 
@@ -75,7 +76,7 @@ def devices_allocated_reconcile() -> list[int]:
     warning in the log.
     """
     expected = slices_held_gib()
-    memory = Device.objects.filter(Q(kind__in=PARTITIONABLE_KINDS) | Q(pk__in=list(expected)))
+    memory = Device.objects.filter(Q(kind__in=partitioned("slices")) | Q(pk__in=list(expected)))
     drifted = [
         (pk, recorded)
         for pk, recorded in memory.values_list("pk", "allocated_gib")

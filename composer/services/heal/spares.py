@@ -31,8 +31,8 @@ from composer.services.heal.common import (
     HealRejected,
     healing_records,
 )
-from fabric.capacity import PARTITIONABLE_KIND, is_partitionable
-from fabric.choices import DeviceKind
+from fabric import kinds
+from fabric.kinds import is_sliced
 from fabric.models import Device, Host
 
 logger = logging.getLogger(__name__)
@@ -110,9 +110,8 @@ def spare_claim(
 def _what(lost: Allocation, item: DeviceItem | None) -> str:
     """How the spare sought is named: "GPU of model L40S 48GB", "256 GiB of CXL memory"."""
     if item is None:
-        return f"{lost.gib} GiB of CXL memory"
-    kind = DeviceKind(item.kind).label if item.kind in DeviceKind.values else item.kind
-    text = kind + (f" of model {item.model}" if item.model else "")
+        return f"{lost.gib} GiB of {kinds.kind(lost.device.kind).amount_of}"
+    text = kinds.label(item.kind) + (f" of model {item.model}" if item.model else "")
     if item.minima:
         text += " with " + ", ".join(f"{k} >= {v:g}" for k, v in sorted(item.minima.items()))
     return text
@@ -134,7 +133,7 @@ def _item_for(spec: dict[str, Any], device: Device) -> tuple[DeviceItem, int | N
         fallback = fallback or candidate
     if fallback is not None:
         return fallback
-    if device.kind == DeviceKind.NVME:
+    if kinds.kind(device.kind).measure == "gb":  # a drive: like for like in capacity
         return DeviceItem(device.kind, 1, None, {"capacity_gb": device.capacity_gb or 0}), None
     return DeviceItem(device.kind, 1, device.model or None, {}), None
 
@@ -202,7 +201,7 @@ def _replacement_request(
             f"Host {host.name} is not usable now (not active); no device can be replaced."
         )
     item, index = (None, None) if lost.gib else _item_for(spec, device)
-    kind = item.kind if item is not None else PARTITIONABLE_KIND
+    kind = item.kind if item is not None else device.kind  # none: a slice of memory
     replacing = {lost.pk} | {r["failed"] for r in records}
     kept = [
         a
@@ -214,7 +213,7 @@ def _replacement_request(
     drop: set[str] = set()
     if item is not None and index is not None and "rules" not in relax:
         items = spec.get("items") or []
-        kinds = {i["kind"] for i in items}
+        asked = {i["kind"] for i in items}
         same_item = [
             f"enclosure:{a.device.enclosure_id}"
             for a in kept
@@ -223,7 +222,7 @@ def _replacement_request(
         together = [
             f"enclosure:{a.device.enclosure_id}"
             for a in kept
-            if not a.gib and a.device.kind in kinds and _item_for(spec, a.device)[1] is not None
+            if not a.gib and a.device.kind in asked and _item_for(spec, a.device)[1] is not None
         ]
         drop |= spare_exclusions(
             snapshot,
@@ -240,7 +239,7 @@ def _replacement_request(
             .exclude(pool_id=device.pool_id)
             .values_list("pk", flat=True)
         }
-    if is_partitionable(kind):
+    if is_sliced(kind):
         # The manager keeps one slice of a memory device per host.
         drop |= {
             f"device:{pk}"

@@ -40,6 +40,7 @@ from fabric.drivers.redfish.metrics import max_reads_of
 from fabric.drivers.redfish.reader import Reader, expand_query, link, ref, use_expand_of
 from fabric.drivers.redfish.sessions import session_for
 from fabric.drivers.redfish.state import State, state_of
+from fabric.kinds import is_sliced
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -291,7 +292,7 @@ class RedfishDriver:
         if size_gib is not None:
             if size_gib <= 0:
                 raise DriverError(f"size_gib must be positive; got {size_gib}.", permanent=True)
-            if device.kind != "cxl_memory":
+            if not is_sliced(device.kind):
                 raise DriverError(
                     f"Device {device_id!r} ({device.kind}) is not partitionable; bind it whole "
                     "(size_gib=None).",

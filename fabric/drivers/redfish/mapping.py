@@ -23,16 +23,10 @@ from fabric.drivers.base import (
 )
 from fabric.drivers.redfish.reader import link, ref, refs
 from fabric.drivers.redfish.walk import Snapshot
+from fabric.kinds import all_kinds, by_pcie_class, by_processor_type, measured
 
 GIB_MIB = 1024
 COMPUTE_TYPES = frozenset({"Compute", "ComputerSystem"})
-_PROCESSOR_KINDS = {"GPU": "gpu", "Accelerator": "gpu", "FPGA": "fpga"}
-_PCIE_CLASS_KINDS = {
-    "NetworkController": "nic",
-    "DisplayController": "gpu",
-    "ProcessingAccelerators": "gpu",
-    "MassStorageController": "nvme",
-}
 _FAILED_STATES = frozenset({"UnavailableOffline"})
 _HEALTH: dict[str, HealthValue] = {"OK": "ok", "Warning": "warning", "Critical": "critical"}
 
@@ -215,7 +209,7 @@ def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[Devi
         )
 
     for owner, processor in snap.processors:
-        kind = _PROCESSOR_KINDS.get(str(processor.get("ProcessorType")))
+        kind = by_processor_type(str(processor.get("ProcessorType")))
         if kind:
             memory_mib = (processor.get("MemorySummary") or {}).get("TotalMemorySizeMiB") or 0
             add(owner, processor, kind, memory_gib=int(memory_mib) // GIB_MIB)
@@ -237,7 +231,7 @@ def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[Devi
         add(
             owner,
             domain,
-            "cxl_memory",
+            measured("gib").name,  # a memory domain is memory handed out in GiB: CXL memory
             memory_gib=size_mib // GIB_MIB,
             attributes={
                 "partitionable": bool(domain.get("AllowsMemoryChunkCreation")),
@@ -252,7 +246,7 @@ def devices_of(snap: Snapshot, index: Index, chassis_ids: set[str]) -> list[Devi
         if pcie.get("CXLDevice"):
             continue  # a CXL device is reported as its memory or its processor
         classes = [str(f.get("DeviceClass")) for f in pcie.get("_functions") or []]
-        kind = next((_PCIE_CLASS_KINDS[c] for c in classes if c in _PCIE_CLASS_KINDS), None)
+        kind = next((k for c in classes if (k := by_pcie_class(c))), None)
         # The same device may be listed as a processor, drive or adapter of its chassis.
         if kind and kind not in kinds_by_enclosure.get(enclosure(owner, pcie), set()):
             add(owner, {k: v for k, v in pcie.items() if k != "_functions"}, kind)
@@ -343,15 +337,8 @@ def enclosures_of(
         if not held and _only_houses(chassis):
             continue  # a server's or a switch's own chassis: it says where they sit
 
-        kind = (
-            "gpu_chassis"
-            if "gpu" in held
-            else "cxl_memory_box"
-            if "cxl_memory" in held
-            else "jbof"
-            if "nvme" in held
-            else "io_chassis"
-        )
+        # The first declared kind the chassis holds names it (GPUs before memory, drives...).
+        kind = next((k.enclosure for k in all_kinds() if k.name in held), "io_chassis")
         enclosures.append(
             EnclosureInfo(
                 external_id=rid(chassis),

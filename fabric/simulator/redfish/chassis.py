@@ -7,6 +7,7 @@ plugged into an outlet of its feed's PDU (`Links.PowerOutlets`), not the depreca
 
 from __future__ import annotations
 
+from fabric.kinds import by_pcie_class, is_sliced
 from fabric.redfish_render.build import Resource, collection, ref, refs, resource, slot
 from fabric.simulator.redfish import paths, sensors
 from fabric.simulator.redfish.common import made, status
@@ -38,7 +39,9 @@ def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resour
     memory: dict[str, list[Element]] = {}
     nics: dict[str, list[Element]] = {}
     for device in world.of("device"):
-        held = {"cxl_memory": memory, "nic": nics}.get(str(device.get("kind")))
+        kind = str(device.get("kind"))
+        # Memory handed out in slices is a memory domain; a NIC a network adapter's card.
+        held = memory if is_sliced(kind) else nics if _is_card(kind) else None
         if held is not None:
             held.setdefault(str(device.get("enclosure_id")), []).append(device)
     for enclosure in enclosures:
@@ -122,7 +125,7 @@ def _enclosure(
     if devices:
         body["MemoryDomains"] = ref(f"{path}/MemoryDomains")
         domains = [
-            paths.device(d.external_id, "cxl_memory", enclosure.external_id) for d in devices
+            paths.device(d.external_id, str(d.get("kind")), enclosure.external_id) for d in devices
         ]
         tree[f"{path}/MemoryDomains"] = collection(
             f"{path}/MemoryDomains", "MemoryDomain", "Memory domains", domains
@@ -252,7 +255,7 @@ def chunk_slices(world: World) -> list[tuple[str, str, int, bool]]:
     found = []
     for binding in world.bindings:
         device = world.by_id.get(binding.device_id)
-        if device is None or device.get("kind") != "cxl_memory":
+        if device is None or not is_sliced(str(device.get("kind"))):
             continue
         size = binding.size_gib or int(device.get("memory_gib", 0))
         found.append((binding.device_id, binding.binding_id, size, True))
@@ -298,3 +301,8 @@ def _power(world: World, tree: dict[str, Resource]) -> None:
             Outlets=ref(f"{path}/Outlets"),
             Links=links,
         )
+
+
+def _is_card(kind: str) -> bool:
+    """Shown as a network adapter's card: the kind a NetworkController is (a NIC)."""
+    return by_pcie_class("NetworkController") == kind

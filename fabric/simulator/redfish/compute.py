@@ -4,6 +4,7 @@ devices bound to them) and the CompositionService: a resource block per whole de
 
 from __future__ import annotations
 
+from fabric.kinds import all_kinds, is_sliced
 from fabric.redfish_render import build
 from fabric.redfish_render.build import Resource, collection, ref, refs, resource
 from fabric.simulator.redfish import common, paths, sensors
@@ -11,7 +12,7 @@ from fabric.simulator.redfish.common import status
 from fabric.simulator.redfish.world import Element, World
 
 GIB_MIB = 1024
-_BLOCK_TYPES = {"gpu": "Processor", "nvme": "Storage", "nic": "Network"}
+_BLOCK_TYPES = {k.name: k.redfish.block_type for k in all_kinds()}
 
 
 def blocked(world: World) -> list[Element]:
@@ -144,7 +145,8 @@ def compose(world: World, tree: dict[str, Resource]) -> None:
 
 
 def _is_block(element: Element) -> bool:
-    return element.kind == "device" and element.get("kind") != "cxl_memory"
+    # A device handed out in slices is a memory domain of its chassis, not a block.
+    return element.kind == "device" and not is_sliced(str(element.get("kind")))
 
 
 def _block(tree: dict[str, Resource], device: Element) -> None:

@@ -4,6 +4,7 @@ Connection per memory slice that a host holds."""
 
 from __future__ import annotations
 
+from fabric.kinds import all_kinds
 from fabric.redfish_render.build import Resource, collection, ref, refs, resource
 from fabric.simulator.redfish import paths, sensors
 from fabric.simulator.redfish.chassis import chunk_slices
@@ -12,12 +13,7 @@ from fabric.simulator.redfish.sensors import port_path
 from fabric.simulator.redfish.world import Element, World
 
 _PORT_TYPES = {"host": "UpstreamPort", "downstream": "DownstreamPort", "fabric": "InterswitchPort"}
-_ENTITY_TYPES = {
-    "gpu": "Processor",
-    "nvme": "Drive",
-    "nic": "NetworkController",
-    "cxl_memory": "CXLDevice",
-}
+_ENTITY_TYPES = {k.name: k.redfish.entity_type for k in all_kinds()}
 
 
 def _name(port: Element) -> str:
@@ -178,7 +174,7 @@ def connections(world: World, tree: dict[str, Resource]) -> None:
         device = world.by_id[device_id]
         path = paths.connection(chunk_id)
         members.append(path)
-        domain = paths.device(device_id, "cxl_memory", str(device.get("enclosure_id")))
+        domain = paths.device(device_id, str(device.get("kind")), str(device.get("enclosure_id")))
         tree[path] = resource(
             path,
             f"{size} GiB of {device.get('name') or device_id} to {hosts[chunk_id]}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import quote, unquote
 
+from fabric.kinds import all_kinds, is_sliced
 from fabric.redfish_render.build import V1 as V1
 
 SYSTEMS = f"{V1}/Systems"
@@ -26,8 +27,9 @@ SESSIONS = f"{V1}/SessionService/Sessions"
 # Each enclosure's ports hang off one fabric adapter; each host's off its one CPU.
 ADAPTER = "1"
 CPU = "CPU"
-# The Redfish members that stand for a device, by the simulated device kind.
-DEVICE_MEMBER = {"gpu": "Processors", "nvme": "Drives", "nic": "NetworkInterfaces"}
+# The Redfish members that stand for a device, by the simulated device kind (its block's
+# property, as `fabric.kinds` declares it).
+DEVICE_MEMBER = {k.name: k.redfish.collection for k in all_kinds() if not k.sliced}
 
 
 def seg(external_id: str) -> str:
@@ -63,7 +65,7 @@ def block(device: str) -> str:
 def device(device_id: str, kind: str, enclosure: str) -> str:
     """The resource that is the device: a processor, drive or network interface of its
     resource block, or the memory domain of its enclosure (CXL memory)."""
-    if kind == "cxl_memory":
+    if is_sliced(kind):
         return f"{chassis(enclosure)}/MemoryDomains/{seg(device_id)}"
     member = DEVICE_MEMBER.get(kind, "Processors")
     return f"{block(device_id)}/{member}/{seg(device_id)}"

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from fabric.kinds import find
 from fabric.redfish_render.build import Resource, ref, resource
 from fabric.simulator.metrics import element_metrics
 from fabric.simulator.models import SimulatedBinding as Binding
@@ -70,11 +71,12 @@ class Sensors:
         self.sources: dict[str, _Source] = {}
         for device in world.of("device"):
             kind = str(device.get("kind"))
-            if kind in ("cxl_memory", "nic"):  # a memory domain, a network interface
-                continue
+            shown = find(kind)
+            if shown is None or shown.sliced or shown.redfish.block_type == "Network":
+                continue  # a memory domain, a network interface: no sensors of their own
             path = paths.device(device.external_id, kind, str(device.get("enclosure_id")))
             self.sources[f"{path}/{ENVIRONMENT}"] = _Source(device, ENVIRONMENT)
-            if kind != "nvme":  # a processor (GPU, accelerator)
+            if shown.redfish.part_type == "Processor":  # a GPU, an accelerator; not a drive
                 self.sources[f"{path}/{PROCESSOR}"] = _Source(device, PROCESSOR)
         for switch in world.of("switch"):
             self.sources[f"{paths.switch(switch.external_id)}/{ENVIRONMENT}"] = _Source(

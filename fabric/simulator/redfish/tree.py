@@ -42,7 +42,8 @@ def bind(unbound: dict[str, Resource], world: World) -> dict[str, Resource]:
     for device_id in {device for device, _chunk, _size, _bound in chassis.chunk_slices(world)}:
         device = world.by_id[device_id]
         enclosure = str(device.get("enclosure_id"))
-        chassis.domain(world, tree, device, paths.device(device_id, "cxl_memory", enclosure))
+        path = paths.device(device_id, str(device.get("kind")), enclosure)
+        chassis.domain(world, tree, device, path)
     fabric.connections(world, tree)
     return tree
 

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from fabric.drivers.base import DriverError, DriverTimeout
+from fabric.kinds import is_sliced
 from fabric.simulator import driver as simulated_driver
 from fabric.simulator import store
 from fabric.simulator.driver import SimulatedDriver
@@ -89,7 +90,7 @@ def patch_system(world: World, host_id: str, body: Mapping[str, Any]) -> None:
     for block in _ids(links["ResourceBlocks"], "Links.ResourceBlocks"):
         device = paths.under(block, paths.BLOCKS)
         element = world.by_id.get(device or "")
-        if element is None or element.kind != "device" or element.get("kind") == "cxl_memory":
+        if element is None or element.kind != "device" or is_sliced(str(element.get("kind"))):
             raise Refused(400, f"Links.ResourceBlocks names {block}, which is no resource block.")
         wanted.append(element.external_id)
     held = {
@@ -111,7 +112,7 @@ def _domain_of(world: World, collection: str) -> str:
     parts = collection.rstrip("/").split("/")
     if len(parts) >= 3 and parts[-1] == "MemoryChunks" and parts[-3] == "MemoryDomains":
         device = world.by_id.get(paths.unseg(parts[-2]))
-        if device is not None and device.get("kind") == "cxl_memory":
+        if device is not None and is_sliced(str(device.get("kind"))):
             return device.external_id
     raise Refused(405, f"POST is not allowed on {collection}.")
 

@@ -15,12 +15,13 @@ from composer.placement.request import (
     PlacementRequest,
     Rejection,
 )
-from composer.placement.shareable import SHARES_PER_DEVICE, free_shares, shares_per_device
+from composer.placement.shareable import free_shares, shares_per_device
 from composer.placement.shares import charged_gbps
 from composer.placement.snapshot import Snapshot
+from fabric.kinds import kind
 from tests.composer.placement.helpers import world
 
-WHOLE = SHARES_PER_DEVICE
+WHOLE = kind("gpu").shares
 
 
 def share(thousandths: int, **kwargs: object) -> DeviceItem:
