@@ -156,9 +156,7 @@ class Snapshot:
         host_map = {h.id: h for h in sorted(hosts, key=lambda h: (h.name, h.id))}
         enclosure_map = {e.id: e for e in enclosures}
         device_map = {
-            d.id: d
-            for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id))
-            if d.kind != PARTITIONABLE or d.free_gib > 0
+            d.id: d for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id)) if usable(d)
         }
         by_kind: dict[str, dict[str, list[str]]] = {}
         by_model: dict[tuple[str, str], dict[str, list[str]]] = {}
@@ -275,9 +273,28 @@ class Snapshot:
             oversubscription=self.oversubscription,
         )
 
+    def replacing(
+        self,
+        *,
+        hosts: Iterable[HostInfo] = (),
+        devices: Iterable[DeviceInfo] = (),
+        removed: Iterable[str] = (),
+    ) -> Snapshot:
+        """The same inventory with `hosts` and `devices` (by id) replaced or added and the
+        devices `removed` left out: equal to `Snapshot.build` on that inventory, but patched
+        rather than rebuilt (composer.placement.incremental), for streams of decisions."""
+        from composer.placement.incremental import replacing
+
+        return replacing(self, hosts, devices, removed)
+
     def switch_name(self, switch_id: str) -> str:
         """A switch's name for explanations (its id when unnamed)."""
         return self.switch_names.get(switch_id, switch_id)
+
+
+def usable(device: DeviceInfo) -> bool:
+    """Whether a device belongs in a snapshot: a partitionable one only with GiB free."""
+    return device.kind != PARTITIONABLE or device.free_gib > 0
 
 
 def _freeze(index: Mapping[K, dict[str, list[str]]]) -> dict[K, dict[str, tuple[str, ...]]]:
