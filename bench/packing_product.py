@@ -51,7 +51,7 @@ from __future__ import annotations
 import time
 from dataclasses import fields, replace
 
-from bench.bench_packing import FULL, Cluster, Pod, switch_domains
+from bench.packing_data import FULL, Cluster, Pod, switch_domains
 from composer.placement.engine import place
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
 from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot

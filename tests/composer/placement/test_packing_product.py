@@ -11,7 +11,8 @@ import random
 import numpy as np
 import pytest
 
-from bench.bench_packing import FULL, Cluster, Pod, cluster_from_rows, simulate
+from bench.bench_packing import simulate
+from bench.packing_data import FULL, Cluster, Pod, cluster_from_rows
 from bench.packing_product import SHARES, ProductSim, fabric, requests
 from composer.placement.snapshot import Snapshot
 from tests.composer.placement.test_incremental import same
