@@ -7,6 +7,7 @@ trace. Fractions need the engine's shared GPUs: those tests are skipped until it
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -228,3 +229,35 @@ def test_fractions_share_one_gpu_bound_to_one_host() -> None:
     assert sim.place(Pod(1000, 1024, 1, 400))
     assert sim.allocated == FULL
     assert not sim.place(Pod(1000, 1024, 1, 100))
+
+
+@needs_shares
+@pytest.mark.parametrize("mode", ["fixed", "domain", "all"])
+def test_the_replays_shared_gpus_are_what_taking_them_gives(mode: str) -> None:
+    cl = cluster((8, 32, 2, "A"), (16, 64, 1, "A"), (32, 64, 0, "A"))
+    pods = [Pod(1000, 1024, 1, 600), Pod(1000, 1024, 1, 300), Pod(500, 512, 1, 500)]
+    pods += [Pod(2000, 1024, 1, FULL), Pod(1000, 1024, 1, 100)]
+    sim = ProductSim(cl, mode)
+    shares: dict[str, tuple[str, int]] = {}
+    taken: list[str] = []
+    cores: dict[str, int] = {}
+    memory: dict[str, int] = {}
+    for pod in pods:
+        request = requests(pod, cl.models)[0]
+        plan = sim.decide([request])
+        if plan is None:
+            continue
+        sim.take(pod, plan)
+        cores[plan.host] = cores.get(plan.host, 0) + pod.cpu
+        memory[plan.host] = memory.get(plan.host, 0) + pod.mem
+        for pick in plan.devices:
+            share = getattr(pick, "share", None)
+            if share is None:
+                taken.append(pick.device)
+            else:
+                held = shares.get(pick.device, (plan.host, 0))[1]
+                shares[pick.device] = (plan.host, held + share)
+    # passed as a mapping: `shares` is not a parameter of `taking` until the engine shares GPUs
+    extra: dict[str, Any] = {"shares": shares}
+    rebuilt = fabric(cl, mode).taking(devices=taken, cores=cores, host_memory_gib=memory, **extra)
+    same(sim.snapshot, rebuilt)
