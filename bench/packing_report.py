@@ -53,6 +53,13 @@ def at130(results: Results, key: tuple[str, str, str]) -> float | None:
     return statistics.fmean(r.samples[130] for _, r in runs) if runs else None
 
 
+def full(results: Results, key: tuple[str, str, str]) -> bool:
+    """Whether `key` has runs of the whole protocol (a product run without shared GPUs that
+    left fractional pods out is not one: it is never the best policy of a mode)."""
+    runs = results.get(key)
+    return bool(runs) and not any(r.skipped for _, r in runs)
+
+
 def policy_label(policy: str, runs: list[Run]) -> str:
     """The policy as the table names it: the product's engine, or a re-implementation; a
     product run that could not ask for fractional pods says so."""
@@ -136,7 +143,7 @@ def section(
                     continue
                 values = [v for _, v in per_seed]
                 best = max(
-                    (p for p in POLICIES[mode] if at130(results, (trace, mode, p)) is not None),
+                    (p for p in POLICIES[mode] if full(results, (trace, mode, p))),
                     key=lambda p: at130(results, (trace, mode, p)) or 0.0,
                     default=None,
                 )
@@ -280,7 +287,11 @@ def verdict(results: Results, ceilings: Ceilings) -> tuple[str, bool]:
                 f"{'met' if hit else f'missed by {95.4 - fixed:.2f} point'}"
             )
     for mode in ("domain", "all"):
-        got = {p: at130(results, ("default", mode, p)) for p in POLICIES[mode]}
+        got = {
+            p: at130(results, ("default", mode, p))
+            for p in POLICIES[mode]
+            if full(results, ("default", mode, p))
+        }
         got = {p: x for p, x in got.items() if x is not None}
         if not got:
             continue

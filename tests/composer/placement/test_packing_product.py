@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from bench.bench_packing import simulate
-from bench.packing_data import FULL, Cluster, Pod, cluster_from_rows
+from bench.packing_data import FULL, Cluster, Pod, Run, cluster_from_rows
 from bench.packing_product import SHARES, ProductSim, fabric, requests
+from bench.packing_report import verdict
 from composer.placement.snapshot import Snapshot
 from tests.composer.placement.test_incremental import same
 from tests.composer.placement.test_packing_sim import best_any_policy
@@ -261,3 +262,13 @@ def test_the_replays_shared_gpus_are_what_taking_them_gives(mode: str) -> None:
     extra: dict[str, Any] = {"shares": shares}
     rebuilt = fabric(cl, mode).taking(devices=taken, cores=cores, host_memory_gib=memory, **extra)
     same(sim.snapshot, rebuilt)
+
+
+def test_a_run_without_fractions_is_never_reported_as_the_protocols_figure() -> None:
+    partial = Run(samples={100: 60.0, 130: 97.0}, skipped=5)
+    text, ok = verdict({("default", "all", "composer"): [(42, partial)]}, {})
+    assert not ok
+    assert "not the protocol's figure" in text and "best" not in text
+    whole = Run(samples={100: 60.0, 130: 97.0})
+    text, ok = verdict({("default", "all", "composer"): [(42, whole)]}, {})
+    assert "96.5 % — met" in text
