@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from composer.placement.shareable import given_back, shared_out
-from fabric.kinds import balanced, is_sliced, partitioned
+from fabric.kinds import balanced, is_sliced
 
 __all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
 
@@ -172,12 +172,8 @@ class Snapshot:
         with no free GiB, and partly shared ones with no free share, are left out."""
         host_map = {h.id: h for h in sorted(hosts, key=lambda h: (h.name, h.id))}
         enclosure_map = {e.id: e for e in enclosures}
-        in_slices = partitioned("slices")
         device_map = {
-            d.id: d
-            for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id))
-            if (d.kind not in in_slices or d.free_gib > 0)
-            and (d.shared_host is None or d.shares_free > 0)
+            d.id: d for d in sorted(devices, key=lambda d: (d.enclosure, d.name, d.id)) if usable(d)
         }
         by_kind: dict[str, dict[str, list[str]]] = {}
         by_model: dict[tuple[str, str], dict[str, list[str]]] = {}
@@ -385,9 +381,31 @@ class Snapshot:
             departed=departed,
         )
 
+    def replacing(
+        self,
+        *,
+        hosts: Iterable[HostInfo] = (),
+        devices: Iterable[DeviceInfo] = (),
+        removed: Iterable[str] = (),
+    ) -> Snapshot:
+        """The same inventory with `hosts` and `devices` (by id) replaced or added and the
+        devices `removed` left out: equal to `Snapshot.build` on that inventory, but patched
+        rather than rebuilt (composer.placement.incremental), for streams of decisions."""
+        from composer.placement.incremental import replacing
+
+        return replacing(self, hosts, devices, removed)
+
     def switch_name(self, switch_id: str) -> str:
         """A switch's name for explanations (its id when unnamed)."""
         return self.switch_names.get(switch_id, switch_id)
+
+
+def usable(device: DeviceInfo) -> bool:
+    """Whether a device belongs in a snapshot: one handed out in GiB slices only with GiB
+    free, a partly shared one only with a share free."""
+    return (not is_sliced(device.kind) or device.free_gib > 0) and (
+        device.shared_host is None or device.shares_free > 0
+    )
 
 
 def _freeze(index: Mapping[K, dict[str, list[str]]]) -> dict[K, dict[str, tuple[str, ...]]]:

@@ -16,6 +16,7 @@ PURE = [
     "snapshot.py",
     "request.py",
     "nearest.py",
+    "incremental.py",
 ]
 
 
