@@ -19,6 +19,7 @@ import textwrap
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, cast
 
 import django
 from django.db import connection
@@ -59,7 +60,7 @@ def machine() -> dict[str, str]:
 
         database = f"SQLite {sqlite3.sqlite_version}"
     elif vendor == "postgresql":
-        major, rest = divmod(connection.pg_version, 10000)
+        major, rest = divmod(cast(Any, connection).pg_version, 10000)
         database = f"PostgreSQL {major}.{rest % 100}"
     else:
         database = vendor

@@ -171,7 +171,7 @@ class Certifier:
             order = np.argsort(-self.k[q] / self.g)
             fg = np.concatenate([[0.0], np.cumsum(self.g[order])])
             fk = np.concatenate([[0.0], np.cumsum(self.k[q, order])])
-            st, sv = self.spend.sacrifice(q, i)
+            st, sv = self.spend.sacrifice(int(q), i)
             ts = np.unique(np.concatenate([fg[fg <= st[-1]], st]))
             gain = np.interp(ts, fg, fk) - np.interp(ts, st, sv)
             if self.total[q] - gain.max() > budget[q] + 1e-12:

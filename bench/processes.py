@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -132,11 +133,11 @@ def services(
             ports.append(port)
         for child in children:
             if child.name.startswith("worker"):
-                wait_until(child, lambda c=child: "ready." in c.log())
+                wait_until(child, partial(_logged_ready, child))
         for child, port in zip(
             [c for c in children if c.name.startswith("web")], ports, strict=True
         ):
-            wait_until(child, lambda p=port: answers_http(p))
+            wait_until(child, partial(answers_http, port))
         yield ports
     finally:
         for child in reversed(children):
@@ -193,3 +194,8 @@ def redis_for_bench(folder: Path, *, url: str | None = None) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def _logged_ready(child: Child) -> bool:
+    """Whether a worker has said in its log that it is ready."""
+    return "ready." in child.log()
