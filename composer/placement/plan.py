@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import composer.placement.policies as policies
 from composer.placement.constraints import choose_capacity, choose_whole, storage_gb
 from composer.placement.request import (
     DeviceItem,
@@ -23,7 +24,7 @@ from composer.placement.request import (
 from composer.placement.scoring import plan_score
 from composer.placement.shared import Candidates, group_part, host_ranks
 from composer.placement.snapshot import PARTITIONABLE, DeviceInfo, HostInfo, Snapshot
-from composer.placement.spread import SPREADS, behind_switches, fits
+from composer.placement.spread import fits
 
 __all__ = ["plan_on_host"]
 
@@ -164,15 +165,11 @@ def _best_switch(
     host: HostInfo,
     near_items: Sequence[tuple[DeviceItem, Candidates]],
 ) -> str | None:
-    """The switch behind which every item fits, under the request's spread (one device per
-    enclosure or switch): the host's own first, then the one with the fewest matching free
-    devices (best fit: large free blocks stay whole)."""
-    devices = behind_switches(snapshot, near_items, None, "none")
-    spread = (
-        behind_switches(snapshot, near_items, None, request.policy)
-        if request.policy in SPREADS
-        else devices
-    )
+    """The switch behind which every item fits, as the request's policy counts (a spread:
+    one device per enclosure or switch): the host's own first, then the one with the
+    fewest matching free devices (best fit: large free blocks stay whole)."""
+    devices = policies.NONE.per_switch(snapshot, near_items, None)
+    spread = policies.selected(request).per_switch(snapshot, near_items, None)
     own = set(host.switches)
     fitting = [s for s, counts in spread.items() if fits(counts, near_items)]
     if not fitting:
