@@ -50,10 +50,9 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
         value = getattr(request, name)
         if not isinstance(value, int | float) or value < 0:
             return f"{name} must be a number >= 0; got {value!r}."
-    for policy in policies.enabled(request):
-        conflict = policy.conflict(request)
-        if conflict is not None:
-            return conflict
+    conflict = policies.conflict(request)
+    if conflict is not None:
+        return conflict
     if request.max_latency_ns is not None and request.max_latency_ns <= 0:
         return "max_latency_ns must be a positive number of nanoseconds."
     if request.host is not None and request.host not in snapshot.hosts:
@@ -69,7 +68,7 @@ def blocked_domains(request: PlacementRequest, snapshot: Snapshot) -> frozenset[
     isolation: for a critical request, those any other tenant holds something in; for any
     request, those another tenant holds critically)."""
     blocked: set[str] = set()
-    for policy in policies.everyone():
+    for policy in policies.isolating():
         blocked.update(policy.blocked(request, snapshot))
     return frozenset(blocked)
 

@@ -33,10 +33,12 @@ __all__ = [
     "checking",
     "choice",
     "choices",
+    "conflict",
     "enabled",
     "everyone",
     "fits",
     "flagged",
+    "isolating",
     "named",
     "register",
     "registered",
@@ -201,6 +203,19 @@ _REGISTRY: dict[str, Policy] = {}
 # The selectable names in registration order. A live list (changed in place), so that what
 # was built from it at import (the API schema's enum) follows later registrations.
 NAMES: list[str] = []
+# What every decision asks, kept as registration changes rather than rebuilt per decision.
+_FLAGGED: tuple[Policy, ...] = ()
+_EVERYONE: tuple[Policy, ...] = ()
+_ISOLATING: tuple[Policy, ...] = ()
+_CONFLICTING: tuple[Policy, ...] = ()
+
+
+def _changed() -> None:
+    global _FLAGGED, _EVERYONE, _ISOLATING, _CONFLICTING
+    _EVERYONE = tuple(_REGISTRY.values())
+    _FLAGGED = tuple(p for p in _EVERYONE if not p.selectable)
+    _ISOLATING = tuple(p for p in _EVERYONE if type(p).blocked is not Policy.blocked)
+    _CONFLICTING = tuple(p for p in _EVERYONE if type(p).conflict is not Policy.conflict)
 
 
 def register(policy: P) -> P:
@@ -211,6 +226,7 @@ def register(policy: P) -> P:
     _REGISTRY[policy.name] = policy
     if policy.selectable:
         NAMES.append(policy.name)
+    _changed()
     return policy
 
 
@@ -219,6 +235,7 @@ def unregister(name: str) -> None:
     policy = _REGISTRY.pop(name)
     if policy.selectable:
         NAMES.remove(name)
+    _changed()
 
 
 @contextmanager
@@ -254,7 +271,7 @@ def choices() -> list[tuple[str, str]]:
 
 def flagged() -> tuple[Policy, ...]:
     """The policies a request flag switches on, in registration order."""
-    return tuple(p for p in _REGISTRY.values() if not p.selectable)
+    return _FLAGGED
 
 
 def selected(request: PlacementRequest) -> Policy:
@@ -262,17 +279,36 @@ def selected(request: PlacementRequest) -> Policy:
     return _REGISTRY[request.policy]
 
 
-def enabled(request: PlacementRequest) -> tuple[Policy, ...]:
+def enabled(request: PlacementRequest) -> list[Policy]:
     """Every policy `request` switches on: its flags' (in registration order), then the
     selected one."""
+    found = [p for p in _FLAGGED if p.enabled(request)]
     chosen = _REGISTRY.get(request.policy)
-    flags = tuple(p for p in flagged() if p.enabled(request))
-    return (*flags, chosen) if chosen is not None else flags
+    if chosen is not None:
+        found.append(chosen)
+    return found
+
+
+def conflict(request: PlacementRequest) -> str | None:
+    """Why `request` contradicts itself under a policy it enables (the first that says),
+    or None. Only the policies that can object are asked."""
+    for policy in _CONFLICTING:
+        if policy.enabled(request):
+            problem = policy.conflict(request)
+            if problem is not None:
+                return problem
+    return None
 
 
 def everyone() -> tuple[Policy, ...]:
-    """Every registered policy (isolation asks them all)."""
-    return tuple(_REGISTRY.values())
+    """Every registered policy."""
+    return _EVERYONE
+
+
+def isolating() -> tuple[Policy, ...]:
+    """The policies that keep requests out of switches or enclosures (those that override
+    `blocked`): isolation asks each of them, whatever the request enables."""
+    return _ISOLATING
 
 
 def checking(request: PlacementRequest, check: str) -> Policy:

@@ -223,6 +223,7 @@ def test_critical_isolation_blocks_other_tenants_domains(
     assert set(policies.CRITICAL.blocked(request, snapshot)) == set(blocked)
     for policy in (policies.NONE, policies.SAME_SWITCH, policies.PACK):
         assert not policy.blocked(request, snapshot)
+    assert policies.isolating() == (policies.CRITICAL,)
 
 
 def test_a_name_is_registered_once() -> None:
