@@ -30,8 +30,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import composer.placement.policies as policies
 from composer.errors import SpecError
-from composer.placement.request import POLICIES, DeviceItem, PinnedDevice, PlacementRequest
+from composer.placement.request import DeviceItem, PinnedDevice, PlacementRequest
 from fabric.kinds import find, requestable
 
 __all__ = ["DEVICE_KINDS", "LIMITS", "MAX_DEVICES", "spec_normalise", "spec_to_request"]
@@ -283,19 +284,18 @@ def spec_normalise(raw: Any) -> dict[str, Any]:
     else:
         spec["host"] = host.strip() if isinstance(host, str) else host
     policy = raw.get("policy") or "none"
-    if policy not in POLICIES:
+    if policy not in policies.NAMES:
         raise _error(
-            "policy", f"Failure-domain policy must be one of {', '.join(POLICIES)}.", policy
+            "policy", f"Failure-domain policy must be one of {', '.join(policies.NAMES)}.", policy
         )
     spec["policy"] = policy
     spec["same_switch"] = _flag(raw.get("same_switch", False), "same_switch")
-    if spec["same_switch"] and policy == "switch" and any(i["count"] > 1 for i in spec["items"]):
+    same = policies.SAME_SWITCH
+    chosen = policies.named(policy)
+    counts = [i["count"] for i in spec["items"]]
+    if spec["same_switch"] and same.clashing_item(chosen, counts) is not None:
         # One switch for all, one switch per device: no plan can meet both.
-        raise _error(
-            "policy",
-            "Spread across switches puts each device behind a switch of its own; it cannot "
-            "go with all devices behind one switch. Choose one of the two.",
-        )
+        raise _error("policy", same.conflict_words(chosen))
     spec["critical"] = _flag(raw.get("critical", False), "critical")
     # Opt-in: when a device of the composition fails, a heal job replaces it from the same
     # pool under the same policy (composer.services.heal). Not a placement constraint.

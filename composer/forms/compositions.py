@@ -15,6 +15,7 @@ from typing import Any, cast
 from django import forms
 from django.db.models import QuerySet
 
+import composer.placement.policies as policies
 from composer.choices import CompositionState
 from composer.errors import ComposerError
 from composer.models import Template, Tenant
@@ -24,12 +25,6 @@ from fabric.models import Host
 
 # Device item rows the form offers; the spec allows more (the API takes up to 16).
 ITEM_ROWS = 3
-POLICY_CHOICES = [
-    ("none", "No preference"),
-    ("switch", "Spread across switches"),
-    ("enclosure", "Spread across enclosures"),
-    ("pack", "Pack onto as few hosts and enclosures as possible"),
-]
 _KIND_LABELS = dict(DeviceKind.choices)
 KIND_CHOICES = [("", "—"), *((k, _KIND_LABELS.get(k, k)) for k in DEVICE_KINDS)]
 # Spec fields that are form fields of the same name.
@@ -154,7 +149,7 @@ class CompositionRequestForm(forms.Form):
         required=False, label="Latency ceiling (ns)", widget=_number_input("no ceiling")
     )
     policy = forms.ChoiceField(
-        choices=POLICY_CHOICES,
+        choices=policies.choices,  # read when a form is made: registered policies included
         initial="none",
         required=False,
         label="Failure-domain policy",
@@ -162,12 +157,12 @@ class CompositionRequestForm(forms.Form):
     )
     same_switch = forms.BooleanField(
         required=False,
-        label="All devices behind one switch",
+        label=policies.SAME_SWITCH.label,
         widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
     )
     critical = forms.BooleanField(
         required=False,
-        label="Critical: share no switch or enclosure with another tenant",
+        label=policies.CRITICAL.label,
         widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
     )
     self_heal = forms.BooleanField(

@@ -2,9 +2,10 @@
 
 Pure Python over a `Snapshot`: request validation, candidate filters (kind, model,
 attribute minima, isolation), and the pickers that choose devices for one host under the
-failure-domain policy (spread across enclosures or switches, pack, or none), same switch,
-CXL memory as GiB slices and NVMe capacity. Ordering preferences come from the caller's
-`order` key (scoring.py): the pickers only decide what is *allowed*.
+failure-domain policy (spread across enclosures or switches, pack, or none: each policy's
+`choose`, from `composer.placement.policies`), same switch, CXL memory as GiB slices and
+NVMe capacity. Ordering preferences come from the caller's `order` key (scoring.py): the
+pickers only decide what is *allowed*.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
-from composer.placement.request import POLICIES, DeviceItem, PlacementRequest
+import composer.placement.policies as policies
+from composer.placement.request import DeviceItem, PlacementRequest
 from composer.placement.shareable import shares_per_device
 from composer.placement.snapshot import DeviceInfo, Snapshot
 from fabric.kinds import find, is_sliced
@@ -32,8 +34,8 @@ PerEnclosure = Mapping[str, Sequence[DeviceInfo]]
 
 def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
     """Why the request cannot be understood (a sentence naming the field), or None."""
-    if request.policy not in POLICIES:
-        return f"policy must be one of {', '.join(POLICIES)}; got {request.policy!r}."
+    if request.policy not in policies.NAMES:
+        return f"policy must be one of {', '.join(policies.NAMES)}; got {request.policy!r}."
     for index, item in enumerate(request.items):
         if not isinstance(item.count, int) or not 1 <= item.count <= MAX_COUNT:
             return f"items[{index}].count must be a whole number from 1 to {MAX_COUNT}."
@@ -57,13 +59,9 @@ def validate(request: PlacementRequest, snapshot: Snapshot) -> str | None:
         value = getattr(request, name)
         if not isinstance(value, int | float) or value < 0:
             return f"{name} must be a number >= 0; got {value!r}."
-    if request.same_switch and request.policy == "switch":
-        spread = next((i for i, item in enumerate(request.items) if item.count > 1), None)
-        if spread is not None:
-            return (
-                f"policy 'switch' puts each of items[{spread}]'s devices behind its own switch, "
-                "same_switch all of them behind one; choose one."
-            )
+    conflict = policies.conflict(request)
+    if conflict is not None:
+        return conflict
     if request.max_latency_ns is not None and request.max_latency_ns <= 0:
         return "max_latency_ns must be a positive number of nanoseconds."
     if request.host is not None and request.host not in snapshot.hosts:
@@ -98,17 +96,12 @@ def _share_problem(index: int, item: DeviceItem) -> str | None:
 
 
 def blocked_domains(request: PlacementRequest, snapshot: Snapshot) -> frozenset[str]:
-    """Switches and enclosures this request may not touch: for a critical request, those
-    any other tenant holds something in; for any request, those another tenant holds
-    critically."""
-    if not snapshot.holders and not snapshot.critical:
-        return frozenset()
-    tenant = request.tenant
-    blocked = {d for d, owner in snapshot.critical.items() if owner != tenant}
-    if request.critical:
-        blocked.update(
-            d for d, tenants in snapshot.holders.items() if any(t != tenant for t in tenants)
-        )
+    """Switches and enclosures this request may not touch, as every policy says (critical
+    isolation: for a critical request, those any other tenant holds something in; for any
+    request, those another tenant holds critically)."""
+    blocked: set[str] = set()
+    for policy in policies.isolating():
+        blocked.update(policy.blocked(request, snapshot))
     return frozenset(blocked)
 
 
@@ -185,44 +178,9 @@ def choose_whole(
     policy: str,
     switches_of: Callable[[str], tuple[str, ...]],
 ) -> list[DeviceInfo] | None:
-    """`count` whole devices from `per_enclosure` under `policy`, or None when the policy
-    cannot be met. `order(enclosure)` ranks enclosures (preferred first)."""
-    keys = {e: order(e) for e in per_enclosure}
-    ranked = sorted(per_enclosure, key=keys.__getitem__)
-    if policy == "enclosure":
-        if len(ranked) < count:
-            return None
-        return [per_enclosure[e][0] for e in ranked[:count]]
-    if policy == "switch":
-        chosen: list[DeviceInfo] = []
-        used: set[str] = set()
-        for enclosure in ranked:
-            switches = switches_of(enclosure)
-            if used.intersection(switches):
-                continue
-            used.update(switches)
-            chosen.append(per_enclosure[enclosure][0])
-            if len(chosen) == count:
-                return chosen
-        return None
-    # "pack" and "none": one enclosure when one holds them all, the fullest (fewest free)
-    # that does; otherwise pack takes the biggest blocks (fewest enclosures) and none the
-    # smallest (fragments first, big blocks kept whole).
-    fitting = [e for e in ranked if len(per_enclosure[e]) >= count]
-    if fitting:
-        best = min(fitting, key=lambda e: (keys[e][0], len(per_enclosure[e]), keys[e]))
-        return list(per_enclosure[best][:count])
-    if policy == "pack":
-        ranked.sort(key=lambda e: (-len(per_enclosure[e]), keys[e]))
-    else:
-        ranked.sort(key=lambda e: (keys[e][0], len(per_enclosure[e]), keys[e]))
-    chosen = []
-    for enclosure in ranked:
-        for device in per_enclosure[enclosure]:
-            chosen.append(device)
-            if len(chosen) == count:
-                return chosen
-    return None
+    """`count` whole devices from `per_enclosure` under the policy named `policy`, or None
+    when the policy cannot be met. `order(enclosure)` ranks enclosures (preferred first)."""
+    return policies.named(policy).choose(count, per_enclosure, order, switches_of)
 
 
 def choose_capacity(

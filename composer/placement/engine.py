@@ -18,6 +18,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+import composer.placement.policies as policies
 from composer.placement.constraints import (
     blocked_domains,
     item_candidates,
@@ -66,10 +67,8 @@ PLANS_COMPARED = 2  # feasible plans scored before the best is taken
 MAX_PLANNED = 32  # hosts planned one by one before giving up (the best ranked first)
 Funnel = list[tuple[str, int, int]]
 
-_REASONS = {
+_REASONS = {  # the plan's own constraints; a policy's are its `reason` (`_words`)
     "latency": "latency ceiling",
-    "domain": "failure-domain policy",
-    "switch": "same switch",
     "slice": "one memory slice per device and host",
     "uplink": "uplink bandwidth",
     "share": "room for the shares beside the whole devices",
@@ -200,7 +199,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     for check in policy_checks(request) if items else ():
         kept = {g for g in feasible if group_meets(check, request, snapshot, items, g)}
         in_policy = hosts.count(kept)
-        funnel.append((f"hosts: {_REASONS[check]}", reaching, in_policy))
+        funnel.append((f"hosts: {_words(request, check)}", reaching, in_policy))
         if not in_policy:
             usable = {g for g in feasible if hosts.count({g})}
             return _reject(
@@ -232,7 +231,9 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
         survivors = tried
     for reason in ("latency", "domain", "switch", "slice", "share", "uplink"):
         if reason in failures:
-            funnel.append((f"hosts: {_REASONS[reason]}", survivors, survivors - failures[reason]))
+            funnel.append(
+                (f"hosts: {_words(request, reason)}", survivors, survivors - failures[reason])
+            )
             survivors -= failures[reason]
     if plans:
         best = max(plans, key=lambda pair: (pair[0].score, -pair[1]))[0]
@@ -250,10 +251,22 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
     code = "no_capacity" if worst in _CAPACITY else code
     return _reject(
         code,
-        f"Every host that reaches enough devices fails the {_REASONS[worst]}.",
+        f"Every host that reaches enough devices fails the {_words(request, worst)}.",
         funnel,
         nearest_policy(request, snapshot, items, worst),
     )
+
+
+def _words(request: PlacementRequest, reason: str) -> str:
+    """How the funnel and a rejection name `reason`: a constraint of the plan's own, or the
+    `reason` of the request's policy that makes that check (a failed pick: the selected
+    policy's)."""
+    if reason in _REASONS:
+        return _REASONS[reason]
+    for policy in policies.enabled(request):
+        if policy.check == reason:
+            return policy.reason
+    return policies.selected(request).reason
 
 
 class _Hosts:

@@ -1,15 +1,19 @@
 """The nearest feasible alternative of a rejection, as a sentence for each audience: the
-operator's names the switch or host it means, the tenant's does not. Pure Python."""
+operator's names the switch or host it means, the tenant's does not. Pure Python.
+
+What a policy is called, what it spreads over and how to relax it are the policy's words
+(`composer.placement.policies`); its tallies are the ones the engine cut with.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
+import composer.placement.policies as policies
 from composer.placement.request import DeviceItem, Note, PlacementRequest
 from composer.placement.shareable import shares_per_device
 from composer.placement.snapshot import DeviceInfo, Snapshot
-from composer.placement.spread import SPREADS, behind_switches, spread_counts
 from fabric.kinds import find, plural
 from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 
@@ -152,28 +156,26 @@ def nearest_reach(
     return Note(f"{most}{named}; {ask}", f"{most}; {ask}")
 
 
-_ONE = {"enclosures": "enclosure", "switches": "switch"}
-
-
 def _asked(items: Items) -> str:
     """What the items ask, in words: "4 H100 GPUs and 2 NICs"."""
     return " and ".join(counted(item.count, item.kind, item.model) for item, _ in items)
 
 
 def _spread_words(request: PlacementRequest) -> tuple[str, str]:
-    """What the request's spread is over ("enclosures") and how to relax it: the spread,
-    and same switch too when it counts the spread behind one switch."""
-    domains = SPREADS.get(request.policy, "enclosures")
-    relax = f"'spread across {domains}'"
-    return domains, f"{relax} or 'same switch'," if request.same_switch else relax
+    """How the request's policy is said ("spread across enclosures") and how to relax it:
+    the policy, and same switch too when it counts the policy behind one switch."""
+    policy = policies.selected(request)
+    words = policy.words or "spread across enclosures"
+    relax = policy.relax or f"'{words}'"
+    return words, f"{relax} or {policies.SAME_SWITCH.relax}," if request.same_switch else relax
 
 
 def policy_message(request: PlacementRequest, items: Items, check: str) -> str:
-    """Why no reach group passes `check` ("switch": same switch; "domain": the spread)."""
-    if check == "switch":
-        return f"No host reaches {_asked(items)} behind one switch."
-    behind = " behind one switch" if request.same_switch else ""
-    return f"No host reaches {_asked(items)} spread across {SPREADS[request.policy]}{behind}."
+    """Why no reach group passes `check` ("switch": same switch; "domain": the spread), in
+    the words of the policy that makes it."""
+    policy = policies.checking(request, check)
+    behind = f" {policies.SAME_SWITCH.words}" if request.same_switch and check != "switch" else ""
+    return f"No host reaches {_asked(items)} {policy.words}{behind}."
 
 
 def nearest_group_policy(
@@ -188,14 +190,14 @@ def nearest_group_policy(
     first item that falls short behind one switch (same switch) or across enclosures or
     switches (a spread); when each item fits alone, that they never fit together."""
     tallies: list[tuple[list[int], str | None]] = []
+    policy = policies.checking(request, check)
     for group in sorted(groups):
         members = snapshot.groups[group]
         if check == "switch" or request.same_switch:
-            policy = "none" if check == "switch" else request.policy
-            per_switch = behind_switches(snapshot, items, members, policy)
+            per_switch = policy.per_switch(snapshot, items, members)
             tallies += [(counts, s) for s, counts in per_switch.items()]
         else:
-            tallies.append((spread_counts(snapshot, items, members, request.policy), None))
+            tallies.append((policy.spread_counts(snapshot, items, members), None))
     for index, (item, _) in enumerate(items):
         most, where = max(((c[index], s or "") for c, s in tallies), default=(0, ""))
         if most >= item.count:
@@ -203,29 +205,28 @@ def nearest_group_policy(
         what = label(item.kind, item.model)
         if check == "switch":
             fit = f"{most} of {item.count} {what} fit"
-            relax = "relax 'same switch' or wait."
+            relax = f"relax {policy.relax} or wait."
             return Note(
                 f"{fit} behind switch {snapshot.switch_name(where)}; {relax}",
                 f"{fit} behind one switch; {relax}",
             )
-        domains, relax = _spread_words(request)
+        _, relax = _spread_words(request)
+        domains = policy.domains or "enclosures"
         if most == 1:
-            domains = _ONE[domains]
-        behind = " behind one switch" if request.same_switch else ""
+            domains = policy.one_domain or domains
+        behind = f" {policies.SAME_SWITCH.words}" if request.same_switch else ""
         return Note(
             f"{what} are free in at most {most} {domains}{behind} a host reaches; "
             f"{item.count} asked. Relax {relax} or wait."
         )
     if check == "switch":
         return Note(
-            f"No switch a host reaches holds {_asked(items)} together; relax 'same switch' or wait."
+            f"No switch a host reaches holds {_asked(items)} together; relax {policy.relax} or "
+            "wait."
         )
-    domains, relax = _spread_words(request)
-    behind = " behind one switch" if request.same_switch else ""
-    return Note(
-        f"No host reaches {_asked(items)} together spread across {domains}{behind}; relax "
-        f"{relax} or wait."
-    )
+    words, relax = _spread_words(request)
+    behind = f" {policies.SAME_SWITCH.words}" if request.same_switch else ""
+    return Note(f"No host reaches {_asked(items)} together {words}{behind}; relax {relax} or wait.")
 
 
 def _estimated(snapshot: Snapshot) -> str:
@@ -251,10 +252,11 @@ def nearest_policy(
     ceiling = request.max_latency_ns
     if reason in ("switch", "domain") and items:
         if reason == "switch":
-            what, relax = f"{_asked(items)} fit behind one switch", "'same switch'"
+            same = policies.SAME_SWITCH
+            what, relax = f"{_asked(items)} fit {same.words}", same.relax
         else:
-            domains, relax = _spread_words(request)
-            what = f"{_asked(items)} fit spread across {domains}"
+            words, relax = _spread_words(request)
+            what = f"{_asked(items)} fit {words}"
             relax = relax.rstrip(",")
         if ceiling is not None:
             return Note(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import composer.placement.policies as policies
 from composer.placement.constraints import (
     EnclosureKey,
     choose_capacity,
@@ -36,7 +37,7 @@ from composer.placement.shares import (
     share_note,
 )
 from composer.placement.snapshot import DeviceInfo, HostInfo, Reach, Snapshot
-from composer.placement.spread import SPREADS, behind_switches, fits
+from composer.placement.spread import fits
 from fabric.kinds import is_sliced
 
 __all__ = ["plan_on_host"]
@@ -202,15 +203,11 @@ def _best_switch(
     host: HostInfo,
     near_items: Sequence[tuple[DeviceItem, Candidates]],
 ) -> str | None:
-    """The switch behind which every item fits, under the request's spread (one device per
-    enclosure or switch): the host's own first, then the one with the fewest matching free
-    devices (best fit: large free blocks stay whole)."""
-    devices = behind_switches(snapshot, near_items, None, "none")
-    spread = (
-        behind_switches(snapshot, near_items, None, request.policy)
-        if request.policy in SPREADS
-        else devices
-    )
+    """The switch behind which every item fits, as the request's policy counts (a spread:
+    one device per enclosure or switch): the host's own first, then the one with the
+    fewest matching free devices (best fit: large free blocks stay whole)."""
+    devices = policies.NONE.per_switch(snapshot, near_items, None)
+    spread = policies.selected(request).per_switch(snapshot, near_items, None)
     own = set(host.switches)
     fitting = [s for s, counts in spread.items() if fits(counts, near_items)]
     if not fitting:

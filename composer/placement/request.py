@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
-    "POLICIES",
     "REJECTION_CODES",
     "DeviceItem",
     "DevicePick",
@@ -18,7 +17,6 @@ __all__ = [
     "Rejection",
 ]
 
-POLICIES = ("none", "enclosure", "switch", "pack")
 REJECTION_CODES = ("no_capacity", "domain_conflict", "latency", "quota", "invalid")
 
 
@@ -72,8 +70,9 @@ class PlacementRequest:
     `storage_tb`: NVMe capacity (whole drives, as few as cover it).
     `cores`, `host_memory_gib`: what the host must have free. `host`: a host id, or any.
     `max_latency_ns`: the ceiling from the host to every device.
-    `policy`: "enclosure" or "switch" (spread: no two devices of an item share one),
-    "pack" (as few enclosures as possible), or "none".
+    `policy`: the name of a selectable policy of `composer.placement.policies`:
+    "enclosure" or "switch" (spread: no two devices of an item share one), "pack" (as few
+    enclosures as possible), or "none".
     `same_switch`: every device of `items` behind one switch (memory and storage are
     dual-homed to spines and exempt). `critical`: share no switch or enclosure with another
     tenant. `tenant_hosts`: the hosts the tenant's live compositions are on; with any

@@ -16,7 +16,8 @@ policy a request's cores fit a host's free cores snugly instead (a small request
 host strands the big host's cores for GPU-heavy work). Either way the GPUs and cores left in
 the host's reach group should stay near the fabric's own ratio (`Snapshot.cores_per_gpu`),
 so that neither GPUs without cores nor cores without GPUs are left behind. The score is 100
-minus penalties; the explanation names each one.
+minus penalties; the explanation names each one. How hosts are ranked (spread or pack), and
+its words, is the request's policy's (`composer.placement.policies`).
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import composer.placement.policies as policies
+from composer.placement.policies import CORE_FIT_WEIGHT, TENANT_HOST_PENALTY
 from composer.placement.request import DevicePick, Note, PlacementRequest
 from composer.placement.snapshot import HostInfo, Snapshot
 from fabric.latency import ESTIMATED_HOP_LATENCY_NS
 
 __all__ = [
+    "CORE_FIT_WEIGHT",
+    "TENANT_HOST_PENALTY",
     "balance",
     "core_fit",
     "enclosure_order",
@@ -43,9 +48,7 @@ __all__ = [
 OWN_SWITCH_PENALTY = 10.0  # per device not behind the host's own switch, scaled to share
 UNTOUCHED_PENALTY = 8.0  # per untouched enclosure broken into
 LATENCY_PER_US = 4.0  # per microsecond of mean latency
-CORE_FIT_WEIGHT = 15.0  # spread: the share of the host's cores taken; pack: left idle
 BALANCE_WEIGHT = 10.0  # drift of the reach group's cores-per-GPU from the fabric's
-TENANT_HOST_PENALTY = 12.0  # spread: the tenant already has a composition on the host
 
 
 def enclosure_order(snapshot: Snapshot, host: HostInfo, free_in: dict[str, int]) -> object:
@@ -82,8 +85,8 @@ def latency_words(mean_latency: float, picks: Sequence[DevicePick]) -> str:
 
 
 def spreads(request: PlacementRequest) -> bool:
-    """Whether the request spreads across hosts (every policy but "pack")."""
-    return request.policy != "pack"
+    """Whether the request spreads across hosts (its policy's say: every one but "pack")."""
+    return policies.selected(request).spreads_hosts
 
 
 def host_rank(
@@ -103,14 +106,12 @@ def core_fit(request: PlacementRequest, snapshot: Snapshot, host: HostInfo) -> f
     emptiest host first). Monotonic in the host's free cores either way, so a group's hosts
     rank in their free-core order (the engine walks it one way or the other)."""
     idle = (host.cores_free - request.cores) / max(snapshot.max_cores, 1)
-    return CORE_FIT_WEIGHT * (idle if not spreads(request) else 1.0 - idle)
+    return policies.selected(request).core_fit(idle)
 
 
 def tenant_host_penalty(request: PlacementRequest, host: HostInfo) -> float:
     """Spread: a host the tenant already has a composition on ranks after the others."""
-    if spreads(request) and host.id in request.tenant_hosts:
-        return TENANT_HOST_PENALTY
-    return 0.0
+    return policies.selected(request).tenant_host_penalty(request, host)
 
 
 def balance(request: PlacementRequest, snapshot: Snapshot, host: HostInfo, gpus: int) -> float:
@@ -176,12 +177,7 @@ def plan_score(
                 )
             )
         )
-    if spreads(request):
-        how = "spread: the most free cores first"
-        if host.id in request.tenant_hosts:
-            how += ", hosts without the tenant's other compositions before this one"
-    else:
-        how = "pack: the snuggest core fit"
+    how = policies.selected(request).host_words(request, host)
     cores = f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked"
     sentences.append(
         Note(

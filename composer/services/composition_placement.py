@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import composer.placement.policies as policies
 from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.errors import SpecError
 from composer.models import Allocation, Composition, Tenant
@@ -104,7 +105,7 @@ def placement_snapshot() -> Snapshot:
 
 def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
     """The hosts (snapshot ids) the tenant's active compositions are on: a request spreads
-    away from them unless its policy packs."""
+    away from them unless its policy packs (`Policy.spreads_hosts`)."""
     hosts = (
         Composition.objects.filter(
             tenant=tenant, state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
@@ -113,6 +114,13 @@ def _tenant_hosts(tenant: Tenant) -> frozenset[str]:
         .distinct()
     )
     return frozenset(f"host:{pk}" for pk in hosts)
+
+
+def _spreads_hosts(spec: Mapping[str, Any]) -> bool:
+    """Whether the spec's policy spreads compositions across hosts (an unknown one is the
+    engine's to refuse: it is read as spreading, as before it reaches the engine)."""
+    policy = policies.choice(str(spec["policy"]))
+    return policy is None or policy.spreads_hosts
 
 
 def composition_place(
@@ -125,7 +133,7 @@ def composition_place(
         spec,
         host=f"host:{host.pk}" if host else None,
         tenant=str(tenant.pk),
-        tenant_hosts=_tenant_hosts(tenant) if spec["policy"] != "pack" else frozenset(),
+        tenant_hosts=_tenant_hosts(tenant) if _spreads_hosts(spec) else frozenset(),
         pinned=pins_as_request(pins),
     )
     snapshot = placement_snapshot()

@@ -9,6 +9,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
+import composer.placement.policies as policies
 from composer.errors import ClaimConflict
 from composer.joblog import for_tenants
 from composer.models import Allocation, Composition, Job
@@ -148,8 +149,9 @@ def spare_exclusions(
 ) -> set[str]:
     """The devices of `kind` in `snapshot` that may not replace a lost one. Pure.
 
-    `spread_from`: the enclosures of the item's devices the composition keeps; under policy
-    "enclosure" (or "switch") a spare may not share an enclosure (or a switch) with them.
+    `spread_from`: the enclosures of the item's devices the composition keeps; the policy
+    named `policy` says which spares break it next to them (`Policy.spare_excluded`: under
+    "enclosure" (or "switch") a spare may not share an enclosure (or a switch) with them).
     `together_with`: with "same switch", the enclosures of every item device kept; a spare
     must hang off a switch they all share. The engine places one device at a time, so it
     cannot see these rules across the kept devices: they are applied here instead.
@@ -160,6 +162,7 @@ def spare_exclusions(
         info = enclosures.get(enclosure)
         return set(info.switches) if info else set()
 
+    rule = policies.choice(policy) or policies.NONE
     taken = set(spread_from)
     taken_switches = set().union(*(switches(e) for e in taken)) if taken else set()
     shared: set[str] | None = None
@@ -171,10 +174,8 @@ def spare_exclusions(
         if device.kind != kind:
             continue
         around = switches(device.enclosure)
-        if (
-            (policy == "enclosure" and device.enclosure in taken)
-            or (policy == "switch" and around & taken_switches)
-            or (shared is not None and not around & shared)
+        if rule.spare_excluded(device.enclosure, around, taken, taken_switches) or (
+            shared is not None and not around & shared
         ):
             out.add(device.id)
     return out
@@ -276,14 +277,15 @@ def _no_spare(
     host h (...) to replace d: ...; nearest alternative: ...")."""
     spec = composition.spec or {}
     rules = []
-    if spec.get("policy") in ("enclosure", "switch"):
-        rules.append(f"spread across {spec['policy']}s")
+    chosen = policies.choice(str(spec.get("policy") or "none"))
+    if chosen is not None and chosen.spare_words:
+        rules.append(chosen.spare_words)
     if spec.get("same_switch"):
-        rules.append("behind the switch the other devices share")
+        rules.append(policies.SAME_SWITCH.spare_words)
     if lost.device.pool_id is not None:
         rules.append(f"from pool {lost.device.pool.name}" if lost.device.pool else "same pool")
     if request.critical:
-        rules.append("sharing no switch or enclosure with another tenant")
+        rules.append(policies.CRITICAL.spare_words)
     if request.max_latency_ns:
         text = f"No spare {what} within {request.max_latency_ns} ns of host {host.name}"
     else:

@@ -447,3 +447,25 @@ def test_a_heal_rollback_whose_unbind_keeps_failing_leaves_the_spare_held_for_th
     assert Device.objects.get(name="gpu-a-01-2").state == DeviceState.FREE
     assert spare.device.external_id not in {b.device_id for b in driver.bindings()}
     assert not UnbindPending.objects.filter(undone_at__isnull=True).exists()
+
+
+def test_the_no_spare_reason_names_the_spread_in_the_policys_words(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    composition = compose(
+        acme,
+        alice,
+        {"items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 1}], "policy": "switch"},
+    )
+    [gpu] = held(composition)
+    Device.objects.filter(model="H100 PCIe 80GB").exclude(name=gpu).update(
+        state=DeviceState.MAINTENANCE
+    )
+    degrade(synced, composition, gpu)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        heal_request(composition=composition, actor=alice)
+
+    composition.refresh_from_db()
+    assert composition.state == CompositionState.DEGRADED
+    assert "(spread across switches" in composition.failure_reason
