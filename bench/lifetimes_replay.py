@@ -22,6 +22,7 @@ from composer.placement.request import Placement, PlacementRequest
 
 REFUSED_SHARE = 0.01  # at most 1 % of the pods refused
 DEPART, ARRIVE = 0, 1
+_AT_ONCE = 2  # sorts a zero-lifetime pod's departure after its arrival
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,16 @@ def allowed(pods: int) -> int:
 
 def events(pods: list[TracePod]) -> Iterator[tuple[int, int, int]]:
     """(time, DEPART or ARRIVE, pod index) in time order; at one time departures first, then
-    arrivals in the pods' order."""
+    arrivals in the pods' order. A pod that leaves the second it comes (the trace has a few)
+    leaves right after its own arrival: ordered before it, it would depart holding nothing
+    and then stay for the rest of the stream."""
     queue = [(p.start, ARRIVE, i) for i, p in enumerate(pods)]
-    queue += [(p.end, DEPART, i) for i, p in enumerate(pods)]
-    yield from sorted(queue)
+    queue += [
+        (max(p.end, p.start), DEPART if p.end > p.start else _AT_ONCE, i)
+        for i, p in enumerate(pods)
+    ]
+    for at, kind, i in sorted(queue):
+        yield at, DEPART if kind == _AT_ONCE else kind, i
 
 
 def gpus(pod: Pod, *, shares: bool = SHARES) -> float:

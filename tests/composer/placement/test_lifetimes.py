@@ -23,6 +23,7 @@ from bench.lifetimes_replay import (
     TracePod,
     allowed,
     events,
+    peak,
     peaks,
     replay,
     smallest,
@@ -62,6 +63,16 @@ def test_events_in_time_order_departures_first_at_one_time() -> None:
         (7, DEPART, 2),
         (9, DEPART, 0),
     ]
+
+
+def test_a_pod_that_leaves_the_second_it_comes_leaves_after_its_own_arrival() -> None:
+    # Ordered with the other departures of that second, it would depart holding nothing,
+    # then arrive and hold its GPU to the end; the peak would not count it at all.
+    pods = [pod(10, 10), pod(0, 10)]
+    assert list(events(pods)) == [(0, ARRIVE, 1), (10, DEPART, 1), (10, ARRIVE, 0), (10, DEPART, 0)]
+    assert peak(pods, lambda p: p.gpu) == 1000
+    out = replay([pod(10, 10), pod(11, 20)], one_server(), fixed_request, give_up=False)
+    assert (out.placed, out.refused) == (2, 0)
 
 
 def test_a_departure_frees_what_the_pod_held() -> None:
