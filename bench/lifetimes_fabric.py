@@ -13,8 +13,8 @@ Two inventories, both plain `composer.placement.snapshot` values (`HostInfo`,
 GiB slices of CXL memory and which memory devices hold a slice for which host) and builds
 the snapshot the next decision sees from the inventory less those holdings, so that a
 departure gives everything back exactly; the decision itself is always the product's
-`place()`. (The engine's `Snapshot.taking` rebuilds the whole snapshot and it has no
-`returning` yet, so the bookkeeping is done here, over `Snapshot.build`, once per decision.)
+`place()`. (The bookkeeping is done here, over `Snapshot.build`, once per decision;
+`Snapshot.replacing`, as bench/packing_product.py uses it, would be faster.)
 Units: the engine only compares and adds amounts, so here its cores carry the
 trace's milli-cores and its GiB fields carry MiB, and nothing is rounded.
 

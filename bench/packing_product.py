@@ -54,6 +54,8 @@ from dataclasses import fields, replace
 from bench.packing_data import FULL, Cluster, Pod, switch_domains
 from composer.placement.engine import place
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
+from composer.placement.shareable import shared_out
+from composer.placement.shares import shares_taken
 from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
 
 __all__ = ["SHARES", "ProductSim", "fabric", "requests"]
@@ -211,20 +213,15 @@ class ProductSim:
         ):
             raise AssertionError(f"{pod} got models {[d.model for d in picked]}")
         changed: list[DeviceInfo] = []
-        removed: list[str] = []
-        for pick, device in zip(plan.devices, picked, strict=True):
-            share = getattr(pick, "share", None)
-            if share is None:
-                removed.append(device.id)
-                continue
-            left = device.shares_free - share  # type: ignore[attr-defined]
-            bound = device.shared_host  # type: ignore[attr-defined]
-            if share != pod.milli or left < 0 or bound not in (None, host.id):
-                raise AssertionError(f"{pod} got {share} of {device}")
-            if left:
-                changed.append(replace(device, shares_free=left, shared_host=host.id))  # type: ignore[call-arg]
+        removed = [p.device for p in plan.devices if p.share is None]
+        for device_id, (host_id, share) in shares_taken(plan).items():
+            if share != pod.milli:
+                raise AssertionError(f"{pod} got {share} of {device_id}")
+            device = shared_out(snapshot.devices[device_id], host_id, share)  # never over
+            if device.shares_free:
+                changed.append(device)
             else:
-                removed.append(device.id)
+                removed.append(device_id)
         self.snapshot = snapshot.replacing(
             hosts=[
                 replace(

@@ -111,6 +111,15 @@ class Kind:
     size_label: str = ""
     by_model: bool = False
 
+    def __post_init__(self) -> None:
+        # A declaration that contradicts itself would fail far from here (every share
+        # refused, or shares silently ignored): refuse it where it is written.
+        if (self.partition == "shares") != (self.shares > 1):
+            raise ValueError(
+                f"Kind {self.name!r}: shares={self.shares} with partition={self.partition!r}; "
+                'a kind splits into shares (more than 1) exactly when partition is "shares".'
+            )
+
     @property
     def sliced(self) -> bool:
         """Handed out in GiB slices rather than whole."""

@@ -71,7 +71,7 @@ _REASONS = {  # the plan's own constraints; a policy's are its `reason` (`_words
     "latency": "latency ceiling",
     "slice": "one memory slice per device and host",
     "uplink": "uplink bandwidth",
-    "share": "room for the shares beside the whole devices",
+    "share": "room for the shares",
 }
 _CAPACITY = ("uplink", "slice", "share")  # reasons whose rejection code is no_capacity
 

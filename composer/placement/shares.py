@@ -21,7 +21,7 @@ from typing import cast
 
 from composer.placement.constraints import EnclosureKey, _meets, choose_whole, item_candidates
 from composer.placement.nearest import counted, label
-from composer.placement.request import DeviceItem, DevicePick, Note, PlacementRequest
+from composer.placement.request import DeviceItem, DevicePick, Note, Placement, PlacementRequest
 from composer.placement.shareable import free_shares, shares_per_device
 from composer.placement.shared import Candidates, amounts, memoised
 from composer.placement.snapshot import DeviceInfo, Snapshot
@@ -39,6 +39,7 @@ __all__ = [
     "share_step",
     "share_wants",
     "shared_candidates",
+    "shares_taken",
 ]
 
 Shared = Mapping[str, tuple[DeviceInfo, ...]]  # host -> its partly shared devices
@@ -244,6 +245,18 @@ def choose_shares(
         left[device.id] = before - share
         out.append((device, share, before))
     return out
+
+
+def shares_taken(placement: Placement) -> dict[str, tuple[str, int]]:
+    """The `shares` argument of `Snapshot.taking` for a plan: each device it holds shares of,
+    with the plan's host and the sum of those shares (two share items of one request may
+    land on one device; `taking` takes one entry per device)."""
+    taken: dict[str, tuple[str, int]] = {}
+    for pick in placement.devices:
+        if pick.share is not None:
+            held = taken.get(pick.device, (placement.host, 0))[1]
+            taken[pick.device] = (placement.host, held + pick.share)
+    return taken
 
 
 def charged_gbps(pick: DevicePick) -> float:

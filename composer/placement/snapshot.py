@@ -282,6 +282,12 @@ class Snapshot:
         missing = set(shares) - set(self.devices)
         if missing:
             raise ValueError(f"No share is free on {', '.join(sorted(missing))}.")
+        # A partly shared device is never taken whole: its other shares are still held.
+        whole_and_shared = sorted(
+            d for d in gone if d in shares or (d in self.devices and self.devices[d].shared_host)
+        )
+        if whole_and_shared:
+            raise ValueError(f"Shared, so not taken whole: {', '.join(whole_and_shared)}.")
         kept = []
         departed = dict(self.departed)
         for device in self.devices.values():
@@ -341,7 +347,10 @@ class Snapshot:
             departed.pop(device.id, None)
 
         for ref in devices:
-            put(replace(known(ref), shared_host=None, shares_free=0))
+            device = known(ref)
+            if device.shared_host is not None:  # its shares come back through `shares`
+                raise ValueError(f"{device.id} is shared: give its shares back, not the device.")
+            put(device)
         for device_id, gib in (memory_gib or {}).items():
             device = known(device_id)
             size = int(device.attributes.get("memory_gib", 0)) or device.free_gib + gib

@@ -4,16 +4,16 @@ is free. Pure Python.
 
 `engine.place` cuts reach groups with `group_meets`, one check at a time (same switch, then
 the spread), so that a rejection names the check that failed; `plan.plan_on_host` picks its
-switch from `behind_switches`, and `nearest` words the alternative from the same tallies,
-so the three agree on what fits. Under same switch a spread is counted behind that one
-switch: one device per enclosure for "enclosure", one device in all for "switch". The tallies and
-the checks themselves are the policies' (`composer.placement.policies`): this module picks
-the policy for a check and memoises its answer.
+switch from the policies' per-switch tallies, and `nearest` words the alternative from the
+same tallies, so the three agree on what fits. Under same switch a spread is counted behind
+that one switch: one device per enclosure for "enclosure", one device in all for "switch".
+The tallies and the checks themselves are the policies' (`composer.placement.policies`):
+this module picks the policy for a check and memoises its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Sequence
 
 import composer.placement.policies as policies
 from composer.placement.policies import fits
@@ -22,11 +22,9 @@ from composer.placement.shared import Candidates, memoised
 from composer.placement.snapshot import Snapshot
 
 __all__ = [
-    "behind_switches",
     "fits",
     "group_meets",
     "policy_checks",
-    "spread_counts",
 ]
 
 Items = Sequence[tuple[DeviceItem, Candidates]]
@@ -37,21 +35,6 @@ def policy_checks(request: PlacementRequest) -> tuple[str, ...]:
     flags switch on ("switch": same switch), then its selected policy's ("domain": a
     spread). Each is a policy of the registry (`policies.checking`)."""
     return tuple(p.check for p in policies.enabled(request) if p.check is not None)
-
-
-def behind_switches(
-    snapshot: Snapshot, items: Items, members: Set[str] | None, policy: str
-) -> dict[str, list[int]]:
-    """Per switch, how many of each item fit behind it among the enclosures `members` (all
-    of `items`' when None) under the policy named `policy`: devices, or under a spread one
-    per enclosure ("enclosure") or one in all ("switch")."""
-    return policies.named(policy).per_switch(snapshot, items, members)
-
-
-def spread_counts(snapshot: Snapshot, items: Items, members: Set[str], policy: str) -> list[int]:
-    """Per item, across how many distinct enclosures ("enclosure") or switches ("switch") of
-    `members` it is free (an enclosure dual-homed to two switches counts as behind both)."""
-    return policies.named(policy).spread_counts(snapshot, items, members)
 
 
 def group_meets(

@@ -3,6 +3,8 @@ declared by a test (no database)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fabric import kinds
@@ -62,6 +64,16 @@ def test_how_each_kind_is_shown(
     assert (kinds.label(name), kinds.plural(name), kind.unit) == (label, plural, unit)
     assert kind.redfish.block_type == block
     assert (kind.redfish.collection, kind.redfish.part, kind.redfish.part_type) == part
+
+
+@pytest.mark.parametrize(
+    ("partition", "shares"), [("shares", 1), ("whole", 1000), ("slices", 8), ("shares", 0)]
+)
+def test_a_declaration_that_contradicts_itself_is_refused_where_it_is_written(
+    partition: kinds.Partition, shares: int
+) -> None:
+    with pytest.raises(ValueError, match="exactly when partition is"):
+        replace(TPU, partition=partition, shares=shares)
 
 
 def test_a_gpu_declares_its_shares_but_is_still_handed_out_whole() -> None:

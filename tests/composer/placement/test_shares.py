@@ -16,7 +16,7 @@ from composer.placement.request import (
     Rejection,
 )
 from composer.placement.shareable import free_shares, shares_per_device
-from composer.placement.shares import charged_gbps
+from composer.placement.shares import charged_gbps, shares_taken
 from composer.placement.snapshot import Snapshot
 from fabric.kinds import kind
 from tests.composer.placement.helpers import world
@@ -153,6 +153,36 @@ def test_returning_checks_the_host_and_the_count() -> None:
         snapshot.returning(shares={"device:b1-0": ("host:b", 300)})
 
 
+def test_a_partly_shared_device_is_never_taken_or_given_back_whole() -> None:
+    # Its other shares are still held: taken whole they would vanish, given back whole
+    # the device would be free for a whole-device request beside them.
+    snapshot = shared_world({"device:b1-0": ("host:b", 300)})
+    with pytest.raises(ValueError, match="Shared, so not taken whole: device:b1-0"):
+        snapshot.taking(devices=["device:b1-0"])
+    with pytest.raises(ValueError, match="Shared, so not taken whole: device:b1-1"):
+        world().taking(devices=["device:b1-1"], shares={"device:b1-1": ("host:b", 100)})
+    with pytest.raises(ValueError, match="device:b1-0 is shared: give its shares back"):
+        snapshot.returning(devices=["device:b1-0"])
+    gone = snapshot.taking(shares={"device:b1-0": ("host:b", 700)})  # its last share
+    with pytest.raises(ValueError, match="device:b1-0 is shared"):
+        gone.returning(devices=["device:b1-0"])
+
+
+def test_two_shares_of_one_device_in_a_plan_are_taken_as_their_sum() -> None:
+    plan = place(
+        PlacementRequest(
+            items=(DeviceItem("gpu", 1, share=300), DeviceItem("gpu", 1, share=600)),
+            host="host:b",
+        ),
+        shared_world({"device:b1-0": ("host:b", 50)}),
+    )
+    assert isinstance(plan, Placement)
+    assert [p.device for p in plan.devices] == ["device:b1-0", "device:b1-0"]
+    assert shares_taken(plan) == {"device:b1-0": ("host:b", 900)}
+    after = shared_world({"device:b1-0": ("host:b", 50)}).taking(shares=shares_taken(plan))
+    assert after.devices["device:b1-0"].shares_free == 50
+
+
 # --- placement ------------------------------------------------------------------------
 
 
@@ -239,7 +269,7 @@ def test_a_share_beside_whole_devices_that_take_every_gpu() -> None:
         PlacementRequest(items=(DeviceItem("gpu", 4), share(100)), host="host:b"), snapshot
     )
     assert rejection.code == "no_capacity"
-    assert "room for the shares beside the whole devices" in rejection.message
+    assert "fails the room for the shares" in rejection.message
     assert "ask for fewer devices or a smaller share" in rejection.nearest.operator
 
 
