@@ -113,12 +113,19 @@ def claim_shares(
 
 
 def give_back_shares(
-    device: Device, share: int, *, message: str, actor: Any, source: str
+    device: Device,
+    share: int,
+    *,
+    message: str,
+    actor: Any,
+    source: str,
+    still_bound: bool = False,
 ) -> ChangeRecord:
     """`share` fewer shares held on `device` (locked by the caller, the shares' Allocation
-    rows already released). With the last one it is whole and free again: no shared host,
-    no bound host (the caller undid the binding), FREE unless failed or in maintenance.
-    Returns the ChangeRecord."""
+    rows already released). With the last one it is whole again, no shared host: FREE with
+    no bound host (the caller undid the binding) unless failed or in maintenance, or, when
+    its unbind is pending (`still_bound`), BOUND to its host and held by the `UnbindPending`
+    row as a whole device is until the reconciler unbinds it. Returns the ChangeRecord."""
     left = max(0, device.allocated_shares - share)
     changes: dict[str, tuple[Any, Any] | list[Any]] = {
         "allocated_shares": (device.allocated_shares, left)
@@ -128,10 +135,10 @@ def give_back_shares(
         host = device.shared_host.name if device.shared_host else device.shared_host_id
         changes["shared_host"] = (host, None)
         fields["shared_host"] = None
-        if device.bound_host_id is not None:
+        if device.bound_host_id is not None and not still_bound:
             fields["bound_host"] = None
             changes["bound_host"] = (host, None)
-        if device.state in HELD_STATES:
+        if device.state in HELD_STATES and not still_bound:
             fields["state"] = DeviceState.FREE
             changes["state"] = (device.state, DeviceState.FREE)
     Device.objects.filter(pk=device.pk).update(**fields)
