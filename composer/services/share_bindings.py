@@ -21,7 +21,12 @@ from composer.joblog import for_tenants
 from composer.models import Allocation, Composition
 from composer.services.allocations import allocations_release
 from composer.services.allocations.shares import give_back_shares
-from composer.services.bindings import allocation_bind, allocation_unbind, allocation_words
+from composer.services.bindings import (
+    allocation_bind,
+    allocation_label,
+    allocation_unbind,
+    allocation_words,
+)
 from composer.services.unbinds import allocation_release_unbind_pending
 from fabric.drivers.base import Binding, FabricDriver
 from fabric.models import Device, Host
@@ -62,7 +67,7 @@ def shares_bind(
                 binding = Binding(existing, allocation.device.external_id, host.external_id)
                 logger.info(
                     "%s is bound to %s already (%s): the share needs no fabric operation",
-                    allocation.device.name,
+                    allocation_label(allocation),
                     host.name,
                     existing,
                     extra=for_tenants(

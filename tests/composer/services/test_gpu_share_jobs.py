@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from composer.models import Allocation, Composition
+from composer.choices import JobKind
+from composer.models import Allocation, Composition, Job
 from composer.services.compositions import composition_decompose
 from fabric.choices import DeviceState
 from fabric.drivers.registry import get_driver
@@ -51,6 +52,9 @@ def test_two_compositions_share_one_gpu_bound_once_and_unbound_with_the_last(
         first.host_id,
     )
     assert first.placement["devices"][0]["share"] == 250
+    job = Job.objects.get(kind=JobKind.COMPOSE, target_id=second.pk)
+    lines = list(job.log_lines.values_list("message", "tenant_message"))
+    assert any("(500/1000 share) is bound to" in m and "already" in t for m, t in lines), lines
 
     with django_capture_on_commit_callbacks(execute=True):
         composition_decompose(composition=first, actor=alice)
