@@ -110,3 +110,24 @@ def release_twice_child(database_url: str, barrier: Any, results: Any, job: dict
         results.put((composition.pk, 0, f"{type(exc).__name__}: {exc}"))
     finally:
         connection.close()
+
+
+def decompose_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`composition_decompose` of composition `job["composition"]`, its job run eagerly
+    after commit in this process; reports (composition, its state after, error)."""
+    _setup(database_url)
+    from django.db import connection
+
+    from composer.models import Composition
+    from composer.services.compositions import composition_decompose
+
+    composition = Composition.objects.get(pk=job["composition"])
+    barrier.wait(timeout=60)
+    try:
+        composition_decompose(composition=composition, actor=None)
+        composition.refresh_from_db()
+        results.put((composition.pk, composition.state, ""))
+    except Exception as exc:
+        results.put((composition.pk, None, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()

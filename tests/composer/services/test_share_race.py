@@ -14,14 +14,19 @@ from typing import Any
 import pytest
 from django.db.models import Sum
 
+from composer.choices import CompositionState
 from composer.models import Allocation, Composition
 from composer.services.allocations.shares import shares_held
-from fabric.choices import DeviceState
-from fabric.models import Device, FabricManager, Host
+from fabric.choices import ChangeAction, DeviceState
+from fabric.drivers.registry import get_driver
+from fabric.models import ChangeRecord, Device, FabricManager, Host
 from tests.composer.services.test_allocation_race import PROCESSES, run_race
 from tests.support import race
+from tests.support.compose import composed
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+SHARE = {"items": [{"kind": "gpu", "share": 100}]}
 
 
 def claimants(acme: Any) -> list[Composition]:
@@ -91,3 +96,35 @@ def test_eight_processes_taking_shares_of_the_last_two_gpus_at_once_get_each_or_
     assert set(per_composition.values()) == {2}  # all of a request, or none of it
     assert not Allocation.objects.exclude(composition__in=granted).exists()
     assert_held_as_recorded(pair)
+
+
+def test_eight_holders_of_one_gpu_decomposed_at_once_unbind_it_exactly_once(
+    postgres: None, synced: FabricManager, acme: Any, alice: Any
+) -> None:
+    """Each decompose gives its share back under the GPU's row lock, and only the one that
+    finds no other share left unbinds it: the GPU never stays bound with no holder, and is
+    never unbound under a holder still there."""
+    first = composed(tenant=acme, user=alice, name="h0", spec=SHARE)
+    holders = [first] + [
+        composed(tenant=acme, user=alice, name=f"h{i}", spec={**SHARE, "host": first.host_id})
+        for i in range(1, PROCESSES)
+    ]
+    gpu = Allocation.objects.get(composition=first).device
+    assert set(Allocation.objects.values_list("device", flat=True)) == {gpu.pk}
+    driver = get_driver(synced)
+    assert len(driver.bindings()) == 1
+
+    outcomes = run_race(race.decompose_child, [{"composition": h.pk} for h in holders])
+
+    assert {state for _, state, _ in outcomes} == {CompositionState.RELEASED}, outcomes
+    assert driver.bindings() == []
+    assert_held_as_recorded([gpu])
+    gpu.refresh_from_db()
+    assert (gpu.state, gpu.bound_host_id) == (DeviceState.FREE, None)
+    unbinds = ChangeRecord.objects.filter(
+        target_type="device",
+        target_id=gpu.pk,
+        action=ChangeAction.CHANGED,
+        changes__has_key="bound_host",
+    )
+    assert unbinds.count() == 2  # bound once, unbound once
