@@ -24,20 +24,31 @@ written in the same transactions under the same row lock; `shares_held` recounts
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from django.db import transaction
 from django.db.models import Case, F, Q, Sum, Value, When
 from django.utils import timezone
 
 from composer.errors import ClaimConflict
 from composer.models import Allocation
-from fabric.capacity import HELD_STATES
+from composer.selectors.allocations import allocation_held_states
+from fabric.capacity import HELD_STATES, held_state
 from fabric.choices import ChangeAction, DeviceState
 from fabric.models import ChangeRecord, Device, Host
 from fabric.services.history import change_record
 
-__all__ = ["check_share", "claim_shares", "give_back_shares", "shares_held"]
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "check_share",
+    "claim_shares",
+    "devices_shares_reconcile",
+    "give_back_shares",
+    "shares_held",
+]
 
 
 def check_share(device: Device, share: int, host: Host) -> None:
@@ -168,3 +179,67 @@ def shares_held(device_ids: Collection[int] | None = None) -> dict[int, int]:
         .annotate(total=Sum("share"))
         .values_list("device_id", "total")
     }
+
+
+def devices_shares_reconcile() -> list[int]:
+    """Recount every shared GPU's `allocated_shares` (and `shared_host`) from the shares its
+    unreleased allocations hold (`shares_held`), correcting each that drifted; returns the
+    ids corrected. As `devices_allocated_reconcile` does for GiB: a drift is corrected only
+    if the recount under the device's row lock still finds it (a claim or release in flight
+    is left to the next pass), and each correction is a ChangeRecord (source
+    "reconciliation") and a warning. A GPU whose shares are held by compositions with no
+    host (none should be) is left alone and logged."""
+    expected = shares_held()
+    drifted = [
+        (pk, recorded)
+        for pk, recorded in Device.objects.filter(
+            Q(allocated_shares__gt=0) | Q(pk__in=list(expected))
+        ).values_list("pk", "allocated_shares")
+        if recorded != expected.get(pk, 0)
+    ]
+    corrected: list[int] = []
+    for pk, recorded in drifted:
+        with transaction.atomic():
+            device = Device.objects.select_for_update().filter(pk=pk).first()
+            held = shares_held([pk]).get(pk, 0)
+            if device is None or (device.allocated_shares, held) != (recorded, expected.get(pk, 0)):
+                continue  # changed since the first count
+            host_id = (
+                Allocation.objects.filter(
+                    device_id=pk, released_at__isnull=True, share__isnull=False
+                )
+                .values_list("composition__host_id", flat=True)
+                .first()
+            )
+            if held and host_id is None:
+                logger.warning("device %s: shares held by compositions with no host", pk)
+                continue
+            fields: dict[str, Any] = {
+                "allocated_shares": held,
+                "shared_host_id": host_id if held else None,
+                "updated_at": timezone.now(),
+            }
+            if held and device.state == DeviceState.FREE:
+                fields["state"] = DeviceState.RESERVED
+            elif not held and device.state in HELD_STATES:
+                claimed = allocation_held_states([pk]).get(pk)
+                bound = device.bound_host_id is not None
+                fields["state"] = held_state(claimed=claimed, bound=bound) or DeviceState.FREE
+            Device.objects.filter(pk=pk).update(**fields)
+            changes: dict[str, tuple[Any, Any] | list[Any]] = {"allocated_shares": (recorded, held)}
+            if fields.get("state", device.state) != device.state:
+                changes["state"] = (device.state, fields["state"])
+            change_record(
+                device,
+                ChangeAction.CHANGED,
+                changes,
+                message=(
+                    f"Allocated GPU shares recounted from the compositions' shares: {held} "
+                    f"held, {recorded} recorded"
+                ),
+                source="reconciliation",
+            ).save()
+        logger.warning("device %s: allocated_shares was %s, its shares hold %s; corrected",
+                       pk, recorded, held)  # fmt: skip
+        corrected.append(pk)
+    return corrected

@@ -17,7 +17,7 @@ from composer.services.allocations import (
     allocations_claim,
     allocations_release,
 )
-from composer.services.allocations.shares import shares_held
+from composer.services.allocations.shares import devices_shares_reconcile, shares_held
 from fabric.choices import ChangeAction, DeviceState
 from fabric.models import ChangeRecord, Device, FabricManager, Host, Pool
 from fabric.selectors import pool_capacity
@@ -181,3 +181,24 @@ def test_a_shared_gpu_counts_in_its_pool_by_the_shares_held(
     assert after.free == before.free - 0.25
     split = Device.objects.get(pk=device.pk).capacity
     assert (split.allocated, split.free) == (0.25, 0.75)
+
+
+def test_the_reconciler_recounts_a_gpu_s_shares_from_those_held(
+    synced: FabricManager, acme: Any
+) -> None:
+    device, (host, _) = gpu(), hosts()
+    share(acme, "a", host, device, 250)
+    Device.objects.filter(pk=device.pk).update(allocated_shares=900)  # drifted: too high
+    stray = Device.objects.filter(kind="gpu").exclude(pk=device.pk).first()
+    assert stray is not None
+    Device.objects.filter(pk=stray.pk).update(  # held by nothing at all
+        allocated_shares=300, shared_host=host, state=DeviceState.RESERVED
+    )
+
+    assert sorted(devices_shares_reconcile()) == sorted([device.pk, stray.pk])
+
+    assert figures(device) == (DeviceState.RESERVED, 250, host.pk, None)
+    assert figures(stray) == (DeviceState.FREE, 0, None, None)
+    assert devices_shares_reconcile() == []  # settled
+    record = ChangeRecord.objects.filter(target_type="device", target_id=stray.pk).latest("pk")
+    assert record.source == "reconciliation" and record.changes["allocated_shares"] == [300, 0]
