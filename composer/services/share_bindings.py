@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 from django.db import transaction
 
@@ -93,64 +94,49 @@ def allocation_unbind_release(
     not be undone is held by an `UnbindPending` row instead (`allocation_unbind`,
     `raise_transient` as there). A share of a GPU other shares still hold needs no fabric
     operation: its part is given back and the GPU stays bound; the last one unbinds it."""
-    if not allocation.share:
-        _unbind_release(driver, composition, allocation, host, reported, raise_transient, source)
-        return
-    with transaction.atomic():
-        Device.objects.select_for_update().filter(pk=allocation.device_id).first()
-        others = (
-            Allocation.objects.filter(device_id=allocation.device_id, released_at__isnull=True)
-            .exclude(pk=allocation.pk)
-            .exists()
-        )
-        if not others:
-            # The last share: the GPU is unbound under its row lock, so a share released at
-            # the same time waits, then finds it free.
-            _unbind_release(
-                driver, composition, allocation, host, reported, raise_transient, source
-            )
-            return
-        logger.info(
-            "%s stays bound to %s for the other shares",
-            allocation.device.name,
-            host.name,
-            extra=for_tenants(f"Gave back the share of {allocation_words(allocation)}."),
-        )
-        allocations_release(composition=composition, source=source, only=[allocation.pk])
-
-
-def _unbind_release(
-    driver: FabricDriver,
-    composition: Composition,
-    allocation: Allocation,
-    host: Host,
-    reported: Sequence[Binding] | None,
-    raise_transient: bool,
-    source: str,
-) -> None:
-    not_undone = allocation_unbind(
-        driver, allocation, host, reported, raise_transient=raise_transient
-    )
-    if not not_undone:
-        allocations_release(composition=composition, source=source, only=[allocation.pk])
-        return
-    with transaction.atomic():
-        allocation_release_unbind_pending(
-            composition=composition,
-            allocation=allocation,
-            host=host,
-            not_undone=not_undone,
-            source=source,
-        )
+    # A share decides under its GPU's row lock, and unbinds (the last one) under it, so a
+    # share released at the same time waits, then finds the GPU free; a whole device or a
+    # slice unbinds outside any transaction, as before.
+    with transaction.atomic() if allocation.share else nullcontext():
         if allocation.share:
-            # The GPU stays bound, held by the UnbindPending row as a whole device is; its
-            # last share is given back so that its shares' figure is what compositions hold.
-            device = Device.objects.select_related("shared_host").get(pk=allocation.device_id)
-            give_back_shares(
-                device,
-                allocation.share,
-                message=f"Released by composition {composition.name}",
-                actor=None,
+            Device.objects.select_for_update().filter(pk=allocation.device_id).first()
+            others = (
+                Allocation.objects.filter(device_id=allocation.device_id, released_at__isnull=True)
+                .exclude(pk=allocation.pk)
+                .exists()
+            )
+            if others:
+                logger.info(
+                    "%s stays bound to %s for the other shares",
+                    allocation.device.name,
+                    host.name,
+                    extra=for_tenants(f"Gave back the share of {allocation_words(allocation)}."),
+                )
+                allocations_release(composition=composition, source=source, only=[allocation.pk])
+                return
+        not_undone = allocation_unbind(
+            driver, allocation, host, reported, raise_transient=raise_transient
+        )
+        if not not_undone:
+            allocations_release(composition=composition, source=source, only=[allocation.pk])
+            return
+        with transaction.atomic():
+            allocation_release_unbind_pending(
+                composition=composition,
+                allocation=allocation,
+                host=host,
+                not_undone=not_undone,
                 source=source,
-                still_bound=True,
-            ).save()
+            )
+            if allocation.share:
+                # The GPU stays bound, held by the UnbindPending row as a whole device is;
+                # its last share is given back so that its figure is what compositions hold.
+                device = Device.objects.select_related("shared_host").get(pk=allocation.device_id)
+                give_back_shares(
+                    device,
+                    allocation.share,
+                    message=f"Released by composition {composition.name}",
+                    actor=None,
+                    source=source,
+                    still_bound=True,
+                ).save()
