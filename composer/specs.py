@@ -3,11 +3,17 @@
 A spec is the JSON a tenant sends (form, API, template):
 
     {"items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 2,
-                "minima": {"memory_gib": 80}}],
+                "minima": {"memory_gib": 80}},
+               {"kind": "gpu", "share": 250}],
      "memory_gib": 1024, "storage_tb": 4, "cores": 32, "host_memory_gib": 256,
      "devices": [{"device": "gpu-03"}, {"device": 41, "gib": 256}],
      "host": null, "max_latency_ns": 600, "policy": "switch",
      "same_switch": false, "critical": false, "self_heal": false}
+
+An item with `share` asks for a share of ONE device of a kind that splits into shares
+(`fabric.kinds`: a GPU, in thousandths, 1 to 999), held beside other compositions on the
+host the device is bound to; its `count` is 1, its model and minima apply as to whole
+devices; more shares are more items. The console's form calls it "GPU share".
 
 `devices` names devices exactly (a "specific composition"), by name or id (a number is an
 id; a string a name, else an id when it is digits and no device has that name): whole devices,
@@ -33,14 +39,23 @@ from typing import Any
 import composer.placement.policies as policies
 from composer.errors import SpecError
 from composer.placement.request import DeviceItem, PinnedDevice, PlacementRequest
-from fabric.kinds import find, requestable
+from fabric.kinds import find, plural, requestable, shares_per_device
 
-__all__ = ["DEVICE_KINDS", "LIMITS", "MAX_DEVICES", "spec_normalise", "spec_to_request"]
+__all__ = [
+    "DEVICE_KINDS",
+    "LIMITS",
+    "MAX_DEVICES",
+    "MAX_SHARE",
+    "spec_normalise",
+    "spec_to_request",
+]
 
 # The device kinds a request may name as items (`fabric.kinds`; CXL memory goes by GiB), as
 # the API schema and the form list them.
 DEVICE_KINDS = requestable()
 MAX_ITEMS = 16
+# The largest share an item may ask for (a GPU: 999 of its 1000 parts), as the API schema says.
+MAX_SHARE = max((shares_per_device(name) for name in DEVICE_KINDS), default=1) - 1
 MAX_DEVICES = 64  # devices one request may name
 # Ceilings far above any real composition: they turn typos (10**9 GPUs) into field errors.
 LIMITS: dict[str, float] = {
@@ -88,6 +103,7 @@ LABELS: dict[str, str] = {
     "devices": "Named devices",
     "device": "Device",
     "gib": "GiB",
+    "share": "Share",
 }
 _ITEM = re.compile(r"^(items|devices)\[(\d+)\]")
 _NOTHING = object()
@@ -156,12 +172,12 @@ def _item(raw: Any, index: int) -> dict[str, Any]:
     where = f"items[{index}]"
     if not isinstance(raw, Mapping):
         raise _error(where, "A device item is an object with a kind and a count.")
-    unknown = sorted(set(raw) - {"kind", "model", "count", "minima"})
+    unknown = sorted(set(raw) - {"kind", "model", "count", "minima", "share"})
     if unknown:
         raise _error(
             where,
             f"Unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}: a device item "
-            "has kind, model, count and minima.",
+            "has kind, model, count, minima and share.",
         )
     kind = raw.get("kind")
     declared = find(kind) if isinstance(kind, str) else None
@@ -187,12 +203,45 @@ def _item(raw: Any, index: int) -> dict[str, Any]:
         str(name): _number(value, f"{where}.minima.{name}", whole=False, maximum=LIMITS["minimum"])
         for name, value in minima_raw.items()
     }
-    return {
+    item: dict[str, Any] = {
         "kind": kind,
         "model": model.strip() if model else None,
         "count": count,
         "minima": minima,
     }
+    share = raw.get("share")
+    if share not in (None, ""):
+        item["share"] = _share(share, kind, count, where)
+    return item
+
+
+def _share(raw: Any, kind: str, count: int, where: str) -> int:
+    """A device item's `share`: 1 to the kind's shares less one, of ONE device."""
+    whole = shares_per_device(kind)
+    declared = find(kind)
+    if not whole or declared is None:
+        shared = ", ".join(plural(name) for name in requestable() if shares_per_device(name))
+        raise _error(
+            f"{where}.share",
+            f"Shares are of {shared or 'no kind'} only; {plural(kind)} are taken whole: ask "
+            "for them with count.",
+        )
+    share = _number(raw, f"{where}.share", whole=True, minimum=1, maximum=LIMITS["count"] * whole)
+    if share >= whole:
+        raise _error(
+            f"{where}.share",
+            f"A share is 1 to {whole - 1} thousandths of one {declared.label}; {whole} or more "
+            f"is whole {declared.plural}: ask for them with count.",
+            share,
+        )
+    if count != 1:
+        raise _error(
+            f"{where}.count",
+            f"Count must be 1 with a share: a share is part of one {declared.label}; ask for "
+            "more shares as more items.",
+            count,
+        )
+    return int(share)
 
 
 def _pin(raw: Any, index: int) -> dict[str, Any]:
@@ -330,6 +379,7 @@ def spec_to_request(
                 count=item["count"],
                 model=item["model"],
                 minima=dict(item["minima"]),
+                share=item.get("share"),
             )
             for item in spec["items"]
         ),

@@ -31,7 +31,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Holder:
-    """Something holding a device (or, with `gib`, a slice of a CXL memory device)."""
+    """Something holding a device (or, with `gib`, a slice of a CXL memory device; with
+    `share`, a share of a GPU, on `host`)."""
 
     name: str
     url: str
@@ -39,6 +40,8 @@ class Holder:
     owner: str | None = None  # e.g. the tenant, for viewers allowed to see it
     owner_url: str | None = None
     gib: int | None = None
+    share: int | None = None
+    host: str | None = None
 
 
 HolderLookup = Callable[[Any, Any], Sequence[Holder]]  # (device, user) -> holders

@@ -41,6 +41,7 @@ __all__ = [
     "partitioned",
     "plural",
     "requestable",
+    "shares_per_device",
     "withdraw",
 ]
 
@@ -83,8 +84,8 @@ class Kind:
     - `partition`, `shares`: how it is handed out (see `Partition`); `shares` is how many
       parts one device splits into when `partition` is "shares" (a GPU: 1000, thousandths,
       as Kubernetes and the Alibaba trace count GPU milli), 1 otherwise. The placement
-      engine places shares (`composer.placement.shares`); claiming them in the database
-      is not done yet, so the console and the API still hand shareable kinds out whole.
+      engine places shares (`composer.placement.shares`); the allocation service claims
+      them (`Device.allocated_shares`, `composer.services.allocations.shares`).
     - `measure`: what a request asks for of it and what the engine counts ("count", "gib",
       "gb"); `quota`: the limits a quota on it may set.
     - `balance`: scoring keeps the hosts' free cores in proportion to the free devices of
@@ -274,6 +275,12 @@ def plural(name: str) -> str:
 def is_sliced(name: str) -> bool:
     """Handed out in GiB slices (CXL memory) rather than whole."""
     return name in partitioned("slices")
+
+
+def shares_per_device(name: str) -> int:
+    """How many shares a device of kind `name` splits into (0: it is only taken whole)."""
+    found = _REGISTRY.get(name)
+    return found.shares if found is not None and found.partition == "shares" else 0
 
 
 @cache

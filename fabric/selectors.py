@@ -12,7 +12,7 @@ from django.db.models.functions import Least
 
 from fabric.capacity import Split, capacity_split
 from fabric.choices import ComponentState, DeviceState, Health, LinkState
-from fabric.kinds import is_sliced
+from fabric.kinds import is_sliced, shares_per_device
 from fabric.models import (
     ChangeRecord,
     Device,
@@ -36,6 +36,7 @@ from fabric.topology.report import impact_report, paths_report, reachable_report
 class PoolCapacity:
     """Capacity of one pool, in devices — or in GiB for partitionable memory pools, where
     allocated are the GiB its devices' slices hold (`fabric.capacity`, the one definition).
+    A shared GPU counts allocated by the fraction its shares hold (thousandths of a device).
 
     capacity = allocated + free + unavailable; absent devices count nowhere. `devices`: the
     present devices it is made of.
@@ -43,10 +44,10 @@ class PoolCapacity:
 
     pool: Pool
     unit: str
-    capacity: int
-    allocated: int
-    free: int
-    unavailable: int
+    capacity: float
+    allocated: float
+    free: float
+    unavailable: float
     devices: int = 0
 
     @property
@@ -78,12 +79,16 @@ def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity
             gib=Sum("memory_gib"),
             # Per device, never more than it has (a sync may report it smaller meanwhile).
             held_gib=Sum(Least("allocated_gib", "memory_gib")),
-            bound=Count("bound_host"),  # still bound to a host: held, whatever the state
+            # Still bound to a host: held, whatever the state (a shared one by its shares).
+            bound=Count("bound_host", filter=Q(allocated_shares=0)),
+            shared=Count("id", filter=Q(allocated_shares__gt=0)),
+            held_shares=Sum("allocated_shares"),
         )
     )
     splits: dict[int, Split] = defaultdict(Split)
     counts: dict[int, int] = defaultdict(int)
     memory_pools = {p.pk for p in pool_list if is_sliced(p.kind)}
+    shares = {p.pk: shares_per_device(p.kind) for p in pool_list}
     for row in rows:
         pool_id = row["pool_id"]
         counts[pool_id] += row["devices"]
@@ -95,6 +100,9 @@ def pool_capacities(*, pools: QuerySet[Pool] | None = None) -> list[PoolCapacity
             memory_gib=row["gib"] or 0,
             allocated_gib=row["held_gib"] or 0,
             bound=row["bound"],
+            shares=shares[pool_id],
+            shared=row["shared"],
+            allocated_shares=row["held_shares"] or 0,
         )
     result = []
     for pool in pool_list:

@@ -42,7 +42,8 @@ SCALAR_FIELDS = (
     "name",
     "template",
 )
-_ITEM_FIELD = re.compile(r"^items\[(\d+)\](?:\.(kind|model|count|minima)(?:\.(\w+))?)?$")
+_ITEM_FIELD = re.compile(r"^items\[(\d+)\](?:\.(kind|model|count|minima|share)(?:\.(\w+))?)?$")
+SHARE_ROW = -1  # the spec item the GPU share field makes, in `_item_row_of`
 
 
 class CompositionFilterForm(forms.Form):
@@ -135,6 +136,12 @@ class CompositionRequestForm(forms.Form):
     )
     storage_tb = forms.CharField(
         required=False, label="NVMe storage (TB)", widget=_number_input("0", whole=False)
+    )
+    gpu_share = forms.CharField(
+        required=False,
+        label="GPU share (thousandths)",
+        help_text="Part of one GPU, 1 to 999 thousandths, shared with others on its host.",
+        widget=_number_input("none"),
     )
     cores = forms.CharField(required=False, label="Host cores", widget=_number_input("0"))
     host_memory_gib = forms.CharField(
@@ -281,6 +288,10 @@ class CompositionRequestForm(forms.Form):
                 item["minima"] = {"memory_gib": minimum}
             items.append(item)
             self._item_row_of.append(i)
+        share = (data.get("gpu_share") or "").strip()
+        if share:  # a share of one GPU is an item of its own (composer.specs)
+            items.append({"kind": "gpu", "share": share})
+            self._item_row_of.append(SHARE_ROW)
         spec: dict[str, Any] = {"items": items, "devices": _named(data.get("devices") or "")}
         for name in ("memory_gib", "storage_tb", "cores", "host_memory_gib", "max_latency_ns"):
             spec[name] = (data.get(name) or "").strip() or None
@@ -315,6 +326,8 @@ class CompositionRequestForm(forms.Form):
                 return "template"
             index = int(match.group(1))
             row = self._item_row_of[index] if index < len(self._item_row_of) else 0
+            if row == SHARE_ROW:
+                return "gpu_share"
             part = match.group(2)
             if part == "minima":
                 return f"item_{row}_min_memory_gib"
@@ -335,7 +348,14 @@ class CompositionRequestForm(forms.Form):
 
     @property
     def amount_fields(self) -> list[forms.BoundField]:
-        names = ("memory_gib", "storage_tb", "cores", "host_memory_gib", "max_latency_ns")
+        names = (
+            "gpu_share",
+            "memory_gib",
+            "storage_tb",
+            "cores",
+            "host_memory_gib",
+            "max_latency_ns",
+        )
         return [self[name] for name in names]
 
     @property

@@ -103,13 +103,15 @@ class Composition(TimeStampedModel):
 
 
 class Allocation(models.Model):
-    """One device, or one GiB slice (`gib`) of a CXL memory device, held by one composition.
+    """One device, one GiB slice (`gib`) of a CXL memory device, or one share (`share`,
+    thousandths) of a GPU, held by one composition.
 
     Lifecycle: RESERVED (claimed in the database) -> BOUND (the driver bound it;
     `binding_id` recorded before the job moves on) -> RELEASED (`released_at` set).
     Rule 1 lives here: a partial unique index lets a whole device have one unreleased
-    allocation at most; slices are checked against the device's capacity under its row lock
-    (`composer.services.allocations`).
+    allocation at most; slices and shares are checked against the device's capacity under its
+    row lock, and the device's own constraints hold shares to one host and to the kind's
+    count (`composer.services.allocations`, `fabric.models.Device`).
     """
 
     composition = models.ForeignKey(
@@ -120,6 +122,11 @@ class Allocation(models.Model):
     )
     gib = models.PositiveIntegerField(
         null=True, blank=True, help_text="Size of a CXL memory slice; empty for a whole device."
+    )
+    share = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="A share of a GPU, in thousandths of the device; empty otherwise.",
     )
     state = models.CharField(
         max_length=10, choices=AllocationState.choices, default=AllocationState.RESERVED
@@ -137,7 +144,7 @@ class Allocation(models.Model):
             # Rule 1, in the database: a whole device is held by one composition at a time.
             models.UniqueConstraint(
                 fields=["device"],
-                condition=Q(gib__isnull=True, released_at__isnull=True),
+                condition=Q(gib__isnull=True, share__isnull=True, released_at__isnull=True),
                 name="composer_allocation_whole_device_once",
             ),
             # The driver holds one slice of a memory device per host: one per composition.
@@ -149,6 +156,11 @@ class Allocation(models.Model):
             models.CheckConstraint(
                 condition=Q(gib__isnull=True) | Q(gib__gt=0),
                 name="composer_allocation_gib_positive",
+            ),
+            # A share is part of one device, never a whole one, never also a slice.
+            models.CheckConstraint(
+                condition=Q(share__isnull=True) | Q(share__gt=0, gib__isnull=True),
+                name="composer_allocation_share_positive_not_slice",
             ),
             # The unique index relies on released_at: keep it in step with the state.
             models.CheckConstraint(
@@ -162,7 +174,7 @@ class Allocation(models.Model):
         ]
 
     def __str__(self) -> str:
-        size = f" {self.gib} GiB" if self.gib else ""
+        size = f" {self.gib} GiB" if self.gib else (f" share {self.share}" if self.share else "")
         return f"allocation {self.pk}: device {self.device_id}{size} ({self.state})"
 
     @property

@@ -126,6 +126,7 @@ class FindingKind(models.TextChoices):
     HELD_LAPSED = "held_lapsed", "Held past expiry"  # a hold still claiming after its time
     HEALTH = "health", "Out of line with health"  # degraded, recovered, heal requeued
     ALLOCATED_GIB = "allocated_gib", "Allocated memory recounted"
+    ALLOCATED_SHARES = "allocated_shares", "Allocated GPU shares recounted"
     MANAGER_UNREACHABLE = "manager_unreachable", "Fabric manager unreachable"
 
 

@@ -63,16 +63,19 @@ def stranded_by_pool() -> dict[int, int]:
 
 
 def _free_amount(row: tuple[Any, ...]) -> int:
-    """What a device gives its pool's free figure: 1, its free GiB, or 0."""
+    """What a device gives its pool's free figure: 1, its free GiB, or 0 (a shared GPU,
+    held by its shares, gives 0: only its own host may take what is left of it)."""
     _, kind, state, health, memory_gib, allocated_gib, bound_host, _ = row
-    return capacity_split(
-        partitionable=is_sliced(kind),
-        state=state,
-        health=health,
-        memory_gib=memory_gib or 0,
-        allocated_gib=allocated_gib or 0,
-        bound=int(bound_host is not None),
-    ).free
+    return int(
+        capacity_split(
+            partitionable=is_sliced(kind),
+            state=state,
+            health=health,
+            memory_gib=memory_gib or 0,
+            allocated_gib=allocated_gib or 0,
+            bound=int(bound_host is not None),
+        ).free
+    )
 
 
 ENDS_AND_SWITCHES = ("host", "switch", "enclosure")

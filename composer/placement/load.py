@@ -19,6 +19,8 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from composer.placement.request import DevicePick
+from composer.placement.shares import charged_gbps
 from composer.placement.snapshot import (
     DEFAULT_OVERSUBSCRIPTION,
     DeviceInfo,
@@ -28,7 +30,7 @@ from composer.placement.snapshot import (
     Snapshot,
 )
 from fabric.capacity import is_allocatable
-from fabric.kinds import is_sliced
+from fabric.kinds import is_sliced, shares_per_device
 from fabric.topology.graph import FabricGraph, Node, enclosure_distances, paused_gc
 from fabric.topology.load import load_graph
 from fabric.topology.maintenance import placeable
@@ -53,7 +55,8 @@ def build_snapshot(
 
     Usable (`fabric.capacity.is_allocatable`): whole devices FREE with health not
     CRITICAL, CXL memory devices with GiB free (`memory_gib - allocated_gib`, the slices
-    held, as every capacity figure counts them); hosts and enclosures ACTIVE; no path
+    held, as every capacity figure counts them), shared GPUs with shares free (partly
+    shared on their `shared_host`, `DeviceInfo.shares_free`); hosts and enclosures ACTIVE; no path
     through a switch in maintenance (`fabric.topology.maintenance.placeable`).
 
     Hook for allocations: what compositions hold and the tables do not show as taken
@@ -74,6 +77,7 @@ def build_snapshot(
             state=node.state,
             health=node.health,
             free_gib=node.attrs.get("free_gib", 0),
+            free_shares=_shares_free(node),
         )
         and (pool_ids is None or node.attrs["pool"] in pool_ids)
     }
@@ -145,6 +149,8 @@ def snapshot_from_graph(
                 numbers,
                 free_gib=_less(attrs.get("free_gib", 0), memory_gib.get(node.id)),
                 capacity_gb=attrs.get("capacity_gb", 0),
+                shares_free=_shares_free(node),
+                shared_host=attrs.get("shared_host"),
                 domains=tuple(
                     d
                     for d in (
@@ -190,21 +196,44 @@ def _uplink_used(
     """Each host's uplink use: every device bound to it or claimed by a composition on it
     (a hold, or a compose not bound yet: its devices are only RESERVED, but the host's
     uplink must still carry them once bound) charged its path's bottleneck, once per host
-    and device (a memory device sliced, whatever its slices)."""
+    and device (a memory device sliced, whatever its slices). A shared GPU is charged on
+    its shared host for the shares held, as the engine charges a share
+    (`shares.charged_gbps`: that fraction of the bottleneck), not as a whole device."""
     pairs = {
         (node.attrs["bound_host"], node.id)
         for node in graph.of_kind("device")
         if node.attrs.get("bound_host")
     }
     pairs.update((host, device) for host, ids in claimed.items() for device in ids)
+    pairs.update(
+        (node.attrs["shared_host"], node.id)
+        for node in graph.of_kind("device")
+        if node.attrs.get("shared_host")
+    )
     used: dict[str, float] = {}
     for host, device in pairs:
         node = graph.nodes.get(device)
         parent = node.parent if node is not None else None
         path = reach.get(host, {}).get(parent) if parent is not None else None
-        if path is not None:
+        if path is None or node is None:
+            continue
+        held = node.attrs.get("allocated_shares", 0)
+        if held:
+            kind = node.attrs.get("device_kind", "")
+            pick = DevicePick(node.id, node.name, kind, "", 0, path.bottleneck_gbps, share=held)
+            used[host] = used.get(host, 0.0) + charged_gbps(pick)
+        else:
             used[host] = used.get(host, 0.0) + path.bottleneck_gbps
     return used
+
+
+def _shares_free(node: Node) -> int:
+    """The shares a partly shared GPU has free (0 for any other device: a whole free one
+    reads as all of its shares, `shareable.free_shares`)."""
+    held: int = node.attrs.get("allocated_shares", 0)
+    if not held:
+        return 0
+    return max(0, shares_per_device(node.attrs.get("device_kind", "")) - held)
 
 
 def _less(free: int, taken: int | None) -> int:

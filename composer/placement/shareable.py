@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from fabric.kinds import find
+from fabric.kinds import shares_per_device
 
 if TYPE_CHECKING:
     from composer.placement.snapshot import DeviceInfo
@@ -23,12 +23,6 @@ __all__ = [
     "shared_out",
     "shares_per_device",
 ]
-
-
-def shares_per_device(kind: str) -> int:
-    """How many shares a device of `kind` splits into (0: it is only taken whole)."""
-    declared = find(kind)
-    return declared.shares if declared is not None and declared.partition == "shares" else 0
 
 
 def free_shares(device: DeviceInfo) -> int:

@@ -49,7 +49,11 @@ Target = BindTarget[Allocation]
 
 
 def allocation_label(allocation: Allocation) -> str:
-    """How a job's log names what an allocation binds: "gpu-a-02-1", "mem-a-01-1 (256 GiB)"."""
+    """How a job's log names what an allocation binds: "gpu-a-02-1", "mem-a-01-1 (256 GiB)",
+    "gpu-a-02-2 (250/1000 share)"."""
+    if allocation.share:
+        whole = allocation.device.shares_per_device
+        return f"{allocation.device.name} ({allocation.share}/{whole} share)"
     return allocation.device.name + (f" ({allocation.gib} GiB)" if allocation.gib else "")
 
 

@@ -20,7 +20,7 @@ from composer.errors import NameTaken, QuotaExceeded, SpecError
 from composer.models import Composition, Quota, Tenant
 from composer.selectors.quotas import quota_usage
 from fabric.choices import ComponentState, DeviceKind, DeviceState
-from fabric.kinds import find, measured
+from fabric.kinds import find, measured, shares_per_device
 from fabric.models import Device, Host
 
 KIND_LABELS = dict(DeviceKind.choices)
@@ -196,7 +196,9 @@ def composition_check_quotas(
             field = ""
             for index, item in enumerate(spec["items"]):
                 if item["kind"] == quota.kind and (not quota.model or item["model"] == quota.model):
-                    asked += item["count"]
+                    # A share counts as its fraction of one device (250/1000: 0.25).
+                    share = item.get("share")
+                    asked += share / shares_per_device(item["kind"]) if share else item["count"]
                     field = field or f"items[{index}].count"
             for index, (device, _) in enumerate(pins):
                 if _counts(quota, device) and not device.is_partitionable:

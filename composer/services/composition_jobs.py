@@ -33,13 +33,13 @@ from composer.runner import ProgressFn, run_job
 from composer.services.allocations import allocation_mark_bound, allocations_release
 from composer.services.bindings import (
     allocation_label,
-    allocation_unbind,
     allocation_words,
     allocations_bind,
     allocations_unbind,
     allocations_verify,
     bindings_adopt,
 )
+from composer.services.share_bindings import allocation_unbind_release, shares_bind
 from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric import reconfig
@@ -209,7 +209,9 @@ def _compose_steps(
     if unbound and (job.attempts > 1 or job.resumes):
         # Resuming (a worker died, or a retry): a bind made just before may not be recorded.
         unbound = bindings_adopt(driver, unbound, host, record)
-    allocations_bind(driver, unbound, host, record)
+    # A share binds its GPU only when no other share on the host has bound it already.
+    shares_bind(driver, [a for a in unbound if a.share], host, record)
+    allocations_bind(driver, [a for a in unbound if not a.share], host, record)
     allocations_verify(driver, allocations, host)
     progress(total - 1, total, "Verified every binding on the fabric manager")
     logger.info(
@@ -272,9 +274,20 @@ def composition_rollback(
     if host is not None and allocations:
         try:
             driver = driver or get_driver(host.manager)
-            failed = allocations_unbind(
-                driver, allocations, host, reconfig.reported_bindings_or_none(driver)
-            )
+            reported = reconfig.reported_bindings_or_none(driver)
+            for share in [a for a in allocations if a.share]:
+                # Unbound only when no other composition shares the GPU; released here.
+                allocation_unbind_release(
+                    driver=driver,
+                    composition=composition,
+                    allocation=share,
+                    host=host,
+                    reported=reported,
+                    raise_transient=False,
+                    source=source,
+                )
+            allocations = [a for a in allocations if not a.share]
+            failed = allocations_unbind(driver, allocations, host, reported)
         except DriverError as exc:  # no driver at all: undo only what was never bound
             logger.error(
                 "rollback of composition %s: %s",
@@ -347,22 +360,16 @@ def composition_decompose_run(job: Job, *, retryable: bool = True) -> Job:
                 # A transient error while the task may retry goes up (retried with back-off);
                 # a permanent one, or any on the last try, is left to the reconciler, so the
                 # composition is released, never left decomposing with a device half-held.
-                not_undone = allocation_unbind(
-                    driver, allocation, host, reported, raise_transient=retryable
+                # A share's GPU is unbound with its last share only.
+                allocation_unbind_release(
+                    driver=driver,
+                    composition=composition,
+                    allocation=allocation,
+                    host=host,
+                    reported=reported,
+                    raise_transient=retryable,
+                    source=source,
                 )
-                if not_undone:
-                    with transaction.atomic():
-                        allocation_release_unbind_pending(
-                            composition=composition,
-                            allocation=allocation,
-                            host=host,
-                            not_undone=not_undone,
-                            source=source,
-                        )
-                else:
-                    allocations_release(
-                        composition=composition, source=source, only=[allocation.pk]
-                    )
                 progress(index, total, f"Released {allocation.device.name}")
         else:
             allocations_release(composition=composition, source=source)

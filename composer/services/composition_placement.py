@@ -21,6 +21,7 @@ from composer.placement.engine import place
 from composer.placement.load import build_snapshot
 from composer.placement.request import DevicePick, Placement, Rejection
 from composer.placement.snapshot import Snapshot
+from composer.services.allocations import Claim
 from composer.services.composition_pins import Pin, pins_as_request, pins_unusable
 from composer.specs import spec_to_request
 from fabric.models import Host
@@ -30,6 +31,7 @@ __all__ = [
     "composition_place",
     "pick_as_dict",
     "placement_as_dict",
+    "placement_claims",
     "placement_snapshot",
     "snapshot_pk",
 ]
@@ -158,7 +160,23 @@ def pick_as_dict(pick: DevicePick) -> dict[str, Any]:
         "latency_ns": pick.latency_ns,
         "bottleneck_gbps": pick.bottleneck_gbps,
         "gib": pick.gib,
+        "share": pick.share,
     }
+
+
+def placement_claims(outcome: Placement) -> list[Claim]:
+    """What to claim for a plan: its whole devices, its shares (two shares of one request
+    on the same device are one claim of their sum: a composition holds one allocation per
+    device) and its memory slices."""
+    shares: dict[str, int] = defaultdict(int)
+    claims = []
+    for pick in outcome.devices:
+        if pick.share is None:
+            claims.append(Claim(snapshot_pk(pick.device)))
+        else:
+            shares[pick.device] += pick.share
+    claims += [Claim(snapshot_pk(device), share=share) for device, share in shares.items()]
+    return claims + [Claim(snapshot_pk(p.device), p.gib) for p in outcome.memory]
 
 
 def placement_as_dict(outcome: Placement | Rejection) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from composer.choices import (
 from composer.errors import ClaimConflict, InvalidTransition, SpecError
 from composer.models import Composition, Job, StateChange, Template, Tenant
 from composer.placement.request import Placement, Rejection
-from composer.services.allocations import Claim, allocations_claim
+from composer.services.allocations import allocations_claim
 from composer.services.composition_checks import (
     composition_check_fabric,
     composition_check_name_free,
@@ -38,6 +38,7 @@ from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
     composition_place,
     placement_as_dict,
+    placement_claims,
     snapshot_pk,
 )
 from composer.services.dispatch import WAITING_FOR_WORKER, job_enqueue
@@ -215,9 +216,7 @@ def _place_and_claim(
             if host is not None and host.pk == snapshot_pk(outcome.host)
             else Host.objects.get(pk=snapshot_pk(outcome.host))
         )
-        claims = [Claim(snapshot_pk(p.device)) for p in outcome.devices] + [
-            Claim(snapshot_pk(p.device), p.gib) for p in outcome.memory
-        ]
+        claims = placement_claims(outcome)
         try:
             allocations_claim(composition=composition, claims=claims, host=placed_host, actor=actor)
         except ClaimConflict as exc:

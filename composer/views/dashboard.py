@@ -21,7 +21,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     """Capacity, allocation and free space of every pool, device health, recent jobs; for
     operators also components needing attention, links down and each manager's last sync."""
     capacities = pool_capacities()
-    totals: dict[str, dict[str, int]] = {}
+    totals: dict[str, dict[str, float]] = {}
     for cap in capacities:
         unit = totals.setdefault(cap.unit, {"capacity": 0, "allocated": 0, "free": 0})
         unit["capacity"] += cap.capacity

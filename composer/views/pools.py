@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from composer.selectors.compositions import pool_holders
+from composer.selectors.compositions import pool_holders, pool_shared_devices
 from fabric.choices import DeviceState
 from fabric.kinds import is_sliced
 from fabric.models import Pool
@@ -66,5 +66,6 @@ def pool_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "state_totals": state_totals,
         "device_total": sum(state_totals),
         "holders": pool_holders(pool=pool, user=request.user),
+        "shared": pool_shared_devices(pool=pool, user=request.user),
     }
     return render(request, "composer/pool_detail.html", context)

@@ -125,10 +125,12 @@ def _load(
     columns = (
         "pk", "name", "health", "state", "enclosure_id", "manager_id", "kind", "model",
         "memory_gib", "capacity_gb", "pool_id", "pool__name", "bound_host_id", "allocated_gib",
+        "allocated_shares", "shared_host_id",
     )  # fmt: skip
     for row in devices.values_list(*columns, *(("attributes",) if device_attributes else ())):
         pk, name, health, state, enclosure_pk, manager, kind, model = row[:8]
         memory, capacity, pool, pool_name, bound_host, allocated = row[8:14]
+        held_shares, shared_host = row[14:16]
         enclosure = enclosures.get(enclosure_pk) if enclosure_pk is not None else None
         if enclosure_pk is not None and enclosure is None:
             continue  # its enclosure is absent (or outside the racks asked for)
@@ -151,8 +153,12 @@ def _load(
                 allocated_gib=allocated,
             )
             attrs["allocated_gib"], attrs["free_gib"] = split.allocated, split.free
+        if held_shares:
+            # A shared GPU: the shares its compositions hold, all on `shared_host`.
+            attrs["allocated_shares"] = held_shares
+            attrs["shared_host"] = _ref("host", shared_host)
         if device_attributes:
-            attrs["attributes"] = row[14]
+            attrs["attributes"] = row[16]
         nodes.append(
             _device_node(
                 f"device:{pk}",

@@ -80,3 +80,29 @@ def test_a_declared_kind_counts_in_its_pool_by_its_declaration() -> None:
         assert memory.free_gib == 384
         assert tpu.capacity == Split(allocated=1)
         assert tpu.free_gib is None
+
+
+@pytest.mark.parametrize(
+    ("state", "health", "bound", "split"),
+    [
+        # Three GPUs, one of them shared with 250/1000 held: a quarter of it is allocated.
+        (DeviceState.BOUND, Health.OK, 0, Split(allocated=2.25, free=0.75)),
+        # Failed: the whole ones still bound and the shares are held, the rest unavailable.
+        (DeviceState.FAILED, Health.CRITICAL, 1, Split(allocated=1.25, unavailable=1.75)),
+        (DeviceState.ABSENT, Health.UNKNOWN, 0, Split()),
+    ],
+)
+def test_a_shared_gpu_counts_allocated_by_the_fraction_its_shares_hold(
+    state: str, health: str, bound: int, split: Split
+) -> None:
+    got = capacity_split(
+        partitionable=False,
+        state=state,
+        health=health,
+        devices=3,
+        bound=bound,
+        shares=1000,
+        shared=1,
+        allocated_shares=250,
+    )
+    assert got == split

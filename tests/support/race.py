@@ -41,8 +41,9 @@ def request_child(database_url: str, barrier: Any, results: Any, job: dict[str, 
 
 
 def claim_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
-    """`allocations_claim` of `job["claims"]` ([device_id, gib]) for composition
-    `job["composition"]`; reports (composition, granted, error)."""
+    """`allocations_claim` of `job["claims"]` ([device_id, gib] or [device_id, gib, share])
+    for composition `job["composition"]` on its host; reports (composition, granted,
+    error)."""
     _setup(database_url)
     from django.db import connection
 
@@ -50,11 +51,11 @@ def claim_child(database_url: str, barrier: Any, results: Any, job: dict[str, An
     from composer.models import Composition
     from composer.services.allocations import Claim, allocations_claim
 
-    composition = Composition.objects.get(pk=job["composition"])
-    claims = [Claim(device, gib) for device, gib in job["claims"]]
+    composition = Composition.objects.select_related("host").get(pk=job["composition"])
+    claims = [Claim(*claim) for claim in job["claims"]]
     barrier.wait(timeout=60)
     try:
-        allocations_claim(composition=composition, claims=claims, host=None)
+        allocations_claim(composition=composition, claims=claims, host=composition.host)
         results.put((composition.pk, True, ""))
     except ClaimConflict:
         results.put((composition.pk, False, ""))
@@ -107,5 +108,26 @@ def release_twice_child(database_url: str, barrier: Any, results: Any, job: dict
         results.put((composition.pk, released, ""))
     except Exception as exc:
         results.put((composition.pk, 0, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()
+
+
+def decompose_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`composition_decompose` of composition `job["composition"]`, its job run eagerly
+    after commit in this process; reports (composition, its state after, error)."""
+    _setup(database_url)
+    from django.db import connection
+
+    from composer.models import Composition
+    from composer.services.compositions import composition_decompose
+
+    composition = Composition.objects.get(pk=job["composition"])
+    barrier.wait(timeout=60)
+    try:
+        composition_decompose(composition=composition, actor=None)
+        composition.refresh_from_db()
+        results.put((composition.pk, composition.state, ""))
+    except Exception as exc:
+        results.put((composition.pk, None, f"{type(exc).__name__}: {exc}"))
     finally:
         connection.close()

@@ -18,7 +18,7 @@ from rest_framework import serializers
 
 import composer.placement.policies as policies
 from composer.errors import SpecError
-from composer.specs import DEVICE_KINDS, KEYS, LIMITS, MAX_DEVICES, MAX_ITEMS
+from composer.specs import DEVICE_KINDS, KEYS, LIMITS, MAX_DEVICES, MAX_ITEMS, MAX_SHARE
 
 INTEGER, NUMBER, STRING, BOOLEAN = "integer", "number", "string", "boolean"
 
@@ -40,6 +40,15 @@ ITEM_SCHEMA: dict[str, Any] = {
             "a number the fabric manager reports for the kind.",
             "additionalProperties": _number(NUMBER, LIMITS["minimum"]),
         },
+        "share": _number(
+            INTEGER,
+            MAX_SHARE,
+            minimum=1,
+            nullable=True,
+            description="A share of ONE device of a kind that splits into shares (a GPU: "
+            "thousandths, 1 to 999), beside other compositions on the host it is bound to; "
+            "count 1. More shares are more items.",
+        ),
     },
     "required": ["kind"],
     "additionalProperties": False,

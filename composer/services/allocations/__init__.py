@@ -1,6 +1,7 @@
 """Allocations: claiming devices and memory slices for a composition, binding, releasing.
 
-`claims` claims and binds; `release` releases and gives memory back.
+`claims` claims and binds; `release` releases and gives memory and shares back; `shares`
+claims and gives back shares of a GPU.
 
 Rule 1 (never allocate a device or a GiB twice) is enforced in the database:
 
@@ -19,6 +20,10 @@ first claim, -> BOUND when a slice is bound, and back to FREE when the last GiB 
 back. A slice whose unbind failed stays in `allocated_gib` until the unbind succeeds, as a
 whole device in that case stays BOUND: an `UnbindPending` row holds it
 (`composer.services.unbinds`) until the reconciler gives it back (`slices_give_back`).
+
+A share of a GPU is granted by one conditional UPDATE of the device's `allocated_shares`
+and `shared_host` under its row lock, with check constraints on the device that keep the
+shares within the kind's count and on one host (`shares`, which says why that suffices).
 
 A claim that loses raises ClaimConflict and writes nothing (its savepoint is rolled back).
 """

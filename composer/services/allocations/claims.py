@@ -17,6 +17,7 @@ from django.utils import timezone
 from composer.choices import AllocationState
 from composer.errors import ClaimConflict
 from composer.models import Allocation, Composition
+from composer.services.allocations.shares import check_share, claim_shares
 from fabric.capacity import SLICEABLE_STATES
 from fabric.choices import ChangeAction, DeviceState, Health
 from fabric.models import ChangeRecord, Device, Host
@@ -29,10 +30,12 @@ __all__ = ["Claim", "allocation_mark_bound", "allocations_claim", "composition_s
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """One thing to claim: a whole device (`gib` None) or a `gib` slice of a memory device."""
+    """One thing to claim: a whole device (`gib` and `share` None), a `gib` slice of a
+    memory device, or a `share` (thousandths) of a GPU."""
 
     device_id: int
     gib: int | None = None
+    share: int | None = None
 
 
 def composition_source(composition: Composition) -> str:
@@ -46,11 +49,13 @@ def allocations_claim(
     """Claim every device and slice in `claims` for `composition` on `host`, all or nothing.
 
     Side effects: Allocation rows (RESERVED); whole devices FREE -> RESERVED; memory
-    devices' `allocated_gib` grows by their slices (FREE -> RESERVED at the first); each
-    device changed gets a ChangeRecord. Raises ClaimConflict (nothing written) when a device
-    is no longer free or usable, a slice no longer fits, another composition on the same
-    host already holds a slice of the same memory device (the manager keeps one slice per
-    device and host), or the database refuses a second holder.
+    devices' `allocated_gib` grows by their slices (FREE -> RESERVED at the first); shared
+    GPUs' `allocated_shares` by their shares (`shares.claim_shares`); each device changed
+    gets a ChangeRecord. Raises ClaimConflict (nothing written) when a device is no longer
+    free or usable, a slice or a share no longer fits, a share's GPU is shared on another
+    host, another composition on the same host already holds a slice of the same memory
+    device (the manager keeps one slice per device and host), or the database refuses a
+    second holder.
     """
     if not claims:
         return []
@@ -68,6 +73,7 @@ def allocations_claim(
             records: list[ChangeRecord] = []
             whole: list[Device] = []
             slices: list[tuple[Device, int]] = []
+            shares: list[tuple[Device, int]] = []
             sliced = _sliced_for_host(composition, host, [c.device_id for c in claims if c.gib])
             for claim in sorted(claims, key=lambda c: c.device_id):
                 device = devices.get(claim.device_id)
@@ -75,7 +81,12 @@ def allocations_claim(
                     raise ClaimConflict(f"Device {claim.device_id} no longer exists.")
                 if device.health == Health.CRITICAL:
                     raise ClaimConflict(f"Device {device.name} has failed.")
-                if claim.gib is None:
+                if claim.share is not None:
+                    if host is None:
+                        raise ClaimConflict(f"A share of {device.name} is claimed for a host.")
+                    check_share(device, claim.share, host)
+                    shares.append((device, claim.share))
+                elif claim.gib is None:
                     _check_whole(device)
                     whole.append(device)
                     records.append(
@@ -96,10 +107,20 @@ def allocations_claim(
                     _check_slice(device, claim.gib)
                     slices.append((device, claim.gib))
                 allocations.append(
-                    Allocation(composition=composition, device=device, gib=claim.gib)
+                    Allocation(
+                        composition=composition, device=device, gib=claim.gib, share=claim.share
+                    )
                 )
             _claim_whole(whole)
             records += _claim_slices(slices, composition, actor)
+            if host is not None:
+                records += claim_shares(
+                    shares,
+                    host,
+                    message=f"reserved for composition {composition.name} on {host.name}",
+                    actor=actor,
+                    source=composition_source(composition),
+                )
             for allocation in allocations:
                 # The composition and the devices are rows in hand (the devices locked
                 # above): validating those keys would only read each of them again.
@@ -110,10 +131,11 @@ def allocations_claim(
         # The partial unique index caught a second holder: someone else got there first.
         raise ClaimConflict(f"A device was claimed by another composition first ({exc}).") from exc
     logger.info(
-        "composition %s claimed %s device(s) and %s GiB of memory",
+        "composition %s claimed %s device(s), %s GiB of memory and %s share(s)",
         composition.pk,
-        sum(1 for c in claims if c.gib is None),
+        sum(1 for c in claims if c.gib is None and c.share is None),
         sum(c.gib or 0 for c in claims),
+        sum(1 for c in claims if c.share is not None),
     )
     return created
 
@@ -122,6 +144,8 @@ def _check_whole(device: Device) -> None:
     """ClaimConflict unless `device` (as read under its row lock) may be claimed whole."""
     if device.is_partitionable:
         raise ClaimConflict(f"Device {device.name} is CXL memory: claim it as a GiB slice.")
+    if device.allocated_shares:
+        raise ClaimConflict(f"Device {device.name} is shared: claim a share of it, or another.")
     if device.state != DeviceState.FREE:
         raise ClaimConflict(f"Device {device.name} is {device.state}, no longer free.")
 
@@ -134,7 +158,7 @@ def _claim_whole(devices: Sequence[Device]) -> None:
     # Compare-and-set on the state, all at once: the rows are locked, but a sync (or, on
     # SQLite, another process) may still have changed one since it was read.
     now = timezone.now()
-    updated = Device.objects.filter(pk__in=ids, state=DeviceState.FREE).update(
+    updated = Device.objects.filter(pk__in=ids, state=DeviceState.FREE, allocated_shares=0).update(
         state=DeviceState.RESERVED, updated_at=now
     )
     if updated != len(ids):
@@ -260,6 +284,8 @@ def allocation_mark_bound(
             binding_id=binding_id, state=AllocationState.BOUND, bound_at=now
         )
         if allocation.gib is None:
+            # A whole device, or a share of a GPU: the GPU is bound to this host (once, by
+            # the first share bound; later shares find it bound).
             updated = Device.objects.filter(
                 pk=device.pk, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
             ).update(state=DeviceState.BOUND, bound_host=host, updated_at=now)

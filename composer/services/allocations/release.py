@@ -17,6 +17,7 @@ from composer.choices import AllocationState
 from composer.models import Allocation, Composition
 from composer.selectors.allocations import allocation_held_states
 from composer.services.allocations.claims import composition_source
+from composer.services.allocations.shares import give_back_shares
 from fabric.capacity import SLICEABLE_STATES, held_state
 from fabric.choices import ChangeAction, DeviceState
 from fabric.models import ChangeRecord, Device
@@ -40,8 +41,9 @@ def allocations_release(
     device held). Whole devices go back RESERVED/BOUND -> FREE (compare-and-set; a FAILED
     device, or one in maintenance, keeps its state and loses its bound host: the caller
     undid the binding); memory devices give their slices' GiB back
-    (`slices_give_back`); each device changed gets a ChangeRecord. Returns how many this
-    call released.
+    (`slices_give_back`), shared GPUs their shares (whole and FREE again with the last one,
+    `shares.give_back_shares`); each device changed gets a ChangeRecord. Returns how many
+    this call released.
 
     Safe when run twice at once (a decompose and a rollback, a redelivered job): the devices
     are locked first, then the allocations are read and locked again, and only what this
@@ -69,9 +71,12 @@ def allocations_release(
             state=AllocationState.RELEASED, released_at=now
         )
         sliced: dict[int, int] = defaultdict(int)  # device -> GiB this call gives back
+        shared: dict[int, int] = defaultdict(int)  # device -> shares this call gives back
         whole: set[int] = set()
         for row in rows:
-            if row.gib is None:
+            if row.share is not None:
+                shared[row.device_id] += row.share
+            elif row.gib is None:
                 whole.add(row.device_id)
             else:
                 sliced[row.device_id] += row.gib
@@ -79,6 +84,16 @@ def allocations_release(
         records = []
         message = f"Released by composition {composition.name}"
         for device in devices:
+            if device.pk in shared:
+                records.append(
+                    give_back_shares(
+                        device,
+                        shared[device.pk],
+                        message=message,
+                        actor=actor,
+                        source=source or composition_source(composition),
+                    )
+                )
             if device.pk in sliced:
                 records.append(
                     _give_back(

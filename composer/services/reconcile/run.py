@@ -8,7 +8,8 @@ Steps, in this order (each one's failure is recorded and the others still run):
 3. per fabric manager, its bindings against the claims (`manager_reconcile`): orphans
    unbound, missing bindings bound again, in-flight binds left alone;
 4. compositions out of line with the fabric's health (`compositions_health_reconcile`);
-5. memory devices' allocated GiB recounted (`devices_allocated_reconcile`).
+5. memory devices' allocated GiB recounted (`devices_allocated_reconcile`), and shared
+   GPUs' allocated shares (`devices_shares_reconcile`).
 
 One run at a time (a PostgreSQL advisory lock; a second run is SKIPPED). Rows stay cheap:
 a scheduled run that repairs nothing and finds what the latest scheduled row found (often
@@ -39,6 +40,7 @@ from composer.models import (
     ReconcileTrigger,
 )
 from composer.services.allocations.reconcile import devices_allocated_reconcile
+from composer.services.allocations.shares import devices_shares_reconcile
 from composer.services.health import compositions_health_reconcile
 from composer.services.hold_lapse import holds_lapsed_release
 from composer.services.reconcile.compositions import compositions_reconcile
@@ -260,6 +262,16 @@ def _allocated() -> list[ReconcileFinding]:
             detail=f"{device.allocated_gib} GiB held",
         )
         for device in Device.objects.filter(pk__in=corrected)
+    ] + [
+        ReconcileFinding(
+            kind=FindingKind.ALLOCATED_SHARES,
+            device=device,
+            manager_id=device.manager_id,
+            outcome=FindingOutcome.REPAIRED,
+            action="Allocated GPU shares recounted from the shares that hold them",
+            detail=f"{device.allocated_shares}/{device.shares_per_device} held",
+        )
+        for device in Device.objects.filter(pk__in=devices_shares_reconcile())
     ]
 
 

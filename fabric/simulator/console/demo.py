@@ -75,6 +75,12 @@ DEMO_TEMPLATES: tuple[DemoTemplate, ...] = (
         {"items": [{"kind": "gpu", "model": "L40S 48GB", "count": 1}], "cores": 8},
     ),
     DemoTemplate(
+        "notebook-gpu-share",
+        "A quarter of one GPU (250 thousandths) and 4 cores, shared with others on its host: "
+        "a notebook.",
+        {"items": [{"kind": "gpu", "share": 250}], "cores": 4},
+    ),
+    DemoTemplate(
         "analytics-bigmem",
         "2 TiB of CXL memory, 2 TB of NVMe and 32 cores: in-memory analytics, no GPUs.",
         {"memory_gib": 2048, "storage_tb": 2, "cores": 32},

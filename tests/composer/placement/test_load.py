@@ -110,3 +110,37 @@ def test_reach_is_reused_until_a_link_or_an_active_set_changes() -> None:
     memoised = build_snapshot()
     structure_memo_clear()
     assert build_snapshot().reach == memoised.reach == first.reach
+
+
+def test_a_shared_gpu_is_partly_shared_on_its_host_charged_by_its_shares_and_placed_there() -> None:
+    fabric = fabric_small()
+    host_a, host_b = fabric.hosts
+    shared, full = fabric.gpus[0], fabric.gpus[1]
+    shared.state, shared.allocated_shares, shared.shared_host = DeviceState.BOUND, 250, host_a
+    shared.bound_host = host_a
+    shared.save()
+    full.state, full.allocated_shares, full.shared_host = DeviceState.RESERVED, 1000, host_a
+    full.save()
+
+    snapshot = build_snapshot()
+
+    info = snapshot.devices[f"device:{shared.pk}"]
+    assert (info.shared_host, info.shares_free) == (f"host:{host_a.pk}", 750)
+    assert f"device:{full.pk}" not in snapshot.devices  # no share left
+    gpu_a = f"enclosure:{fabric.enclosures[0].pk}"
+    bottleneck = snapshot.reach[f"host:{host_a.pk}"][gpu_a].bottleneck_gbps
+    # Charged as the engine charges shares: 250/1000 and 1000/1000 of the path, not twice
+    # for the one bound as well.
+    assert snapshot.hosts[f"host:{host_a.pk}"].uplink_used_gbps == bottleneck * 1.25
+    plan = place(
+        PlacementRequest(items=(DeviceItem("gpu", 1, share=500),), host=f"host:{host_a.pk}"),
+        snapshot,
+    )
+    assert isinstance(plan, Placement)
+    assert [(d.name, d.share) for d in plan.devices] == [(shared.name, 500)]
+    other = place(
+        PlacementRequest(items=(DeviceItem("gpu", 1, share=500),), host=f"host:{host_b.pk}"),
+        snapshot,
+    )
+    assert isinstance(other, Placement)
+    assert shared.name not in {d.name for d in other.devices}  # another host breaks a free one
