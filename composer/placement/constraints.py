@@ -24,6 +24,7 @@ __all__ = [
     "choose_capacity",
     "choose_whole",
     "item_candidates",
+    "meets_minima",
     "validate",
 ]
 
@@ -150,7 +151,9 @@ def _filter(
     funnel.append((f"{label}: kind and model", total, count))
     if minima:
         found = {
-            e: kept for e, devs in found.items() if (kept := [d for d in devs if _meets(d, minima)])
+            e: kept
+            for e, devs in found.items()
+            if (kept := [d for d in devs if meets_minima(d, minima)])
         }
         before, count = count, sum(len(v) for v in found.values())
         funnel.append((f"{label}: attribute minima", before, count))
@@ -166,7 +169,9 @@ def _filter(
     return found
 
 
-def _meets(device: DeviceInfo, minima: Mapping[str, float]) -> bool:
+def meets_minima(device: DeviceInfo, minima: Mapping[str, float]) -> bool:
+    """Whether `device` has at least each attribute of `minima` (whole devices and shares
+    are filtered alike)."""
     attributes = device.attributes
     return all(attributes.get(name, 0) >= value for name, value in minima.items())
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from composer.placement.constraints import EnclosureKey, _meets, choose_whole, item_candidates
+from composer.placement.constraints import EnclosureKey, choose_whole, item_candidates, meets_minima
 from composer.placement.nearest import counted, label
 from composer.placement.request import DeviceItem, DevicePick, Note, Placement, PlacementRequest
 from composer.placement.shareable import free_shares, shares_per_device
@@ -83,7 +83,7 @@ def shared_candidates(
         return (
             device.kind == kind
             and (model is None or device.model == model)
-            and _meets(device, minima)
+            and meets_minima(device, minima)
             and not (
                 blocked
                 and (
