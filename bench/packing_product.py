@@ -169,7 +169,9 @@ class ProductSim:
     host has the cores and memory, the GPUs are free and of one model), so that a wrong
     plan fails the run rather than flattering it."""
 
-    def __init__(self, cluster: Cluster, mode: str, policy: str = "composer", pods: list[Pod] = ()):
+    def __init__(
+        self, cluster: Cluster, mode: str, policy: str = "composer", pods: Sequence[Pod] = ()
+    ):
         self.models = cluster.models
         self.policy = POLICY[policy]
         self.snapshot = replace(fabric(cluster, mode), workload=expected(pods))
