@@ -45,8 +45,7 @@ __all__ = [
 
 FRAGMENT_WEIGHT = 10.0  # host penalty per GPU fragmented or stranded by the placement
 STRAND_WEIGHT = 1.0  # stranded GPU capacity against fragmented, in the same unit
-RANKED_PER_GROUP = 8  # hosts of one reach group measured per decision (snuggest first)
-GROUPS_MEASURED = 4  # reach groups whose hosts beyond the first are measured
+RANKED_PER_GROUP = 4  # hosts of one reach group ranked per decision (snuggest first)
 _STATES = 200_000  # memoised host states per workload before the memo starts again
 
 
@@ -72,7 +71,7 @@ class Measure:
 
     def __init__(self, shapes: tuple[WorkloadShape, ...], full: int, cores_per_part: float):
         total = sum(s.weight for s in shapes) or 1.0
-        self.full = full
+        self.source, self.full = shapes, full
         self.shapes = tuple(
             (s.cores, s.gpus, s.share if s.share else full, s.weight / total) for s in shapes
         )
@@ -116,7 +115,7 @@ class Measure:
         return max(0.0, gpu_parts - cores / self.cores_per_part)
 
 
-_compiled: list[tuple[tuple[WorkloadShape, ...], Measure]] = []  # the last few, newest last
+_compiled: dict[object, Measure] = {}  # by workload (its id while it is kept alive) or shape
 
 
 def measure(request: PlacementRequest, snapshot: Snapshot) -> Measure:
@@ -124,21 +123,22 @@ def measure(request: PlacementRequest, snapshot: Snapshot) -> Measure:
     (carried from one snapshot to the next), so the memo of host states lives across
     decisions; none known: the request itself, at the fabric's cores per GPU."""
     full = parts()
-    if not snapshot.workload:
-        return _known((_shape(request, full),), full, snapshot.cores_per_gpu / full)
-    for shapes, found in reversed(_compiled):
-        if shapes is snapshot.workload:
-            return found
-    return _known(snapshot.workload, full, 0.0)
+    if snapshot.workload:
+        key: object = id(snapshot.workload)
+        found = _compiled.get(key)
+        if found is None or found.source is not snapshot.workload:
+            found = _keep(key, Measure(snapshot.workload, full, 0.0))
+        return found
+    shape = _shape(request, full)
+    ratio = snapshot.cores_per_gpu / full
+    key = (shape.cores, shape.gpus, shape.share, ratio)
+    return _compiled.get(key) or _keep(key, Measure((shape,), full, ratio))
 
 
-def _known(shapes: tuple[WorkloadShape, ...], full: int, ratio: float) -> Measure:
-    for known, found in reversed(_compiled):
-        if known == shapes and found.cores_per_part == (found.cores_per_part or ratio):
-            return found
-    made = Measure(shapes, full, ratio)
-    _compiled.append((shapes, made))
-    del _compiled[:-8]
+def _keep(key: object, made: Measure) -> Measure:
+    if len(_compiled) >= 64:
+        _compiled.clear()
+    _compiled[key] = made
     return made
 
 
@@ -207,8 +207,14 @@ class Ranker:
             else:
                 after_whole -= 1
                 after_partial = tuple(sorted((*partial, full - share)))
-        fragment = m.fragment((host.cores_free, max(others, host.cores_free), whole_free, partial))
-        fragment_after = m.fragment((left, max(others, left), max(0, after_whole), after_partial))
+        # The host's own cores matter only for partly shared GPUs bound to it: keyed 0
+        # without, so that the memo serves every such host alike.
+        fragment = m.fragment(
+            (host.cores_free if partial else 0, max(others, host.cores_free), whole_free, partial)
+        )
+        fragment_after = m.fragment(
+            (left if after_partial else 0, max(others, left), max(0, after_whole), after_partial)
+        )
         group_parts = whole_free * full + sum(partial)
         cores = snapshot.group_cores[group]
         stranded = m.stranded(group_parts, cores)
@@ -245,11 +251,10 @@ def ranked(
     extra: dict[str, float],
 ) -> list[tuple[float, int, str, str]]:
     """The hosts measured, best first, as (penalty, cores free, name, id), `extra` added to
-    some (the tenant's own hosts). Cheap first: each group's first usable host (snuggest
-    core fit), which says most of what is the group's (its whole GPUs, its balance); then
-    up to `RANKED_PER_GROUP` hosts of the `GROUPS_MEASURED` best groups. Ties: the snuggest
-    core fit, then by name, so equal hosts fill one after the other rather than all a
-    little."""
+    some (the tenant's own hosts): the first `RANKED_PER_GROUP` usable hosts of each group
+    (snuggest core fit first), measured where they can differ from the group's first.
+    Ties: the snuggest core fit, then by name, so equal hosts fill one after the other
+    rather than all a little."""
     hosts = snapshot.hosts
     ranker = Ranker(request, snapshot)
     members = dict(groups)
@@ -259,10 +264,25 @@ def ranked(
         penalty = ranker.effect(host).penalty + extra.get(host_id, 0.0)
         return (penalty, host.cores_free, host.name, host_id)
 
-    firsts = sorted((entry(m[0]), g) for g, m in members.items() if m)
-    out = [first for first, _ in firsts]
-    for _, group in firsts[:GROUPS_MEASURED]:
-        out += [entry(h) for h in members[group][1:RANKED_PER_GROUP]]
+    out = []
+    shared = snapshot.shared_on
+    for group, heads in members.items():
+        if not heads:
+            continue
+        first = entry(heads[0])
+        out.append(first)
+        base = first[0] - extra.get(heads[0], 0.0)
+        most = snapshot.group_cores_sorted[group][-1]
+        for host_id in heads[1:]:
+            host = hosts[host_id]
+            # A host without partly shared GPUs differs from the group's first only in
+            # its free cores, which the measure reads only for the group's host with the
+            # most (whole GPUs serve whichever host has the cores): the same penalty.
+            if host_id in shared or host.cores_free == most:
+                out.append(entry(host_id))
+            else:
+                penalty = base + extra.get(host_id, 0.0)
+                out.append((penalty, host.cores_free, host.name, host_id))
     out.sort()
     return out
 
