@@ -385,7 +385,7 @@ class _Hosts:
         least fragmenting first; the hosts not measured after them, group by group."""
         snapshot, hosts = self.snapshot, self.snapshot.hosts
         walks = {g: (h for h in self._candidates(g) if self.ok(hosts[h])) for g in sorted(groups)}
-        heads = {g: list(islice(walk, fragmentation.RANKED_PER_GROUP)) for g, walk in walks.items()}
+        heads = {g: fragmentation.heads(walk, snapshot) for g, walk in walks.items()}
         extra = dict.fromkeys(self.request.tenant_hosts, TENANT_HOST_PENALTY)
         measured = fragmentation.ranked(self.request, snapshot, heads.items(), extra)
         done = set()

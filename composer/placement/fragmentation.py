@@ -26,7 +26,7 @@ same states recur across decisions and hosts): `Measure.fragment`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from composer.placement.request import Note, PlacementRequest
@@ -46,6 +46,7 @@ __all__ = [
 FRAGMENT_WEIGHT = 10.0  # host penalty per GPU fragmented or stranded by the placement
 STRAND_WEIGHT = 1.0  # stranded GPU capacity against fragmented, in the same unit
 RANKED_PER_GROUP = 4  # hosts of one reach group ranked per decision (snuggest first)
+MAX_HEADS = 64  # counting the hosts holding partly shared GPUs too
 _STATES = 200_000  # memoised host states per workload before the memo starts again
 
 
@@ -267,23 +268,35 @@ def ranked(
     out = []
     shared = snapshot.shared_on
     for group, heads in members.items():
-        if not heads:
-            continue
-        first = entry(heads[0])
-        out.append(first)
-        base = first[0] - extra.get(heads[0], 0.0)
-        most = snapshot.group_cores_sorted[group][-1]
-        for host_id in heads[1:]:
+        most = snapshot.group_cores_sorted[group][-1] if heads else 0
+        base: float | None = None  # the penalty of the group's first plain host
+        for host_id in heads:
             host = hosts[host_id]
-            # A host without partly shared GPUs differs from the group's first only in
-            # its free cores, which the measure reads only for the group's host with the
-            # most (whole GPUs serve whichever host has the cores): the same penalty.
-            if host_id in shared or host.cores_free == most:
+            # A host without partly shared GPUs differs from the group's first such host
+            # only in its free cores, which the measure reads only for the group's host
+            # with the most (whole GPUs serve whichever host has the cores): the same.
+            if host_id in shared or host.cores_free == most or base is None:
                 out.append(entry(host_id))
+                if base is None and host_id not in shared and host.cores_free != most:
+                    base = out[-1][0] - extra.get(host_id, 0.0)
             else:
                 penalty = base + extra.get(host_id, 0.0)
                 out.append((penalty, host.cores_free, host.name, host_id))
     out.sort()
+    return out
+
+
+def heads(walk: Iterator[str], snapshot: Snapshot) -> list[str]:
+    """The hosts of a group's `walk` (snuggest first) that are ranked: the first
+    `RANKED_PER_GROUP` without partly shared GPUs, and those with them met on the way (the
+    snuggest hosts are often the ones sharing GPUs, whose cores feed those GPUs), at most
+    `MAX_HEADS`."""
+    shared, out, plain = snapshot.shared_on, [], 0
+    for host_id in walk:
+        out.append(host_id)
+        plain += host_id not in shared
+        if plain == RANKED_PER_GROUP or len(out) == MAX_HEADS:
+            break
     return out
 
 
