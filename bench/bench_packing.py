@@ -182,7 +182,7 @@ def simulate(
     started = time.perf_counter()
     sim: Any
     if policy.startswith("composer"):  # the product's engine (bench/packing_product.py)
-        sim = product_sim()(cluster, mode, policy)
+        sim = product_sim()(cluster, mode, policy, pods)
     elif mode == "fixed":
         gpu_pods = [p for p in pods if p.k]
         cpm = sum(p.cpu for p in gpu_pods) / max(1, sum(p.gpu for p in gpu_pods))

@@ -49,6 +49,7 @@ have them yet (`SHARES` is false), fractional pods cannot be asked for: they are
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import fields, replace
 
 from bench.packing_data import FULL, Cluster, Pod, switch_domains
@@ -57,6 +58,7 @@ from composer.placement.request import DeviceItem, Placement, PlacementRequest
 from composer.placement.shareable import shared_out
 from composer.placement.shares import shares_taken
 from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
+from composer.placement.workload import WorkloadShape, shapes
 
 __all__ = ["SHARES", "ProductSim", "fabric", "requests"]
 
@@ -148,16 +150,33 @@ def requests(pod: Pod, models: list[str], policy: str = "none") -> list[Placemen
     return [replace(base, items=(item(m),)) for m in allowed]
 
 
+def expected(pods: Sequence[Pod]) -> tuple[WorkloadShape, ...]:
+    """The trace's typical pods as the snapshot's expected workload (`Snapshot.workload`),
+    as FGD takes them: the most frequent shapes covering 95 % of the trace's pods. A
+    `gpu_spec` of one model names it; of several, any model."""
+    return shapes(
+        (
+            p.cpu,
+            p.k,
+            p.milli if p.k and p.milli < FULL else None,
+            p.spec if p.spec and "|" not in p.spec else None,
+        )
+        for p in pods
+    )
+
+
 class ProductSim:
     """The product deciding, pod by pod, with bench_packing's simulator interface:
     `place(pod) -> bool` and `allocated` (GPU milli). Checks each plan it takes (the
     host has the cores and memory, the GPUs are free and of one model), so that a wrong
     plan fails the run rather than flattering it."""
 
-    def __init__(self, cluster: Cluster, mode: str, policy: str = "composer"):
+    def __init__(
+        self, cluster: Cluster, mode: str, policy: str = "composer", pods: Sequence[Pod] = ()
+    ):
         self.models = cluster.models
         self.policy = POLICY[policy]
-        self.snapshot = fabric(cluster, mode)
+        self.snapshot = replace(fabric(cluster, mode), workload=expected(pods))
         self.allocated = 0
         self.skipped = 0
         self.decisions = 0

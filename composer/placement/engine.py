@@ -16,8 +16,9 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from itertools import islice
+from itertools import chain, islice
 
+import composer.placement.fragmentation as fragmentation
 import composer.placement.policies as policies
 from composer.placement.constraints import (
     blocked_domains,
@@ -355,6 +356,9 @@ class _Hosts:
             if group in groups and allowed and self.ok(host):
                 yield host, host_rank(request, snapshot, host, gpus)[0]
             return
+        if fragmentation.applies(request):  # the default policy's ranking (fragmentation.py)
+            yield from self._least_fragmenting(groups)
+            return
         scale = CORE_FIT_WEIGHT / max(snapshot.max_cores, 1)
         spread = spreads(request)
         # core_fit, split into what is the same for every host and what is not.
@@ -387,6 +391,29 @@ class _Hosts:
             host = hosts[host_id]
             if host_id not in done and self.ok(host):
                 yield host, penalty
+
+    def _least_fragmenting(self, groups: set[int]) -> Iterator[tuple[HostInfo, float]]:
+        """The default ranking: of each group the hosts holding a share item's partly shared
+        device, then the snuggest core fits, measured (fragmentation.ranked) and walked
+        least fragmenting first; the hosts not measured after them, group by group."""
+        snapshot, hosts = self.snapshot, self.snapshot.hosts
+        walks = {g: (h for h in self._candidates(g) if self.ok(hosts[h])) for g in sorted(groups)}
+        heads = {g: fragmentation.heads(walk, snapshot) for g, walk in walks.items()}
+        extra = dict.fromkeys(self.request.tenant_hosts, TENANT_HOST_PENALTY)
+        measured = fragmentation.ranked(self.request, snapshot, heads.items(), extra)
+        done = set()
+        for penalty, *_, host_id in measured:
+            done.add(host_id)
+            yield hosts[host_id], penalty
+        for group, walk in walks.items():
+            for host_id in chain(heads[group], walk):
+                if host_id not in done:
+                    yield hosts[host_id], host_rank(self.request, snapshot, hosts[host_id], 0)[0]
+
+    def _candidates(self, group: int) -> Iterator[str]:
+        first = sorted(h for h in self.first if self.snapshot.host_group[h] == group)
+        yield from self._limited(group, iter(first))
+        yield from self._limited(group, (h for h in self._members(group) if h not in first))
 
 
 def _lane(

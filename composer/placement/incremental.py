@@ -67,6 +67,7 @@ KNOWN_FIELDS = frozenset(
         "memo",
         "shared_on",
         "departed",
+        "workload",
     }
 )
 K = TypeVar("K")
@@ -306,4 +307,5 @@ def _rebuild(
         sliced=snapshot.sliced,
         oversubscription=snapshot.oversubscription,
         departed=snapshot.departed,
+        workload=snapshot.workload,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import composer.placement.fragmentation as fragmentation
 import composer.placement.policies as policies
 from composer.placement.policies import CORE_FIT_WEIGHT, TENANT_HOST_PENALTY
 from composer.placement.request import DevicePick, Note, PlacementRequest
@@ -96,6 +97,9 @@ def host_rank(
     cores fit the host (`core_fit`), whether the tenant is there already (spread), and how
     far the host's reach group drifts from the fabric's cores-per-GPU ratio once `gpus` GPUs
     and the cores are taken."""
+    if fragmentation.applies(request):  # the default policy's score (fragmentation.py)
+        penalty = fragmentation.host_penalty(request, snapshot, host)
+        return (penalty + tenant_host_penalty(request, host), host.name)
     penalty = core_fit(request, snapshot, host) + tenant_host_penalty(request, host)
     return (penalty + balance(request, snapshot, host, gpus), host.name)
 
@@ -179,15 +183,21 @@ def plan_score(
         )
     how = policies.selected(request).host_words(request, host)
     cores = f"Host {host.name}: {host.cores_free} cores free, {request.cores} asked"
-    sentences.append(
-        Note(
-            f"{cores}; host penalty {host_penalty:.1f} ({how}; the cores-per-GPU ratio left in "
-            f"its reach, fabric ratio {snapshot.cores_per_gpu:.1f}).",
-            # The fabric's own ratio and the penalty weigh hosts against each other: the
-            # operators' to read.
-            f"{cores}; chosen by {how}.",
+    if fragmentation.applies(request):  # the default policy's score (fragmentation.py)
+        sentences.append(Note(f"{cores}."))
+        sentences.append(fragmentation.words(request, snapshot, host))
+        if host.id in request.tenant_hosts:
+            sentences.append(Note("Hosts without the tenant's other compositions came first."))
+    else:
+        sentences.append(
+            Note(
+                f"{cores}; host penalty {host_penalty:.1f} ({how}; the cores-per-GPU ratio "
+                f"left in its reach, fabric ratio {snapshot.cores_per_gpu:.1f}).",
+                # The fabric's own ratio and the penalty weigh hosts against each other: the
+                # operators' to read.
+                f"{cores}; chosen by {how}.",
+            )
         )
-    )
     score = round(max(0.0, 100.0 - penalty), 2)
     sentences.append(Note(f"Score {score:.1f} of 100."))
     return score, sentences

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from composer.placement.shareable import given_back, shared_out
+from composer.placement.workload import WorkloadShape
 from fabric.kinds import balanced, is_sliced
 
 __all__ = ["DeviceInfo", "EnclosureInfo", "HostInfo", "Reach", "Snapshot"]
@@ -115,7 +116,8 @@ class Snapshot:
     by model, free per enclosure, the GPUs a reach group sees): `shared_on` lists them per
     host they are bound to, fewest free shares first. `departed`: devices `taking` took out
     (whole, or with nothing left free), as they were then, so that `returning` can give
-    them back by id.
+    them back by id. `workload`: the request shapes the fabric expects, with their weights
+    (empty: none known); the default policy's scoring keeps room for them.
     """
 
     hosts: Mapping[str, HostInfo]
@@ -146,6 +148,7 @@ class Snapshot:
     max_cores: int  # the most cores any host has: the scale of a core-fit penalty
     shared_on: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     departed: Mapping[str, DeviceInfo] = field(default_factory=dict)
+    workload: tuple[WorkloadShape, ...] = ()
     # What decisions on this snapshot share, worked out on first use: candidate lists
     # filtered for a (kind, model, minima, blocked) key (constraints.item_candidates) and
     # what is derived from them, per reach group or per host (shared.py). The snapshot never
@@ -166,6 +169,7 @@ class Snapshot:
         sliced: Mapping[str, frozenset[str]] | None = None,
         oversubscription: float = DEFAULT_OVERSUBSCRIPTION,
         departed: Mapping[str, DeviceInfo] | None = None,
+        workload: Iterable[WorkloadShape] = (),
     ) -> Snapshot:
         """A snapshot with its indexes. Devices are kept in id order within an enclosure,
         hosts in name order, so that every decision is deterministic. Partitionable devices
@@ -258,6 +262,7 @@ class Snapshot:
                 for host, ds in shared_on.items()
             },
             departed=dict(departed or {}),
+            workload=tuple(workload),
         )
 
     def taking(
@@ -388,6 +393,7 @@ class Snapshot:
             sliced=self.sliced,
             oversubscription=self.oversubscription,
             departed=departed,
+            workload=self.workload,
         )
 
     def replacing(

@@ -21,6 +21,7 @@ from composer.placement.engine import place
 from composer.placement.load import build_snapshot
 from composer.placement.request import DevicePick, Placement, Rejection
 from composer.placement.snapshot import Snapshot
+from composer.placement.workload import from_specs
 from composer.services.allocations import Claim
 from composer.services.composition_pins import Pin, pins_as_request, pins_unusable
 from composer.specs import spec_to_request
@@ -80,13 +81,17 @@ def placement_snapshot() -> Snapshot:
         )
     cores: dict[str, int] = defaultdict(int)
     host_memory: dict[str, int] = defaultdict(int)
+    specs = []
     for host_id, spec in Composition.objects.filter(
         state__in=ACTIVE_COMPOSITION_STATES, host__isnull=False
     ).values_list("host_id", "spec"):
         cores[f"host:{host_id}"] += int((spec or {}).get("cores") or 0)
         host_memory[f"host:{host_id}"] += int((spec or {}).get("host_memory_gib") or 0)
+        specs.append(spec or {})
     # Taken as the snapshot is built (what `Snapshot.taking` would do, without building twice).
     snapshot = build_snapshot(cores=cores, host_memory_gib=host_memory, claimed=claimed)
+    # The shapes live compositions have are the ones the default policy keeps room for.
+    snapshot = replace(snapshot, workload=from_specs(specs))
     holders: dict[str, set[str]] = defaultdict(set)
     critical: dict[str, str] = {}
     for enclosure, tenant, is_critical in held:

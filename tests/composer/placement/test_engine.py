@@ -347,8 +347,8 @@ def test_a_packed_request_goes_to_the_host_with_fewer_free_cores() -> None:
     assert "pack: the snuggest core fit" in " ".join(n.operator for n in plan.explanation)
 
 
-@pytest.mark.parametrize("policy", ["none", "enclosure", "switch"])
-def test_by_default_a_request_spreads_to_the_host_with_more_free_cores(policy: str) -> None:
+@pytest.mark.parametrize("policy", ["enclosure", "switch"])
+def test_a_spreading_request_goes_to_the_host_with_more_free_cores(policy: str) -> None:
     request = PlacementRequest(memory_gib=64, cores=8, policy=policy)
     plan = placed(request, host_cores={"ha": 16, "hb": 120})
     assert plan.host == "host:b"

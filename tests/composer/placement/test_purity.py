@@ -17,6 +17,8 @@ PURE = [
     "request.py",
     "nearest.py",
     "incremental.py",
+    "fragmentation.py",
+    "workload.py",
 ]
 
 

@@ -1,0 +1,142 @@
+"""The default policy's host ranking (composer.placement.fragmentation): GPUs stranded
+without cores and fragmented for the expected requests, on tiny hand-made fabrics."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from composer.placement.engine import place
+from composer.placement.fragmentation import Measure, effect
+from composer.placement.request import DeviceItem, Placement, PlacementRequest
+from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
+from composer.placement.workload import WorkloadShape, from_specs, shapes
+
+ONE_GPU = (WorkloadShape(8, 1),)  # the requests expected: 8 cores and one GPU
+
+
+def servers(
+    cores: dict[str, int],
+    gpus: dict[str, int],
+    shared: dict[str, tuple[int, ...]] | None = None,
+    workload: tuple[WorkloadShape, ...] = ONE_GPU,
+) -> Snapshot:
+    """Fixed-ratio servers: host `h` reaches only its own enclosure of `gpus[h]` free GPUs
+    (and the partly shared GPUs `shared[h]`, bound to it, with those shares free)."""
+    shared = shared or {}
+    hosts = [
+        HostInfo(f"host:{h}", h, c, 512, c, 1000.0, 0.0, (f"sw-{h}",)) for h, c in cores.items()
+    ]
+    enclosures = [
+        EnclosureInfo(f"enc:{h}", f"enc-{h}", (f"sw-{h}",), device_total=8) for h in cores
+    ]
+    devices = [
+        DeviceInfo(f"gpu:{h}-{i}", f"{h}-{i}", "gpu", "H100", f"enc:{h}")
+        for h, n in gpus.items()
+        for i in range(n)
+    ]
+    devices += [
+        DeviceInfo(
+            f"gpu:{h}-s{i}",
+            f"{h}-s{i}",
+            "gpu",
+            "H100",
+            f"enc:{h}",
+            shares_free=free,
+            shared_host=f"host:{h}",
+        )
+        for h, frees in shared.items()
+        for i, free in enumerate(frees)
+    ]
+    path = Reach(600, 32.0, 1)
+    reach = {f"host:{h}": {f"enc:{h}": path} for h in cores}
+    return Snapshot.build(
+        hosts=hosts, enclosures=enclosures, devices=devices, reach=reach, workload=workload
+    )
+
+
+def placed(request: PlacementRequest, snapshot: Snapshot) -> Placement:
+    outcome = place(request, snapshot)
+    assert isinstance(outcome, Placement), outcome
+    return outcome
+
+
+def test_cores_go_where_taking_them_strands_no_gpus() -> None:
+    """Spreading would take b's cores (the most free) and leave 2 of its GPUs without the
+    8 cores each that the expected requests come with; a has no GPUs to strand."""
+    snapshot = servers({"a": 32, "b": 64}, {"b": 8})
+    request = PlacementRequest(cores=16)
+    a, b = (effect(request, snapshot, snapshot.hosts[h]) for h in ("host:a", "host:b"))
+    assert (a.stranded_after, b.stranded, b.stranded_after) == (0, 0, 2000)
+    assert a.penalty < b.penalty
+    assert placed(request, snapshot).host == "host:a"
+    spread = placed(replace(request, policy="enclosure"), snapshot)
+    assert spread.host == "host:b"  # a spreading policy keeps its meaning
+
+
+def test_gpus_go_where_the_cores_left_still_feed_the_rest() -> None:
+    """Two GPUs with their 16 cores: on a (40 cores, 4 GPUs) 24 cores feed the 2 left; on b
+    (20 cores, 4 GPUs) 4 cores would be left for 2 GPUs."""
+    snapshot = servers({"a": 40, "b": 20}, {"a": 4, "b": 4})
+    request = PlacementRequest(cores=16, items=(DeviceItem("gpu", 2),))
+    assert placed(request, snapshot).host == "host:a"
+
+
+def test_a_partly_used_gpu_is_a_fragment_for_the_shares_it_cannot_hold() -> None:
+    halves = Measure((WorkloadShape(4, 1, 500),), 1000, 0.0)
+    fifths = Measure((WorkloadShape(4, 1, 200),), 1000, 0.0)
+    both = Measure((WorkloadShape(4, 1, 500), WorkloadShape(4, 1, 200)), 1000, 0.0)
+    # 300 free on a shared GPU and no whole one: no half fits, all of it is lost to them.
+    assert halves.fragment((8, 8, 0, (300,))) == 300
+    assert fifths.fragment((8, 8, 0, (300,))) == 0
+    # A whole GPU takes the halves; the 300 are still too small for them.
+    assert both.fragment((8, 8, 1, (300,))) == pytest.approx(150)
+    # Without the cores, nothing is usable: all of the free GPU capacity is lost.
+    assert both.fragment((2, 2, 1, (300,))) == 1300
+
+
+def test_a_share_completes_a_partly_used_gpu_before_breaking_a_whole_one() -> None:
+    snapshot = servers({"a": 64, "b": 64}, {"a": 4, "b": 4}, shared={"b": (500,)})
+    request = PlacementRequest(cores=4, items=(DeviceItem("gpu", 1, share=500),))
+    plan = placed(request, snapshot)
+    assert plan.host == "host:b"
+    assert [p.device for p in plan.devices] == ["gpu:b-s0"]
+
+
+def test_with_no_workload_known_the_request_and_the_fabric_ratio_are_kept() -> None:
+    snapshot = servers({"a": 32, "b": 64}, {"b": 8}, workload=())
+    assert placed(PlacementRequest(cores=16), snapshot).host == "host:a"
+
+
+def test_the_explanation_says_what_is_stranded_for_operator_and_tenant() -> None:
+    snapshot = servers({"a": 32, "b": 64}, {"b": 8})
+    plan = placed(PlacementRequest(cores=16, host="host:b"), snapshot)
+    operator = " ".join(n.text(operator=True) for n in plan.explanation)
+    tenant = " ".join(n.text(operator=False) for n in plan.explanation)
+    assert "2 GPUs in its reach would have no cores to feed them" in operator
+    assert "2 GPUs in its reach would have no cores to feed them" in tenant
+    assert "host penalty" in operator and "host penalty" not in tenant
+    chosen = placed(PlacementRequest(cores=16), snapshot)
+    operator = " ".join(n.text(operator=True) for n in chosen.explanation)
+    tenant = " ".join(n.text(operator=False) for n in chosen.explanation)
+    assert "Leaves the least stranded and fragmented: no GPUs in its reach" in operator
+    assert "Chosen to leave the fewest GPUs stranded or fragmented" in tenant
+
+
+def test_the_typical_shapes_cover_most_requests_weighted_by_frequency() -> None:
+    asked = [(8, 1, None, None)] * 6 + [(4, 1, 500, None)] * 3 + [(64, 8, None, None)]
+    typical = shapes(asked, coverage=0.9)
+    assert [(s.cores, s.gpus, s.share) for s in typical] == [(8, 1, None), (4, 1, 500)]
+    assert [s.weight for s in typical] == pytest.approx([6 / 9, 3 / 9])
+
+
+def test_live_compositions_give_the_expected_shapes() -> None:
+    gpu = {"kind": "gpu", "count": 2, "model": "H100"}
+    specs = [{"cores": 16, "items": [gpu]}] * 3 + [{"cores": 4, "items": []}]
+    typical = from_specs(specs)
+    assert [(s.cores, s.gpus, s.share, s.model) for s in typical] == [
+        (16, 2, None, "H100"),
+        (4, 0, None, None),
+    ]
+    assert [s.weight for s in typical] == pytest.approx([0.75, 0.25])
