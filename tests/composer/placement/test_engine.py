@@ -377,7 +377,7 @@ def test_a_spreading_request_goes_where_the_tenant_has_no_composition_yet() -> N
 
 
 def test_held_back_hosts_keep_the_walk_in_penalty_order() -> None:
-    from composer.placement.engine import _moved_back
+    from composer.placement.hosts import _moved_back
 
     walk = [(1.0, "a", "h:a"), (2.0, "b", "h:b"), (3.0, "c", "h:c"), (9.0, "d", "h:d")]
     moved = list(_moved_back(walk, frozenset({"h:a", "h:c"}), 5.0))
