@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import composer.placement.policies as policies
 from composer.placement.request import Note, PlacementRequest
 from composer.placement.snapshot import HostInfo, Snapshot
 from composer.placement.workload import WorkloadShape
@@ -51,8 +52,9 @@ _STATES = 200_000  # memoised host states per workload before the memo starts ag
 
 
 def applies(request: PlacementRequest) -> bool:
-    """Whether the request is ranked by this measure: the default policy ("none")."""
-    return request.policy == "none"
+    """Whether the request is ranked by this measure: its policy says so in the registry
+    (`Policy.ranks_by_fragmentation`; the default, "none")."""
+    return policies.selected(request).ranks_by_fragmentation
 
 
 def parts() -> int:

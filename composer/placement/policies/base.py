@@ -72,6 +72,8 @@ class Policy:
     them; `one_per_switch` says that each device of an item gets a switch of its own.
     `spreads_hosts`: compositions go to the emptiest host first and away from the tenant's
     other hosts (False: the snuggest core fit, the tenant's hosts welcome).
+    `ranks_by_fragmentation`: hosts are ranked instead by the GPUs a placement fragments and
+    strands for the expected requests (composer.placement.fragmentation).
     """
 
     name = ""
@@ -88,6 +90,7 @@ class Policy:
     one_domain: str | None = None
     one_per_switch = False
     spreads_hosts = True
+    ranks_by_fragmentation = False
     menu_rank = 100  # where the form lists it (the built-in ones first)
 
     def enabled(self, request: PlacementRequest) -> bool:

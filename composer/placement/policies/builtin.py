@@ -33,6 +33,7 @@ class NoPreference(Policy):
     name = "none"
     label = "No preference"
     help = "one enclosure when one holds the item, else the smallest free blocks first"
+    ranks_by_fragmentation = True
     menu_rank = 0
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from composer.placement.engine import place
-from composer.placement.fragmentation import Measure, effect, ranked
+from composer.placement.fragmentation import Measure, applies, effect, ranked
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
 from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
 from composer.placement.workload import WorkloadShape, from_specs, shapes
@@ -167,3 +167,8 @@ def test_plain_hosts_never_take_the_penalty_of_a_host_sharing_a_gpu() -> None:
     assert [(p, h) for p, _, _, h in ranked(request, snapshot, [(0, heads)], {})] == [
         (own[h], h) for h in heads
     ]
+
+
+def test_the_policy_registry_says_which_policies_rank_by_the_measure() -> None:
+    assert applies(PlacementRequest(cores=1))  # the default, "none"
+    assert not any(applies(PlacementRequest(cores=1, policy=p)) for p in ("pack", "switch"))
