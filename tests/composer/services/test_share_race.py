@@ -60,15 +60,20 @@ def test_eight_processes_sharing_the_last_gpu_never_over_allocate_it_nor_split_i
     gpus = list(Device.objects.filter(kind="gpu").order_by("pk"))
     Device.objects.filter(pk__in=[g.pk for g in gpus[:-1]]).update(state=DeviceState.MAINTENANCE)
     last = gpus[-1]
-    jobs = [{"composition": c.pk, "claims": [[last.pk, None, 300]]} for c in claimants(acme)]
+    racing = claimants(acme)
+    jobs = [{"composition": c.pk, "claims": [[last.pk, None, 300]]} for c in racing]
 
     outcomes = run_race(race.claim_child, jobs)
 
     granted = [pk for pk, ok, _ in outcomes if ok]
-    assert len(granted) == 3, outcomes  # 3 x 300 <= 1000 < 4 x 300, all on the first host
-    assert len(set(Composition.objects.filter(pk__in=granted).values_list("host", flat=True))) == 1
+    hosts = set(Composition.objects.filter(pk__in=granted).values_list("host", flat=True))
+    assert len(hosts) == 1, outcomes  # the first claim binds the GPU's shares to its host
+    # 3 x 300 <= 1000 < 4 x 300: three of the claimants on the winner's host, or as many
+    # as raced from it (the hosts take the claimants in turn, so one may have only two).
+    on_host = sum(1 for c in racing if c.host_id in hosts)
+    assert len(granted) == min(3, on_host), outcomes
     total = Allocation.objects.filter(device=last).aggregate(total=Sum("share"))["total"]
-    assert total == 900
+    assert total == 300 * len(granted)
     assert_held_as_recorded([last])
 
 
