@@ -31,7 +31,7 @@ from composer.placement.nearest import (
     policy_message,
 )
 from composer.placement.pinned import place_pinned
-from composer.placement.plan import plan_on_host
+from composer.placement.plan import Draft, plan_on_host
 from composer.placement.request import (
     Note,
     Placement,
@@ -198,7 +198,7 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
         feasible, reaching = kept, in_policy
 
     gpus = sum(item.count for item, _ in items if item.kind in balanced())
-    plans: list[tuple[Placement, int]] = []
+    plans: list[tuple[Draft, int]] = []
     failures: dict[str, int] = {}
     tried = 0
     for rank, (host, penalty) in enumerate(hosts.ranked(feasible, gpus)):
@@ -223,14 +223,15 @@ def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejectio
             )
             survivors -= failures[reason]
     if plans:
-        best = max(plans, key=lambda pair: (pair[0].score, -pair[1]))[0]
+        draft = max(plans, key=lambda pair: (pair[0].placement.score, -pair[1]))[0]
+        best = draft.placement
         return Placement(
             best.host,
             best.host_name,
             best.devices,
             best.memory,
             best.score,
-            best.explanation,
+            draft.explain(),
             tuple(funnel),
         )
     worst = max(failures, key=lambda r: (failures[r], r))

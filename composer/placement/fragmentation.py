@@ -84,6 +84,8 @@ class Measure:
             sum(s.cores * s.weight for s in gpu) / asked if asked else cores_per_part
         )
         self.memo: dict[State, float] = {}
+        # Effects on hosts without partly shared GPUs, by what they read (Ranker._effect).
+        self.plain: dict[tuple[int, ...], Effect] = {}
 
     def fragment(self, state: State) -> float:
         """The expected GPU capacity (in shares) that the expected shapes cannot use."""
@@ -165,12 +167,13 @@ class Effect:
 
 class Ranker:
     """One decision's measure: the request's GPUs and the compiled workload, worked out
-    once, then `effect` per host ranked."""
+    once, then `effect` per host ranked (kept: the plan's explanation reads it again)."""
 
     def __init__(self, request: PlacementRequest, snapshot: Snapshot):
         self.request, self.snapshot = request, snapshot
         self.measure = measure(request, snapshot)
         self.gpu_kinds = balanced()
+        self.effects: dict[str, Effect] = {}
         self.whole, self.share = 0, 0
         for item in request.items:
             if item.kind in self.gpu_kinds:
@@ -189,13 +192,44 @@ class Ranker:
 
     def effect(self, host: HostInfo) -> Effect:
         """The measure's verdict on building the request on `host`."""
+        found = self.effects.get(host.id)
+        if found is None:
+            found = self.effects[host.id] = self._effect(host)
+        return found
+
+    def _effect(self, host: HostInfo) -> Effect:
         snapshot, request, m = self.snapshot, self.request, self.measure
-        full, share = m.full, self.share
+        share = self.share
         group = snapshot.host_group[host.id]
         others = _others_most(snapshot.group_cores_sorted[group], host.cores_free)
         whole_free = snapshot.group_gpus[group]
         partial = self.partial(host.id)
         left = host.cores_free - request.cores
+        if not partial and not share:
+            # A host without partly shared GPUs, for whole GPUs: the verdict depends on the
+            # group's state only, and the same states recur (hosts, decisions): memoised.
+            key = (
+                request.cores,
+                self.whole,
+                max(others, host.cores_free),
+                max(others, left),
+                whole_free,
+                snapshot.group_cores[group],
+            )
+            found = m.plain.get(key)
+            if found is None:
+                found = m.plain[key] = self._measured(host, others, whole_free, (), left)
+                if len(m.plain) >= _STATES:
+                    m.plain.clear()
+            return found
+        return self._measured(host, others, whole_free, partial, left)
+
+    def _measured(
+        self, host: HostInfo, others: int, whole_free: int, partial: tuple[int, ...], left: int
+    ) -> Effect:
+        snapshot, request, m = self.snapshot, self.request, self.measure
+        full, share = m.full, self.share
+        group = snapshot.host_group[host.id]
         taken = self.whole * full
         after_partial, after_whole = partial, whole_free - self.whole
         if share:
@@ -227,9 +261,23 @@ class Ranker:
         return Effect(fragment, fragment_after, stranded, stranded_after, round(penalty, 6))
 
 
+_last: list[Ranker] = []  # the decision's ranker (`ranked`): its plans' scores read it again
+
+
+def ranker(request: PlacementRequest, snapshot: Snapshot) -> Ranker:
+    """The ranker of the decision under way when it is for these very objects (a decision
+    ranks its hosts, then scores and explains its plans, on the same request and snapshot,
+    neither of which changes), else a new one. `ranked` starts a decision's afresh, so
+    nothing is carried from one decision to the next."""
+    kept = _last[0] if _last else None
+    if kept is not None and kept.request is request and kept.snapshot is snapshot:
+        return kept
+    return Ranker(request, snapshot)
+
+
 def effect(request: PlacementRequest, snapshot: Snapshot, host: HostInfo) -> Effect:
     """The measure's verdict on building `request` on `host`."""
-    return Ranker(request, snapshot).effect(host)
+    return ranker(request, snapshot).effect(host)
 
 
 def _others_most(by_cores: tuple[int, ...], cores: int) -> int:
@@ -259,12 +307,13 @@ def ranked(
     Ties: the snuggest core fit, then by name, so equal hosts fill one after the other
     rather than all a little."""
     hosts = snapshot.hosts
-    ranker = Ranker(request, snapshot)
+    measured = Ranker(request, snapshot)
+    _last[:] = [measured]
     members = dict(groups)
 
     def entry(host_id: str) -> tuple[float, int, str, str]:
         host = hosts[host_id]
-        penalty = ranker.effect(host).penalty + extra.get(host_id, 0.0)
+        penalty = measured.effect(host).penalty + extra.get(host_id, 0.0)
         return (penalty, host.cores_free, host.name, host_id)
 
     out = []

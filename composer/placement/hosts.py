@@ -153,7 +153,7 @@ class Hosts:
         device, then the snuggest core fits, measured (fragmentation.ranked) and walked
         least fragmenting first; the hosts not measured after them, group by group."""
         snapshot, hosts = self.snapshot, self.snapshot.hosts
-        walks = {g: (h for h in self._candidates(g) if self.ok(hosts[h])) for g in sorted(groups)}
+        walks = {g: self._walk(g) for g in sorted(groups)}
         heads = {g: fragmentation.heads(walk, snapshot) for g, walk in walks.items()}
         extra = dict.fromkeys(self.request.tenant_hosts, TENANT_HOST_PENALTY)
         measured = fragmentation.ranked(self.request, snapshot, heads.items(), extra)
@@ -165,6 +165,16 @@ class Hosts:
             for host_id in chain(heads[group], walk):
                 if host_id not in done:
                     yield hosts[host_id], host_rank(self.request, snapshot, hosts[host_id], 0)[0]
+
+    def _walk(self, group: int) -> Iterator[str]:
+        """The group's usable hosts, snuggest core fit first (those holding a share item's
+        partly shared device before them). Most requests ask nothing a host's free cores
+        do not already say (no host memory, no isolation, no share item): then the group's
+        index, as it stands, is the walk."""
+        if self.simple and not self.blocked and not self.first and group not in self.only:
+            return islice(self.snapshot.group_by_cores[group], self._start(group), None)
+        hosts = self.snapshot.hosts
+        return (h for h in self._candidates(group) if self.ok(hosts[h]))
 
     def _candidates(self, group: int) -> Iterator[str]:
         first = sorted(h for h in self.first if self.snapshot.host_group[h] == group)

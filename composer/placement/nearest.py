@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
+from functools import partial
 
 import composer.placement.policies as policies
 from composer.placement.request import DeviceItem, Note, PlacementRequest
 from composer.placement.shareable import shares_per_device
+from composer.placement.shared import memoised
 from composer.placement.snapshot import DeviceInfo, Snapshot
 from fabric.kinds import find, plural
 from fabric.latency import ESTIMATED_HOP_LATENCY_NS
@@ -194,7 +196,14 @@ def nearest_group_policy(
     for group in sorted(groups):
         members = snapshot.groups[group]
         if check == "switch" or request.same_switch:
-            per_switch = policy.per_switch(snapshot, items, members)
+            # The tallies depend only on the (memoised) candidate sets: once per snapshot.
+            per_switch = memoised(
+                snapshot,
+                "switch tallies",
+                tuple(found for _, found in items),
+                (policy.name, group),
+                partial(policy.per_switch, snapshot, items, members),
+            )
             tallies += [(counts, s) for s, counts in per_switch.items()]
         else:
             tallies.append((policy.spread_counts(snapshot, items, members), None))

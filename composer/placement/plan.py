@@ -11,6 +11,7 @@ pickers, the uplink budget and the score) is done per decision.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import composer.placement.policies as policies
 from composer.placement.constraints import (
@@ -26,7 +27,7 @@ from composer.placement.request import (
     Placement,
     PlacementRequest,
 )
-from composer.placement.scoring import plan_score
+from composer.placement.scoring import plan_points, plan_words
 from composer.placement.shareable import shares_per_device as whole_of
 from composer.placement.shared import Candidates, group_part, host_ranks
 from composer.placement.shares import (
@@ -40,9 +41,17 @@ from composer.placement.snapshot import DeviceInfo, HostInfo, Reach, Snapshot
 from composer.placement.spread import fits
 from fabric.kinds import is_sliced
 
-__all__ = ["plan_on_host"]
+__all__ = ["Draft", "plan_on_host"]
 
 _UNREACHED = Reach(0, 0.0)
+
+
+class Draft(NamedTuple):
+    """A plan with its score, its explanation left to `explain()`: the engine compares a
+    few plans and words only the one it returns."""
+
+    placement: Placement
+    explain: Callable[[], tuple[Note, ...]]
 
 
 def _any_order(device: DeviceInfo) -> tuple[float, ...]:
@@ -59,10 +68,11 @@ def plan_on_host(
     storage: Candidates,
     host_penalty: float,
     shares: Sequence[ShareWant] = (),
-) -> Placement | str:
+) -> Draft | str:
     """The plan on `host`, or which constraint fails there ("latency", "switch", "domain",
-    "share", "uplink"). `items`, `memory` and `storage` must be memoised candidate sets;
-    `shares` the request's share items (composer.placement.shares)."""
+    "share", "uplink"); unworded (`Draft.explain` words it). `items`, `memory` and
+    `storage` must be memoised candidate sets; `shares` the request's share items
+    (composer.placement.shares)."""
     reach = snapshot.reach.get(host.id, {})
     near = _near(snapshot, host, request.max_latency_ns)
     near_items = []
@@ -89,12 +99,13 @@ def plan_on_host(
 
     def keys_of(found: Candidates) -> EnclosureKey:
         # scoring.enclosure_order's key (own switch, untouched, latency), from the host's
-        # memoised ranks: the same tuples, so the same order and the same picks.
-        keys = {}
-        for e, v in found.items():
+        # memoised ranks: the same tuples, so the same order and the same picks. Worked
+        # out when asked: the pickers ask once for each enclosure they weigh.
+        def key(e: str) -> tuple[int, int, int]:
             own, latency = ranks[e]
-            keys[e] = (own, 1 if len(v) >= enclosures[e].device_total > 0 else 0, latency)
-        return keys.__getitem__
+            return (own, 1 if len(found[e]) >= enclosures[e].device_total > 0 else 0, latency)
+
+        return key
 
     for item, found in near_items:
         picked = choose_whole(item.count, found, keys_of(found), request.policy, switches_of)
@@ -156,27 +167,33 @@ def plan_on_host(
     budget = host.uplink_gbps * snapshot.oversubscription - host.uplink_used_gbps
     if demand > budget + 1e-9:
         return "uplink"
-    score, sentences = plan_score(request, snapshot, host, (*picks, *memory_picks), host_penalty)
-    sentences[:0] = [share_note(d, s, before) for d, s, before in shared]
-    if memory_picks:
+    every = (*picks, *memory_picks)
+    score = plan_points(snapshot, host, every, host_penalty)
+
+    def explain() -> tuple[Note, ...]:
+        sentences = plan_words(request, snapshot, host, every, host_penalty, score)
+        sentences[:0] = [share_note(d, s, before) for d, s, before in shared]
+        if memory_picks:
+            sentences.insert(
+                0,
+                Note(
+                    f"{request.memory_gib} GiB of CXL memory as "
+                    f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
+                    + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
+                    + "."
+                ),
+            )
         sentences.insert(
             0,
             Note(
-                f"{request.memory_gib} GiB of CXL memory as "
-                f"{len(memory_picks)} slice{'s' if len(memory_picks) > 1 else ''}: "
-                + ", ".join(f"{p.gib} GiB of {p.name}" for p in memory_picks)
-                + "."
+                f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
+                f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
+                "oversubscription, less what is bound)."
             ),
         )
-    sentences.insert(
-        0,
-        Note(
-            f"Uplink demand {demand:.0f} GB/s of a {budget:.0f} GB/s budget "
-            f"({host.uplink_gbps:.0f} GB/s x {snapshot.oversubscription:g} "
-            "oversubscription, less what is bound)."
-        ),
-    )
-    return Placement(host.id, host.name, picks, memory_picks, score, tuple(sentences))
+        return tuple(sentences)
+
+    return Draft(Placement(host.id, host.name, picks, memory_picks, score, ()), explain)
 
 
 def _near(

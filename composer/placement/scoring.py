@@ -41,7 +41,9 @@ __all__ = [
     "group_balance",
     "host_rank",
     "latency_words",
+    "plan_points",
     "plan_score",
+    "plan_words",
     "spreads",
     "tenant_host_penalty",
 ]
@@ -144,15 +146,55 @@ def plan_score(
 ) -> tuple[float, list[Note]]:
     """The plan's score (100 minus penalties) and the sentences that explain it (switch names
     for operators only)."""
-    sentences: list[Note] = []
-    penalty = host_penalty
+    score = plan_points(snapshot, host, picks, host_penalty)
+    return score, plan_words(request, snapshot, host, picks, host_penalty, score)
+
+
+def _facts(
+    snapshot: Snapshot, host: HostInfo, picks: Sequence[DevicePick]
+) -> tuple[int, float, set[str], list[str]]:
+    """What the score and its words read of the picks: how many sit outside the host's own
+    switches, their mean latency, the enclosures used and those of them untouched before."""
     own = set(host.switches)
     enclosures = snapshot.enclosures
+    outside = sum(1 for p in picks if not own.intersection(enclosures[p.enclosure].switches))
+    mean_latency = sum(p.latency_ns for p in picks) / len(picks)
+    used = {p.enclosure for p in picks}
+    untouched = [
+        e
+        for e in used
+        if enclosures[e].device_total
+        and snapshot.free_in_enclosure.get(e, 0) >= enclosures[e].device_total
+    ]
+    return outside, mean_latency, used, untouched
+
+
+def plan_points(
+    snapshot: Snapshot, host: HostInfo, picks: Sequence[DevicePick], host_penalty: float
+) -> float:
+    """The plan's score alone (100 minus penalties): the engine scores every plan it
+    compares and words only the one it returns (`plan_words`)."""
+    penalty = host_penalty
     if picks:
-        outside = sum(1 for p in picks if not own.intersection(enclosures[p.enclosure].switches))
-        mean_latency = sum(p.latency_ns for p in picks) / len(picks)
+        outside, mean_latency, _, untouched = _facts(snapshot, host, picks)
         penalty += OWN_SWITCH_PENALTY * outside / len(picks)
         penalty += LATENCY_PER_US * mean_latency / 1000
+        penalty += UNTOUCHED_PENALTY * len(untouched)
+    return round(max(0.0, 100.0 - penalty), 2)
+
+
+def plan_words(
+    request: PlacementRequest,
+    snapshot: Snapshot,
+    host: HostInfo,
+    picks: Sequence[DevicePick],
+    host_penalty: float,
+    score: float,
+) -> list[Note]:
+    """The sentences that explain a plan's `score` (`plan_points`), each penalty named."""
+    sentences: list[Note] = []
+    if picks:
+        outside, mean_latency, used, untouched = _facts(snapshot, host, picks)
         inside = len(picks) - outside
         own_names = ", ".join(snapshot.switch_name(s) for s in host.switches) or "none"
         latency = latency_words(mean_latency, picks)
@@ -163,14 +205,6 @@ def plan_score(
                 f"{inside} of {len(picks)} devices sit behind the host's own switch; {latency}",
             )
         )
-        used = {p.enclosure for p in picks}
-        untouched = [
-            e
-            for e in used
-            if enclosures[e].device_total
-            and snapshot.free_in_enclosure.get(e, 0) >= enclosures[e].device_total
-        ]
-        penalty += UNTOUCHED_PENALTY * len(untouched)
         sentences.append(
             Note(
                 f"Devices come from {len(used)} enclosure{'s' if len(used) != 1 else ''}; "
@@ -198,6 +232,5 @@ def plan_score(
                 f"{cores}; chosen by {how}.",
             )
         )
-    score = round(max(0.0, 100.0 - penalty), 2)
     sentences.append(Note(f"Score {score:.1f} of 100."))
-    return score, sentences
+    return sentences

@@ -3,12 +3,20 @@ without cores and fragmented for the expected requests, on tiny hand-made fabric
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
 
 from composer.placement.engine import place
-from composer.placement.fragmentation import Measure, applies, effect, ranked
+from composer.placement.fragmentation import (
+    Measure,
+    Ranker,
+    _others_most,
+    applies,
+    effect,
+    ranked,
+)
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
 from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
 from composer.placement.workload import WorkloadShape, from_specs, shapes
@@ -172,3 +180,41 @@ def test_plain_hosts_never_take_the_penalty_of_a_host_sharing_a_gpu() -> None:
 def test_the_policy_registry_says_which_policies_rank_by_the_measure() -> None:
     assert applies(PlacementRequest(cores=1))  # the default, "none"
     assert not any(applies(PlacementRequest(cores=1, policy=p)) for p in ("pack", "switch"))
+
+
+def pooled(cores: list[int], gpus: int) -> Snapshot:
+    """Hosts with `cores` free that all reach one chassis of `gpus` free GPUs: one reach
+    group, whose free cores are the sum of its hosts'."""
+    hosts = [
+        HostInfo(f"host:{i}", f"h{i}", c, 512, c, 1000.0, 0.0, ("sw",)) for i, c in enumerate(cores)
+    ]
+    chassis = EnclosureInfo("enc:pool", "pool", ("sw",), device_total=16)
+    devices = [DeviceInfo(f"gpu:{i}", f"g{i}", "gpu", "H100", "enc:pool") for i in range(gpus)]
+    path = Reach(600, 32.0, 1)
+    reach = {h.id: {"enc:pool": path} for h in hosts}
+    return Snapshot.build(
+        hosts=hosts, enclosures=[chassis], devices=devices, reach=reach, workload=ONE_GPU
+    )
+
+
+def test_the_memoised_verdict_on_a_plain_host_is_the_one_worked_out_afresh() -> None:
+    """Hosts without partly shared GPUs share memoised verdicts by the group state they
+    read (`Measure.plain`, kept across decisions and snapshots): across many states and
+    request shapes, each one equals the verdict worked out from scratch."""
+    rng = random.Random(3)
+    for _ in range(300):
+        snapshot = pooled(
+            [rng.choice((0, 4, 8, 16, 32, 64)) for _ in range(rng.randint(1, 4))],
+            rng.randint(0, 16),
+        )
+        request = PlacementRequest(
+            items=(DeviceItem("gpu", rng.randint(1, 4)),), cores=rng.choice((0, 4, 8, 16))
+        )
+        ranker = Ranker(request, snapshot)
+        for host in snapshot.hosts.values():
+            group = snapshot.host_group[host.id]
+            others = _others_most(snapshot.group_cores_sorted[group], host.cores_free)
+            fresh = ranker._measured(
+                host, others, snapshot.group_gpus[group], (), host.cores_free - request.cores
+            )
+            assert ranker.effect(host) == fresh
