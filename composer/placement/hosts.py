@@ -79,10 +79,18 @@ class Hosts:
         if self.simple and not (isolate and self.blocked):
             by_cores = snapshot.group_by_cores
             return sum(len(by_cores[g]) - self._start(g) for g in groups)
-        hosts = snapshot.hosts
-        return sum(
-            1 for g in groups for h in self._members(g) if self.ok(hosts[h], isolate=isolate)
-        )
+        # `ok` written out (the free cores are the index's): this runs over every host.
+        hosts, memory = snapshot.hosts, self.request.host_memory_gib
+        blocked = self.blocked if isolate else frozenset()
+        found = 0
+        for g in groups:
+            for h in self._members(g):
+                host = hosts[h]
+                if host.memory_gib_free >= memory and not (
+                    blocked and blocked.intersection(host.switches)
+                ):
+                    found += 1
+        return found
 
     def _limited(self, group: int, members: Iterator[str]) -> Iterator[str]:
         """`members` of `group`, only those a share item leaves when it limits the group."""
@@ -170,11 +178,24 @@ class Hosts:
         """The group's usable hosts, snuggest core fit first (those holding a share item's
         partly shared device before them). Most requests ask nothing a host's free cores
         do not already say (no host memory, no isolation, no share item): then the group's
-        index, as it stands, is the walk."""
-        if self.simple and not self.blocked and not self.first and group not in self.only:
-            return islice(self.snapshot.group_by_cores[group], self._start(group), None)
-        hosts = self.snapshot.hosts
-        return (h for h in self._candidates(group) if self.ok(hosts[h]))
+        index, as it stands, is the walk; without a share item, the index filtered."""
+        members = islice(self.snapshot.group_by_cores[group], self._start(group), None)
+        if self.first or group in self.only:
+            hosts = self.snapshot.hosts
+            return (h for h in self._candidates(group) if self.ok(hosts[h]))
+        if self.simple and not self.blocked:
+            return members
+        return self._usable(members)
+
+    def _usable(self, members: Iterable[str]) -> Iterator[str]:
+        """`members` that pass `ok` (their free cores already do), `ok` written out."""
+        hosts, memory, blocked = self.snapshot.hosts, self.request.host_memory_gib, self.blocked
+        for h in members:
+            host = hosts[h]
+            if host.memory_gib_free >= memory and not (
+                blocked and blocked.intersection(host.switches)
+            ):
+                yield h
 
     def _candidates(self, group: int) -> Iterator[str]:
         first = sorted(h for h in self.first if self.snapshot.host_group[h] == group)
