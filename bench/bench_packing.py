@@ -116,7 +116,10 @@ against an exhaustive search over all policies on small instances in the tests.
 The increase of a (node state, pod shape) is cached per shape and recomputed only for the
 nodes that changed since that shape was last scored, which keeps a 10,000-pod run of a
 re-implemented policy to seconds; a `composer` run takes minutes (the engine decides each
-pod on the whole fabric and explains it), so the full table takes hours.
+pod on the whole fabric and explains it), so the full table takes hours: each run is kept
+as it finishes, under a digest of the code it ran (bench/packing_runs.py), the next
+invocation runs only what is missing (`--fresh`: everything again; `--report`: nothing,
+the section from the kept runs), and each row of the section names the seeds it holds.
 
 Targets: fixed >= 95.4 % and composable >= 98 % at 130 % arrived on the default trace for
 the best policy; for the product's engine, fixed >= 95.8 % and composable >= 96.5 %. The
@@ -164,6 +167,7 @@ from bench.packing_data import (  # noqa: E402
 from bench.packing_fixed import FGD_VARIANTS, FixedSim, Fragmentation  # noqa: E402
 from bench.packing_pool import PoolFgd, PoolFragment, PoolSim, share_fragment  # noqa: E402
 from bench.packing_report import Ceilings, Results, section, verdict  # noqa: E402
+from bench.packing_runs import Job, Store, stamp  # noqa: E402
 
 
 def simulate(
@@ -296,12 +300,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-bound", action="store_true", help="skip the composable ceilings")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--no-write", action="store_true", help="print instead of writing docs")
+    ap.add_argument(
+        "--fresh", action="store_true", help="run everything again (forget the kept runs)"
+    )
+    ap.add_argument(
+        "--report", action="store_true", help="run nothing: the section from the kept runs"
+    )
     args = ap.parse_args(argv)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     traces = [t for t in args.traces.split(",") if t]
     modes = [m for m in args.modes.split(",") if m]
     only = {p for p in args.policies.split(",") if p}
-    jobs = [
+    jobs: list[Job] = [
         ("run", t, m, p, s, args.strand_weight)
         for t in traces
         for m in modes
@@ -320,31 +330,48 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     results: Results = defaultdict(list)
     ceilings: Ceilings = defaultdict(list)
+    # Tuning runs (another strand weight) are never kept: the store holds the protocol's.
+    store = Store(fresh=args.fresh) if args.strand_weight is None else None
+    here = stamp()
 
-    def collect(out: tuple) -> None:
+    def collect(out: tuple, kept: bool = False) -> None:
         kind, key, seed, value = out
+        if store is not None and not kept:
+            store.put((kind, *key, seed, None), value, here)
+        note = " (kept)" if kept else ""
         if kind == "bound":
             ceilings[key[:2]].append((seed, value))
-            sys.stderr.write(f"{key[:2]} seed {seed}: ceiling {value:.2f} %\n")
+            sys.stderr.write(f"{key[:2]} seed {seed}: ceiling {value:.2f} %{note}\n")
         else:
             results[key].append((seed, value))
             sys.stderr.write(
-                f"{key} {seed} {value.samples} dropped={value.dropped} {value.seconds:.1f}s\n"
+                f"{key} {seed} {value.samples} dropped={value.dropped} {value.seconds:.1f}s{note}\n"
             )
 
-    if args.jobs > 1:
+    missing = []
+    for j in jobs:
+        found = store.get(j) if store is not None else None
+        if found is not None:
+            kind, trace, mode, policy, seed, _ = j
+            collect((kind, (trace, mode, policy), seed, found), kept=True)
+        elif not args.report:
+            missing.append(j)
+    if args.jobs > 1 and len(missing) > 1:
         from multiprocessing import Pool
 
         with Pool(args.jobs) as pool:
-            for out in pool.imap_unordered(job, jobs):
+            for out in pool.imap_unordered(job, missing):
                 collect(out)
     else:
-        for j in jobs:
+        for j in missing:
             collect(job(j))
-    elapsed = time.perf_counter() - started
+    sys.stderr.write(f"{len(missing)} runs in {time.perf_counter() - started:.0f} s\n")
+    for runs in (*results.values(), *ceilings.values()):
+        runs.sort(key=lambda pair: pair[0])
+    measured = store.measured(jobs) if store is not None else [here]
     ok = verdict(results, ceilings)[1]
     if args.no_write or args.first_seed != SEEDS[0] or args.strand_weight is not None:
-        print(section(results, ceilings, traces, modes, seeds, elapsed, "(not written)"))
+        print(section(results, ceilings, traces, modes, seeds, "(not written)"))
         return 0 if ok else 1
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     sys.path.insert(0, str(ROOT))
@@ -355,10 +382,12 @@ def main(argv: list[str] | None = None) -> int:
 
     info = machine()
     header = (
-        f"Measured {info['date']} on {info['arch']}, {info['cpu']}, {info['cores']} "
-        f"cores; Python {info['python']}, numpy {np.__version__} (no database used)."
+        f"Measured {'; '.join(measured)} ({info['arch']}); Python {info['python']}, numpy "
+        f"{np.__version__} (no database used). Each run is kept as it finishes, under a "
+        "digest of the code it ran (bench/packing_runs.py), and the section is written from "
+        "every kept run of the current code: a row holds the seeds run so far."
     )
-    body = section(results, ceilings, traces, modes, seeds, elapsed, header)
+    body = section(results, ceilings, traces, modes, seeds, header)
     write_section("packing", body)
     print(body)
     return 0 if ok else 1

@@ -71,13 +71,23 @@ def policy_label(policy: str, runs: list[Run]) -> str:
     )
 
 
+def seed_words(seeds: list[int]) -> str:
+    """The seeds a row holds, as runs: "42..51", "42..44, 47"."""
+    spans: list[list[int]] = []
+    for seed in sorted(seeds):
+        if spans and seed == spans[-1][1] + 1:
+            spans[-1][1] = seed
+        else:
+            spans.append([seed, seed])
+    return ", ".join(f"{a}..{b}" if b > a else f"{a}" for a, b in spans)
+
+
 def section(
     results: Results,
     ceilings: Ceilings,
     traces: list[str],
     modes: list[str],
     seeds: list[int],
-    elapsed: float,
     header: str,
 ) -> str:
     pub = published()
@@ -88,13 +98,14 @@ def section(
         header,
         "",
         f"`python bench/bench_packing.py`: cluster `openb_node_list_gpu_node` (1,213 nodes, "
-        f"6,212 GPUs); per seed ({len(seeds)} seeds, {seeds[0]}..{seeds[-1]}) the pod list "
+        f"6,212 GPUs); per seed (up to {len(seeds)} seeds, {seeds[0]}..{seeds[-1]}: the "
+        "seeds column says which a row holds) the pod list "
         "is shuffled and random copies of its pods appended up to "
         f"{TUNE:.0%} of GPU capacity, as the FGD authors' simulator does; no departures; a "
         "pod that fits nowhere is dropped. GPU allocation % (allocated GPU milli / "
         "6,212,000) when the arrived GPU request reaches 100 % and 130 % of capacity (the "
         "authors' sampling: the mean over the arrivals that round to that percent); mean ± "
-        f"sd over the seeds. Whole run: {elapsed:.0f} s on 2 processes. Published: the FGD "
+        "sd over the seeds. s/run: the mean time of one run in one process. Published: the FGD "
         "authors' results (fgd_alloc_curve_summary.csv). Composable: hosts keep CPU and "
         "memory, GPUs pooled per domain (8 consecutive hosts of one GPU model) or across "
         "all hosts; a shared GPU stays bound to the host that opened it. `composer` is "
@@ -104,16 +115,18 @@ def section(
         "published baselines and earlier policies). Policies: see bench_packing.py's "
         "docstring.",
         "",
-        "| trace | mode | policy | @100 % | @130 % | published @100 % | published @130 % "
-        "| dropped pods | s/run |",
-        "|---|---|---|--:|--:|--:|--:|--:|--:|",
+        "| trace | mode | policy | seeds | @100 % | @130 % | published @100 % "
+        "| published @130 % | dropped pods | s/run |",
+        "|---|---|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for trace in traces:
         for mode in modes:
             for policy in (*POLICIES[mode], *OPTIONAL):
-                runs = [r for _, r in results.get((trace, mode, policy), [])]
+                kept = results.get((trace, mode, policy), [])
+                runs = [r for _, r in kept]
                 if not runs:
                     continue
+                ran = seed_words([s for s, _ in kept])
                 cells = [fmt([r.samples[p] for r in runs]) for p in SAMPLES]
                 pubs = []
                 for p in SAMPLES:
@@ -122,7 +135,8 @@ def section(
                 drop = statistics.fmean(r.dropped for r in runs)
                 secs = statistics.fmean(r.seconds for r in runs)
                 lines.append(
-                    f"| {trace} | {MODE_TEXT[mode]} | {policy_label(policy, runs)} | {cells[0]} | "
+                    f"| {trace} | {MODE_TEXT[mode]} | {policy_label(policy, runs)} | {ran} | "
+                    f"{cells[0]} | "
                     f"{cells[1]} | {pubs[0]} | {pubs[1]} | {drop:.0f} | {secs:.1f} |"
                 )
     if ceilings:
