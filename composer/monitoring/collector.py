@@ -80,7 +80,7 @@ def _pools() -> Iterator[Metric]:
         "allocated": "What compositions (or bindings still to undo) hold in a pool.",
         "free": "What a new composition could get from a pool now.",
         "unavailable": "What nothing holds but is failed, critical or in maintenance.",
-        "stranded": "Free capacity no host can reach through the fabric now.",
+        "stranded": "Free capacity no host can reach (a shared GPU's: its host cannot use) now.",
     }
     families = {
         n: GaugeMetricFamily(f"composer_pool_{n}", helps[n], labels=POOL_LABELS) for n in names

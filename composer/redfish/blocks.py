@@ -10,12 +10,14 @@ the row, for the writes that name blocks (`Links.ResourceBlocks` of a compose).
 
 CompositionStatus.CompositionState, as the caller sees it (`block_state`):
 `Failed` (failed, or health critical), `Unavailable` (in maintenance, or held outside
-Composer), `Composing` (its composition is being built), `Composed` (held whole, or a
-memory device with no GiB left), `ComposedAndAvailable` (a shared block, host or CXL
-memory, that is composed and takes more), `Unused`; `Reserved` is true while a
-reservation (a PreviewReserve's hold) holds it. Hosts and CXL memory devices are
-`SharingCapable`: several compositions share a host, and a memory device is carved into
-GiB slices, one per composition.
+Composer), `Composing` (its composition is being built), `Composed` (held whole, a
+memory device with no GiB left, a GPU with no share left), `ComposedAndAvailable` (a
+shared block, host, CXL memory or a GPU held in shares, that is composed and takes more),
+`Unused`; `Reserved` is true while a reservation (a PreviewReserve's hold) holds it.
+Hosts, CXL memory devices and the kinds that split into shares (GPUs: `fabric.kinds`) are
+`SharingCapable`: several compositions share a host, a memory device is carved into GiB
+slices, one per composition, and a GPU into shares held by compositions on the one host it
+is bound to. A tenant counts and sees linked only its own compositions.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from composer.redfish.paths import (
 )
 from composer.redfish.routes import Route
 from fabric.choices import ComponentState, DeviceState, Health
-from fabric.kinds import all_kinds, is_sliced
+from fabric.kinds import all_kinds, is_sliced, shares_per_device
 from fabric.models import Device, Host
 from fabric.redfish_render.build import collection, health_status, ref, refs, resource
 from fabric.redfish_render.errors import RedfishError, refuse
@@ -101,9 +103,8 @@ def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
         return "Unavailable"
     if claims and all(h.state in COMPOSING for h in claims):
         return "Composing"
-    shared = node.kind == "host" or is_sliced(node.attrs.get("device_kind", ""))
-    if shared:
-        room = node.kind == "host" or node.attrs.get("free_gib", 0) > 0
+    if sharing(node):
+        room = _room(node)
         if claims:
             return "ComposedAndAvailable" if room else "Composed"
         return "Unused" if room or reserved or not operator else "Unavailable"
@@ -113,6 +114,28 @@ def block_state(node: Node, claims: list[Hold], *, operator: bool) -> str:
     if operator and taken and not reserved:
         return "Unavailable"  # held on the fabric by nothing Composer knows of
     return "Unused"
+
+
+def sharing(node: Node) -> bool:
+    """Whether a block may be part of several compositions at once: a host, a memory device
+    (GiB slices), a device of a kind that splits into shares (a GPU: `fabric.kinds`)."""
+    kind = node.attrs.get("device_kind", "")
+    return node.kind == "host" or is_sliced(kind) or shares_per_device(kind) > 0
+
+
+def _room(node: Node) -> bool:
+    """Whether a sharing block takes one more composition: a host always, a memory device
+    with GiB free, a shared device with a share free, or free whole (every share free)."""
+    attrs = node.attrs
+    kind = attrs.get("device_kind", "")
+    if node.kind == "host":
+        return True
+    if is_sliced(kind):
+        return attrs.get("free_gib", 0) > 0
+    held = attrs.get("allocated_shares", 0)
+    if held:
+        return held < shares_per_device(kind)
+    return node.state == DeviceState.FREE and not attrs.get("bound_host")
 
 
 def _description(node: Node) -> str:
@@ -125,6 +148,11 @@ def _description(node: Node) -> str:
     words = f"{attrs.get('model') or kind} {node.name}"
     if is_sliced(kind):
         return f"{words}: {attrs.get('free_gib', 0)} of {attrs.get('memory_gib', 0)} GiB free."
+    if attrs.get("allocated_shares"):
+        whole = shares_per_device(kind)
+        free = max(0, whole - attrs["allocated_shares"])
+        memory = f", {attrs['memory_gib']} GiB" if attrs.get("memory_gib") else ""
+        return f"{words}{memory}: shared, {free}/{whole} free."
     if attrs.get("capacity_gb"):
         return f"{words}, {attrs['capacity_gb']} GB."
     if attrs.get("memory_gib"):
@@ -137,7 +165,7 @@ def block_body(inv: Inventory, node: Node) -> dict[str, Any]:
     every = inv.claims(node.id)
     claims = [h for h in every if not h.is_reservation]
     operator = inv.caller.operator
-    shared = node.kind == "host" or is_sliced(node.attrs.get("device_kind", ""))
+    shared = sharing(node)
     composition: dict[str, Any] = {
         "CompositionState": block_state(node, every, operator=operator),
         "Reserved": any(h.is_reservation for h in every),

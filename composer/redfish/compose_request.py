@@ -9,7 +9,9 @@ Two ways, which may be mixed:
   `NetworkInterfaces` is a list (or `{"Members": [...]}`) of constraints, each with
   `@Redfish.RequestedCount` (default 1):
     - `Processors`: `ProcessorType` `GPU` or `FPGA` (with an optional `Model`) is that many
-      devices; `CPU` with `TotalCores` asks the host for count x cores;
+      devices; with `Oem.Composer.Share` (thousandths of one device, the kind's shares), a
+      share of one GPU instead (Redfish has no word for part of a processor); `CPU` with
+      `TotalCores` asks the host for count x cores;
     - `Memory`: `CapacityMiB` each, as CXL memory (whole GiB);
     - `Drives` (or `Storage`): NVMe drives, each of at least `CapacityBytes` when given,
       `Model` optional;
@@ -166,12 +168,37 @@ def _item(request: SystemRequest, kind: str, member: dict[str, Any], where: str)
     items.append(item)
 
 
+def _share(member: dict[str, Any], at: str) -> int | None:
+    """A processor constraint's `Oem.Composer.Share`: the thousandths of one device it asks
+    for (the kind's shares, `fabric.kinds`), or None. Its range is the spec's to check."""
+    value: Any = member
+    for key, allowed in (("Oem", {"Composer"}), ("Composer", {"Share"})):
+        value, at = value.get(key), f"{at}/{key}"
+        if value is None:
+            return None
+        if not isinstance(value, dict):
+            raise _type_error(value, at, "an object")
+        _check_keys(value, allowed, at)
+    share = value.get("Share")
+    return None if share is None else _whole(share, f"{at}/Share")
+
+
 def _processors(request: SystemRequest, value: Any, where: str) -> None:
     for member, at in _members(value, where):
-        _check_keys(member, {"ProcessorType", "Model", "TotalCores"}, at)
+        _check_keys(member, {"ProcessorType", "Model", "TotalCores", "Oem"}, at)
         kind = member.get("ProcessorType")
         if kind is not None and not isinstance(kind, str):
             raise _type_error(kind, f"{at}/ProcessorType", "a string")
+        share = _share(member, at)
+        if share is not None and kind == "CPU":
+            raise refuse(
+                400,
+                "Share is a share of one GPU; the host's CPU cores are asked for whole, "
+                "with TotalCores.",
+                "Base.PropertyValueError",
+                "Share",
+                properties=(f"{at}/Oem/Composer/Share",),
+            )
         if kind == "CPU":
             count, count_at = _count(member, at)
             cores = _whole(member.get("TotalCores", 0), f"{at}/TotalCores")
@@ -187,6 +214,10 @@ def _processors(request: SystemRequest, value: Any, where: str) -> None:
                 properties=(f"{at}/ProcessorType",),
             )
         _item(request, PROCESSOR_KINDS[kind], member, at)
+        if share is not None:
+            index = len(request.spec["items"]) - 1
+            request.spec["items"][index]["share"] = share
+            request.pointers[f"items[{index}].share"] = f"{at}/Oem/Composer/Share"
 
 
 def _memory(request: SystemRequest, value: Any, where: str) -> None:

@@ -15,7 +15,8 @@ Who sees which block (the rule, documented in docs/redfish.md):
   not critical; CXL memory with GiB free), of a kind and model none of its quotas closes
   (a quota with a limit of 0), and active hosts whose health is not critical. What other
   tenants hold is never shown: a tenant's view of a shared block (a host, a CXL memory
-  device) counts only its own compositions.
+  device, a GPU held in shares) counts only its own compositions. A GPU partly shared is
+  not offered to a tenant holding none of it: its shares go only to its host's compositions.
 """
 
 from __future__ import annotations

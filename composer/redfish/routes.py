@@ -68,6 +68,7 @@ def table() -> tuple[Route, ...]:
         compose,
         events,
         fabrics,
+        oem,
         parts,
         reservations,
         service,
@@ -77,7 +78,7 @@ def table() -> tuple[Route, ...]:
     )
 
     merged: dict[str, Route] = {}
-    families = [service, blocks, parts, zones, systems, chassis, fabrics, events]
+    families = [service, oem, blocks, parts, zones, systems, chassis, fabrics, events]
     families += [compose, reservations, tasks]
     for route in [r for family in families for r in family.ROUTES]:
         known = merged.get(route.pattern)

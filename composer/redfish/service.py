@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.http import HttpResponse
 
 from composer.models import RedfishSession
-from composer.redfish import queries, sessions
+from composer.redfish import oem, queries, sessions
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call, Caller
 from composer.redfish.paths import (
@@ -67,7 +67,9 @@ def odata(call: Call) -> dict[str, Any]:
 
 
 def metadata(call: Call) -> HttpResponse:
-    return HttpResponse(documents.metadata([]), content_type="application/xml")
+    return HttpResponse(
+        documents.metadata([], references=oem.references()), content_type="application/xml"
+    )
 
 
 # -- sessions -----------------------------------------------------------------------

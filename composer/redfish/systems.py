@@ -9,8 +9,10 @@ is a 404, never a 403.
 `system_body(composition, caller)` renders one composition (in any state, so a write can
 answer with the system it just created): its host's compute block and its devices' blocks
 in `Links.ResourceBlocks`, `Status` and `PowerState` from its lifecycle, and what it was
-asked for. The collection carries `@Redfish.CollectionCapabilities`, which points to
-the capabilities of a POST (capabilities.py).
+asked for; the shares of GPUs it holds in `Oem.Composer.Shares` (each with its block and
+its size in the kind's parts: Redfish has no word for part of a processor). The collection
+carries `@Redfish.CollectionCapabilities`, which points to the capabilities of a POST
+(capabilities.py).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from composer.redfish import capabilities
 from composer.redfish.blocks import HOST, block_path, system_path
 from composer.redfish.caller import Call, Caller
 from composer.redfish.inventory import HELD, per_request, per_request_kept
+from composer.redfish.oem import SYSTEM_TYPE
 from composer.redfish.paths import SYSTEMS, row_id
 from composer.redfish.routes import Route
-from fabric.redfish_render.build import collection, refs, resource
+from fabric.kinds import label, shares_per_device
+from fabric.redfish_render.build import collection, ref, refs, resource
 from fabric.redfish_render.errors import refuse
 
 # A UUID per composition, the same every time it is read (namespace: this service's).
@@ -83,16 +87,22 @@ def system_body(composition: Composition, caller: Caller) -> dict[str, Any]:
     state, health, power = LIFECYCLE.get(composition.state, ("Disabled", "OK", "Off"))
     blocks = [block_path(HOST, composition.host_id)] if composition.host_id else []
     slices_gib = 0
+    shares: list[dict[str, Any]] = []
+    words_of: list[str] = []
     for allocation in _held(composition):
         path = block_path(allocation.device.kind, allocation.device_id)
         if path not in blocks:
             blocks.append(path)
         slices_gib += allocation.gib or 0
+        if allocation.share:
+            shares.append(share_of(allocation, path))
+            words_of.append(share_words(allocation))
     spec = composition.spec or {}
     host_memory = int(spec.get("host_memory_gib") or 0)
     words = CompositionState(composition.state).label.lower()
     if composition.host_id and composition.host is not None:
         words += f", on host {composition.host.name}"
+    words += "".join(f"; {w}" for w in words_of)
     body = resource(
         system_path(composition.pk),
         composition.name,
@@ -106,7 +116,24 @@ def system_body(composition: Composition, caller: Caller) -> dict[str, Any]:
         MemorySummary={"TotalSystemMemoryGiB": host_memory + slices_gib},
         Links={"ResourceBlocks": refs(blocks)},
     )
+    if shares:
+        # Redfish has no word for part of a processor: the shares held are Composer's own.
+        body["Oem"] = {"Composer": {"@odata.type": SYSTEM_TYPE, "Shares": shares}}
     return body
+
+
+def share_of(allocation: Allocation, block: str) -> dict[str, Any]:
+    """One share a system holds, as `Oem.Composer.Shares` lists it: its device's block, the
+    share in the kind's parts (thousandths of a GPU) and how many parts one device has."""
+    whole = shares_per_device(allocation.device.kind)
+    return {"ResourceBlock": ref(block), "Share": allocation.share, "SharesPerDevice": whole}
+
+
+def share_words(allocation: Allocation) -> str:
+    """The share in words: "a 250/1000 share of GPU gpu-a-01-1"."""
+    device = allocation.device
+    whole = shares_per_device(device.kind)
+    return f"a {allocation.share}/{whole} share of {label(device.kind)} {device.name}"
 
 
 def system_list(call: Call) -> dict[str, Any]:

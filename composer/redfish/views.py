@@ -3,9 +3,10 @@
 Every answer carries `OData-Version: 4.0`; a resource read carries its `ETag` (a weak
 digest of the body) and honours `If-None-Match`; a PATCH or DELETE with `If-Match` is
 answered 412 when the resource changed since that ETag. Everything but the service root,
-`/redfish`, `/redfish/v1/odata`, `/redfish/v1/$metadata` and the login itself needs a
-session token or HTTP Basic. Refusals use the Redfish error shape with registry messages;
-nothing a client sends is answered 500.
+`/redfish`, `/redfish/v1/odata`, `/redfish/v1/$metadata`, the schema of Composer's OEM
+extension it references and the login itself needs a session token or HTTP Basic.
+Refusals use the Redfish error shape with registry messages; nothing a client sends is
+answered 500.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.views.decorators.csrf import csrf_exempt
 from composer.redfish import queries, routes, sessions
 from composer.redfish.answers import Answer
 from composer.redfish.caller import Call, Caller
+from composer.redfish.oem import SCHEMA_PATH
 from composer.redfish.paths import SESSIONS
 from fabric.redfish_render import documents
 from fabric.redfish_render.build import V1
@@ -31,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 
 ODATA_VERSION = "4.0"
-OPEN_PATHS = frozenset({V1, f"{V1}/odata", f"{V1}/$metadata"})
+OPEN_PATHS = frozenset({V1, f"{V1}/odata", f"{V1}/$metadata", SCHEMA_PATH})
 BODY_METHODS = frozenset({"POST", "PATCH", "PUT"})
 MAX_BODY = 1024 * 1024  # a Redfish request is a few kilobytes; anything near this is not one
 

@@ -39,7 +39,11 @@ from composer.services.bindings import (
     allocations_verify,
     bindings_adopt,
 )
-from composer.services.share_bindings import allocation_unbind_release, shares_bind
+from composer.services.share_bindings import (
+    allocation_unbind_release,
+    shares_bind,
+    shares_unbind_release,
+)
 from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric import reconfig
@@ -275,18 +279,15 @@ def composition_rollback(
         try:
             driver = driver or get_driver(host.manager)
             reported = reconfig.reported_bindings_or_none(driver)
-            for share in [a for a in allocations if a.share]:
-                # Unbound only when no other composition shares the GPU; released here.
-                allocation_unbind_release(
-                    driver=driver,
-                    composition=composition,
-                    allocation=share,
-                    host=host,
-                    reported=reported,
-                    raise_transient=False,
-                    source=source,
-                )
-            allocations = [a for a in allocations if not a.share]
+            # A share's GPU is unbound only when no other composition shares it; released.
+            allocations = shares_unbind_release(
+                driver=driver,
+                composition=composition,
+                allocations=allocations,
+                host=host,
+                reported=reported,
+                source=source,
+            )
             failed = allocations_unbind(driver, allocations, host, reported)
         except DriverError as exc:  # no driver at all: undo only what was never bound
             logger.error(

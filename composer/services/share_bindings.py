@@ -34,7 +34,7 @@ from fabric.models import Device, Host
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["allocation_unbind_release", "shares_bind"]
+__all__ = ["allocation_unbind_release", "shares_bind", "shares_unbind_release"]
 
 
 def _other_binding(allocation: Allocation) -> str:
@@ -140,3 +140,31 @@ def allocation_unbind_release(
                     source=source,
                     still_bound=True,
                 ).save()
+
+
+def shares_unbind_release(
+    *,
+    driver: FabricDriver,
+    composition: Composition,
+    allocations: Sequence[Allocation],
+    host: Host,
+    reported: Sequence[Binding] | None,
+    source: str,
+) -> list[Allocation]:
+    """Undo the shares among `allocations` of `composition` (`allocation_unbind_release`,
+    what could not be unbound held by an `UnbindPending` row, transient errors never
+    raised): each GPU stays bound while another composition holds a share of it. Returns
+    the other allocations (whole devices, slices), left for the caller to unbind. Used by
+    the compose and heal rollbacks, so that undoing a share never unbinds a GPU that
+    another composition on the host still uses."""
+    for share in [a for a in allocations if a.share]:
+        allocation_unbind_release(
+            driver=driver,
+            composition=composition,
+            allocation=share,
+            host=host,
+            reported=reported,
+            raise_transient=False,
+            source=source,
+        )
+    return [a for a in allocations if not a.share]

@@ -92,9 +92,12 @@ def odata(top: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def metadata(bodies: Iterable[Resource]) -> str:
+def metadata(
+    bodies: Iterable[Resource], *, references: Mapping[str, Iterable[str]] | None = None
+) -> str:
     """`$metadata`: a reference to DMTF's schema of every type `bodies` hold, and of
-    every type the project renders (`VERSIONS`)."""
+    every type the project renders (`VERSIONS`); and to each of the service's own
+    (OEM) schemas `references` names: where it is served -> the namespaces it holds."""
     namespaces: dict[str, set[str]] = {}
     for body in bodies:
         parts = str(body.get("@odata.type") or "").lstrip("#").split(".")
@@ -112,6 +115,10 @@ def metadata(bodies: Iterable[Resource]) -> str:
         lines.append(f'  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{schema}_v1.xml">')
         for namespace in sorted(namespaces[schema]):
             lines.append(f'    <edmx:Include Namespace="{namespace}"/>')
+        lines.append("  </edmx:Reference>")
+    for uri, included in sorted((references or {}).items()):
+        lines.append(f'  <edmx:Reference Uri="{uri}">')
+        lines += [f'    <edmx:Include Namespace="{namespace}"/>' for namespace in included]
         lines.append("  </edmx:Reference>")
     lines += [
         "  <edmx:DataServices>",

@@ -28,9 +28,11 @@ from typing import Any
 
 import pytest
 
+from composer.redfish.oem import SCHEMA_FILE
 from tests.support.shared_data import shared_data
 
 CSDL = shared_data("redfish-csdl", env="REDFISH_CSDL")
+OEM_SCHEMAS = SCHEMA_FILE.parent  # the CSDL of Composer's OEM extension, served by it
 ZONES = "/redfish/v1/CompositionService/ResourceZones"
 
 
@@ -57,6 +59,7 @@ def service_validated(url: str, username: str, password: str, log_path: Path) ->
             url, username, password, 30, "Session", None, None, None, [], False
         )
         metadata.parse_schema_files(str(csdl))
+        metadata.parse_schema_files(str(OEM_SCHEMAS))  # Composer's own: Oem.Composer
         sut.validate(None, "/redfish/v1/", "/redfish/v1/")
         try:
             yield sut

@@ -2,7 +2,8 @@
 
 What `make run` shows a Redfish tool: `seed_demo` (the simulated demo fabric, its manager,
 pools, the demo tenants and logins of composer/demo_users.py), one composition of each
-tenant (so that composed systems, their tasks and their events are in the tree), served
+tenant and one of Acme's on a share of a GPU (so that composed systems, a shared GPU, their
+tasks and their events are in the tree), served
 by Daphne, the production ASGI server, in a process of its own on the tests' database.
 
 `demo_served(blocker, log_dir)` is behind the module-scoped `demo_redfish` fixture: DMTF's
@@ -47,7 +48,8 @@ class DemoService:
 
 
 def _compose_for_each_tenant() -> dict[str, str]:
-    """A small composition of Acme's (by alice) and one of Globex's (by carol)."""
+    """A small composition of Acme's (by alice) and one of Globex's (by carol); Acme's
+    second holds a share of a GPU."""
     from django.contrib.auth import get_user_model
 
     from composer.models import Membership
@@ -60,6 +62,9 @@ def _compose_for_each_tenant() -> dict[str, str]:
         name = f"{username}-dev"
         composed(tenant=tenant, user=user, name=name, spec={"items": [{"kind": "gpu", "count": 1}]})
         names[username] = name
+        if username == TENANT:  # and a system on a share of a GPU (its Oem.Composer)
+            spec = {"items": [{"kind": "gpu", "share": 250}], "cores": 4}
+            composed(tenant=tenant, user=user, name=f"{username}-notebook", spec=spec)
     return names
 
 

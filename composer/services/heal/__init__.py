@@ -21,6 +21,14 @@ enclosure or behind a switch the item's other devices use; same switch: behind t
 the others share). It is claimed with the database safety of a request
 (`allocations_claim`, under the placement lock), and re-placed once on a lost race.
 
+A lost share of a GPU is replaced by a share of the same size (the engine's share
+placement: a GPU already shared on the host with the share free first, else a whole free one
+broken into shares; never one the composition holds a share of already). Its GPU is bound
+by the first share bound on it and recorded by the others (`share_bindings.shares_bind`);
+the failed GPU gives each composition's share back as it is healed and is unbound with the
+last (`share_bindings.allocation_unbind_release`), and a rollback never unbinds a GPU
+another composition still shares.
+
 Every step is recorded before the next, so a retried or redelivered job resumes and never
 binds twice: the claimed replacement is written in `Composition.placement["healing"]` in
 the same transaction as the claim, a binding's id is committed on its Allocation at once,

@@ -39,6 +39,7 @@ from composer.services.heal.common import (
 from composer.services.heal.spares import spare_claim
 from composer.services.heal.undo import heal_rollback, spare_swap_in
 from composer.services.recovery import composition_recover
+from composer.services.share_bindings import shares_bind
 from composer.states import composition_transition
 from fabric.drivers.base import Binding, DriverError, FabricDriver
 from fabric.drivers.registry import get_driver
@@ -317,18 +318,26 @@ def _bind_replacement(
             extra=for_tenants(f"{words} is already bound; skipped."),
         )
         return
-    binding = allocation_bind(driver, allocation, host)
-    # Committed before moving on: a redelivered job finds it and does not bind again.
-    allocation_mark_bound(
-        allocation=allocation, binding_id=binding.binding_id, host=host, source=source
-    )
-    logger.info(
-        "bound %s to %s (%s)",
-        label,
-        host.name,
-        binding.binding_id,
-        extra=for_tenants(f"Bound {words} to {host.name}."),
-    )
+
+    def record(allocation: Allocation, binding: Binding) -> None:
+        # Committed before moving on: a redelivered job finds it and does not bind again.
+        allocation_mark_bound(
+            allocation=allocation, binding_id=binding.binding_id, host=host, source=source
+        )
+        logger.info(
+            "bound %s to %s (%s)",
+            label,
+            host.name,
+            binding.binding_id,
+            extra=for_tenants(f"Bound {words} to {host.name}."),
+        )
+
+    if allocation.share:
+        # A share's GPU is bound once, by the first share: another composition's spare (or
+        # share) on this host may have bound it already.
+        shares_bind(driver, [allocation], host, record)
+    else:
+        record(allocation, allocation_bind(driver, allocation, host))
 
 
 def _mark_bound(allocation: Allocation, binding: Binding, *, host: Host, source: str) -> None:

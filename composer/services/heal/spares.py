@@ -17,15 +17,12 @@ from composer.placement.engine import place
 from composer.placement.request import DeviceItem, Placement, PlacementRequest, Rejection
 from composer.placement.snapshot import Snapshot
 from composer.selectors.health import DeviceProblem
-from composer.services.allocations import (
-    Claim,
-    allocations_claim,
-)
+from composer.services.allocations import allocations_claim
 from composer.services.composition_placement import (
     PLACEMENT_LOCK_KEY,
     pick_as_dict,
+    placement_claims,
     placement_snapshot,
-    snapshot_pk,
 )
 from composer.services.heal.common import (
     HEALING_KEY,
@@ -33,7 +30,7 @@ from composer.services.heal.common import (
     healing_records,
 )
 from fabric import kinds
-from fabric.kinds import is_sliced
+from fabric.kinds import is_sliced, shares_per_device
 from fabric.models import Device, Host
 
 logger = logging.getLogger(__name__)
@@ -66,9 +63,7 @@ def spare_claim(
             outcome = place(request, snapshot)
             if isinstance(outcome, Rejection):
                 raise HealRejected(_no_spare(what, request, outcome, host, locked, lost, records))
-            claims = [Claim(snapshot_pk(p.device)) for p in outcome.devices] + [
-                Claim(snapshot_pk(p.device), p.gib) for p in outcome.memory
-            ]
+            claims = placement_claims(outcome)  # whole devices, a share, a slice
             try:
                 created = allocations_claim(
                     composition=locked, claims=claims, host=host, actor=job.requested_by
@@ -87,6 +82,7 @@ def spare_claim(
                 "device": f"device:{lost.device_id}",
                 "name": lost.device.name,
                 "gib": lost.gib,
+                "share": lost.share,
                 "why": problem.why,
                 "replacements": [a.pk for a in created],
                 "picks": picks,
@@ -100,7 +96,7 @@ def spare_claim(
             logger.info(
                 "spare for %s: %s (%s)",
                 lost.device.name,
-                ", ".join(p["name"] + (f" {p['gib']} GiB" if p["gib"] else "") for p in picks),
+                ", ".join(pick_words(p) for p in picks),
                 ", ".join(f"{p['latency_ns']} ns" for p in picks),
                 extra=for_tenants(),
             )
@@ -108,27 +104,52 @@ def spare_claim(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def pick_words(pick: dict[str, Any]) -> str:
+    """How a heal's log and the plan's explanation name a spare picked (`pick_as_dict`):
+    "gpu-a-01-2", "mem-a-01-1 200 GiB", "a 250/1000 share of gpu-a-01-2"."""
+    if pick.get("share"):
+        return f"a {pick['share']}/{shares_per_device(pick['kind'])} share of {pick['name']}"
+    return pick["name"] + (f" {pick['gib']} GiB" if pick.get("gib") else "")
+
+
 def _what(lost: Allocation, item: DeviceItem | None) -> str:
-    """How the spare sought is named: "GPU of model L40S 48GB", "256 GiB of CXL memory"."""
+    """How the spare sought is named: "GPU of model L40S 48GB", "256 GiB of CXL memory",
+    "250/1000 share of a GPU"."""
     if item is None:
         return f"{lost.gib} GiB of {kinds.kind(lost.device.kind).amount_of}"
     text = kinds.label(item.kind) + (f" of model {item.model}" if item.model else "")
+    if item.share is not None:
+        text = f"{item.share}/{shares_per_device(item.kind)} share of a {text}"
     if item.minima:
         text += " with " + ", ".join(f"{k} >= {v:g}" for k, v in sorted(item.minima.items()))
     return text
 
 
-def _item_for(spec: dict[str, Any], device: Device) -> tuple[DeviceItem, int | None]:
+def _item_for(
+    spec: dict[str, Any], device: Device, share: int | None = None
+) -> tuple[DeviceItem, int | None]:
     """The spec item `device` was placed for (and its index), else a like-for-like item
-    (an NVMe drive for `storage_tb`: one at least as large)."""
+    (an NVMe drive for `storage_tb`: one at least as large). With `share` (what the lost
+    allocation held), a share of that size of one device, from a share item of the spec
+    (the one asking for that size first): a composition that held a share gets a share
+    again. A share of a whole device's worth (two share items that landed on one device)
+    is asked for as a whole device: no share is that large."""
+    whole = shares_per_device(device.kind)
+    if share is not None and share >= whole:
+        share = None
     numbers = {k: v for k, v in (device.attributes or {}).items() if isinstance(v, int | float)}
     numbers.update(memory_gib=device.memory_gib or 0, capacity_gb=device.capacity_gb or 0)
     fallback: tuple[DeviceItem, int | None] | None = None
-    for index, item in enumerate(spec.get("items") or []):
+    items = list(enumerate(spec.get("items") or []))
+    if share is not None:  # the share items, the one of this very size first
+        items.sort(key=lambda pair: pair[1].get("share") != share)
+    for index, item in items:
         model, minima = item.get("model") or None, dict(item.get("minima") or {})
         if item.get("kind") != device.kind or (model and model != device.model):
             continue
-        candidate = (DeviceItem(device.kind, 1, model, minima), index)
+        if (item.get("share") is not None) != (share is not None):
+            continue
+        candidate = (DeviceItem(device.kind, 1, model, minima, share), index)
         if all(numbers.get(k, 0) >= v for k, v in minima.items()):
             return candidate
         fallback = fallback or candidate
@@ -136,7 +157,19 @@ def _item_for(spec: dict[str, Any], device: Device) -> tuple[DeviceItem, int | N
         return fallback
     if kinds.kind(device.kind).measure == "gb":  # a drive: like for like in capacity
         return DeviceItem(device.kind, 1, None, {"capacity_gb": device.capacity_gb or 0}), None
-    return DeviceItem(device.kind, 1, device.model or None, {}), None
+    return DeviceItem(device.kind, 1, device.model or None, {}, share), None
+
+
+def _without(snapshot: Snapshot, drop: set[str]) -> Snapshot:
+    """`snapshot` with the devices `drop` out of reach: whole ones taken, partly shared ones
+    with all of their free shares taken (`Snapshot.taking` never takes a shared device
+    whole: its other shares are held)."""
+    devices = snapshot.devices
+    shared = {d: devices[d] for d in drop if d in devices and devices[d].shared_host}
+    return snapshot.taking(
+        devices=drop - set(shared),
+        shares={d: (info.shared_host or "", info.shares_free) for d, info in shared.items()},
+    )
 
 
 def spare_exclusions(
@@ -201,7 +234,7 @@ def _replacement_request(
         raise HealRejected(
             f"Host {host.name} is not usable now (not active); no device can be replaced."
         )
-    item, index = (None, None) if lost.gib else _item_for(spec, device)
+    item, index = (None, None) if lost.gib else _item_for(spec, device, lost.share)
     kind = item.kind if item is not None else device.kind  # none: a slice of memory
     replacing = {lost.pk} | {r["failed"] for r in records}
     kept = [
@@ -212,18 +245,23 @@ def _replacement_request(
         if a.pk not in replacing
     ]
     drop: set[str] = set()
-    if item is not None and index is not None and "rules" not in relax:
+    # A share is exempt from the spread and same-switch rules, as the engine places it.
+    if item is not None and index is not None and item.share is None and "rules" not in relax:
         items = spec.get("items") or []
         asked = {i["kind"] for i in items}
         same_item = [
             f"enclosure:{a.device.enclosure_id}"
             for a in kept
-            if not a.gib and a.device.kind == kind and _item_for(spec, a.device)[1] == index
+            if not a.gib
+            and a.device.kind == kind
+            and _item_for(spec, a.device, a.share)[1] == index
         ]
         together = [
             f"enclosure:{a.device.enclosure_id}"
             for a in kept
-            if not a.gib and a.device.kind in asked and _item_for(spec, a.device)[1] is not None
+            if not a.gib
+            and a.device.kind in asked
+            and _item_for(spec, a.device, a.share)[1] is not None
         ]
         drop |= spare_exclusions(
             snapshot,
@@ -248,9 +286,13 @@ def _replacement_request(
                 released_at__isnull=True, gib__isnull=False, composition__host=host
             ).values_list("device_id", flat=True)
         }
+    if item is not None and item.share is not None:
+        # A composition holds one allocation per device: not a second share of a GPU it
+        # holds a share of already (one it keeps, or another lost one's spare).
+        drop |= {f"device:{a.device_id}" for a in kept}
     drop &= set(snapshot.devices)
     if drop:
-        snapshot = snapshot.taking(devices=drop)
+        snapshot = _without(snapshot, drop)
     request = PlacementRequest(
         items=(item,) if item is not None else (),
         memory_gib=lost.gib or 0,
@@ -315,7 +357,7 @@ def _nearest(
             break
         outcome = place(request, snapshot)
         if isinstance(outcome, Placement):
-            picks = (*outcome.devices, *outcome.memory)
-            names = ", ".join(f"{p.name} at {p.latency_ns} ns" for p in picks)
+            picks = [pick_as_dict(p) for p in (*outcome.devices, *outcome.memory)]
+            names = ", ".join(f"{pick_words(p)} at {p['latency_ns']} ns" for p in picks)
             return f"{names}, {breaking}."
     return f"none: nothing of the kind is free that {host.name} reaches; wait for a repair."

@@ -12,15 +12,17 @@ from django.utils import timezone
 from composer.choices import CompositionState
 from composer.errors import InvalidTransition, StaleState
 from composer.joblog import for_tenants
-from composer.models import Allocation, Composition, Job
+from composer.models import Allocation, Composition, Job, UnbindPending
 from composer.services.allocations import allocations_release
-from composer.services.bindings import allocation_unbind, allocations_unbind
+from composer.services.bindings import allocation_label, allocation_unbind, allocations_unbind
 from composer.services.heal.common import (
     HEALED_KEY,
     HEALING_KEY,
     active_allocations,
     healing_records,
 )
+from composer.services.heal.spares import pick_words
+from composer.services.share_bindings import allocation_unbind_release, shares_unbind_release
 from composer.services.unbinds import allocation_release_unbind_pending
 from composer.states import composition_transition
 from fabric import reconfig
@@ -67,33 +69,54 @@ def spare_swap_in(
     """Unbind and release the lost device, put the spare in the plan, drop the record.
 
     After the spare is bound and verified (`reported` is what the verification read): a
-    lost device whose unbind fails is released with an `UnbindPending` row holding it."""
+    lost device whose unbind fails is released with an `UnbindPending` row holding it. A
+    lost share gives its share back, and its GPU is unbound with the last share held."""
     lost = Allocation.objects.select_related("device").filter(pk=record["failed"]).first()
     not_undone: dict[str, str] = {}
-    if lost is not None and lost.released_at is None:
+    held = lost is not None and lost.released_at is None
+    if lost is not None and held and lost.share:
+        # Its share is given back now; the failed GPU is unbound with its last share only
+        # (the other compositions sharing it still hold it), what could not be undone held
+        # by an UnbindPending row as for a whole device.
+        allocation_unbind_release(
+            driver=driver,
+            composition=composition,
+            allocation=lost,
+            host=host,
+            reported=reported,
+            raise_transient=False,
+            source=source,
+        )
+        not_undone = dict(
+            UnbindPending.objects.filter(allocation=lost, undone_at__isnull=True).values_list(
+                "binding_id", "last_error"
+            )
+        )
+        logger.info("released %s", allocation_label(lost), extra=for_tenants())
+    elif lost is not None and held:
         not_undone = allocation_unbind(driver, lost, host, reported)
     with transaction.atomic():
         locked = Composition.objects.select_for_update().get(pk=composition.pk)
         placement = dict(locked.placement or {})
-        if lost is not None and lost.released_at is None:
+        if lost is not None and held and not lost.share:
             _release(locked, lost, not_undone, host, source)
             logger.info("released %s", lost.device.name, extra=for_tenants())
         key = "memory" if record["gib"] else "devices"
         picks = list(placement.get(key) or [])
-        at = next(
-            (
-                i
-                for i, p in enumerate(picks)
-                if p.get("device") == record["device"] and p.get("gib") == record["gib"]
-            ),
-            None,
-        )
+        # Every pick of the lost device (two share items may have landed on one GPU: the
+        # allocation held their sum, and its spare replaces them both).
+        at = [
+            i
+            for i, p in enumerate(picks)
+            if p.get("device") == record["device"] and p.get("gib") == record["gib"]
+        ]
         new = [p for p in record["picks"] if (p["gib"] is not None) == (key == "memory")]
         others = [p for p in record["picks"] if p not in new]
-        if at is None:
+        if not at:
             picks += new
         else:
-            picks[at : at + 1] = new
+            picks = [p for i, p in enumerate(picks) if i not in at]
+            picks[at[0] : at[0]] = new
         placement[key] = picks
         if others:  # a whole drive for a whole drive, a slice for a slice: kept just in case
             other_key = "devices" if key == "memory" else "memory"
@@ -102,7 +125,7 @@ def spare_swap_in(
         placement["explanation"] = [
             *(placement.get("explanation") or []),
             f"Self-heal (job {job.pk}): {record['name']} ({record['why']}) replaced by "
-            + ", ".join(f"{p['name']} at {p['latency_ns']} ns" for p in record["picks"])
+            + ", ".join(f"{pick_words(p)} at {p['latency_ns']} ns" for p in record["picks"])
             + ".",
         ]
         placement[HEALED_KEY] = [
@@ -153,6 +176,16 @@ def heal_rollback(
         try:
             driver = driver or get_driver(host.manager)
             reported = reconfig.reported_bindings_or_none(driver)
+            # A spare share's GPU stays bound while another composition holds a share of it
+            # (it may have bound it): given back and released here.
+            spares = shares_unbind_release(
+                driver=driver,
+                composition=composition,
+                allocations=spares,
+                host=host,
+                reported=reported,
+                source=source,
+            )
             left = allocations_unbind(driver, spares, host, reported)
         except DriverError as exc:  # no driver at all: what was bound stays recorded
             logger.error(

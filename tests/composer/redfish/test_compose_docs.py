@@ -1,5 +1,5 @@
-"""The three ways to compose, as docs/redfish.md shows them, against the demo data centre of
-`make run` (`seed_demo` and its logins): each composes a ready system."""
+"""The three ways to compose, and a share of a GPU, as docs/redfish.md shows them, against the
+demo data centre of `make run` (`seed_demo` and its logins): each composes a ready system."""
 
 from __future__ import annotations
 
@@ -26,6 +26,15 @@ CONSTRAINED = {
     },
     "Memory": {"Members": [{"@Redfish.RequestedCount": 1, "CapacityMiB": 1048576}]},
     "Oem": {"Composer": {"Policy": "switch", "SelfHeal": True}},
+}
+NOTEBOOK = {
+    "Name": "notebook",
+    "Processors": {
+        "Members": [
+            {"ProcessorType": "GPU", "Model": "L40S 48GB", "Oem": {"Composer": {"Share": 250}}}
+        ]
+    },
+    "ProcessorSummary": {"CoreCount": 4},
 }
 PREVIEWED = {
     "Name": "inference",
@@ -92,3 +101,9 @@ def test_the_documented_examples_compose_on_the_demo(
     with django_capture_on_commit_callbacks(execute=True):
         answer = client.post(COMPOSE, apply)
     ready(client, answer)
+
+    with django_capture_on_commit_callbacks(execute=True):  # a share of a GPU
+        answer = client.post(f"{R}/Systems", NOTEBOOK)
+    notebook = ready(client, answer)
+    [share] = client.get(f"{R}/Systems/{notebook.pk}").json()["Oem"]["Composer"]["Shares"]
+    assert (share["Share"], share["SharesPerDevice"]) == (250, 1000)

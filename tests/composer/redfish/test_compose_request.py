@@ -52,6 +52,24 @@ def test_every_constraint_becomes_the_spec_field_it_means() -> None:
     assert request.pointer("nowhere") == "#"
 
 
+def test_a_processor_constraint_asks_for_a_share_in_its_oem_section() -> None:
+    request = system_request(
+        {
+            "Processors": [
+                {"ProcessorType": "GPU", "Model": "L40S 48GB", "Oem": {"Composer": {"Share": 250}}},
+                {"ProcessorType": "GPU", "Oem": {}},
+            ]
+        },
+        NOBODY,
+    )
+    assert request.spec["items"] == [
+        {"kind": "gpu", "count": 1, "model": "L40S 48GB", "share": 250},
+        {"kind": "gpu", "count": 1},
+    ]
+    assert request.pointer("items[0].share") == "#/Processors/0/Oem/Composer/Share"
+    assert request.pointer("items[0].count") == "#/Processors/0/@Redfish.RequestedCount"
+
+
 def test_a_request_without_a_name_gets_one() -> None:
     request = system_request({"Processors": [{"ProcessorType": "GPU"}]}, NOBODY)
     assert request.name.startswith("system-")
@@ -79,6 +97,35 @@ def test_a_request_without_a_name_gets_one() -> None:
             "#/Drives/0/CapacityBytes",
         ),
         ({"Memory": [{"CapacityMiB": -1024}]}, "PropertyValueOutOfRange", "#/Memory/0/CapacityMiB"),
+        (
+            {"Processors": [{"ProcessorType": "GPU", "Oem": {"Composer": {"Share": "half"}}}]},
+            "PropertyValueTypeError",
+            "#/Processors/0/Oem/Composer/Share",
+        ),
+        (
+            {"Processors": [{"ProcessorType": "GPU", "Oem": {"Vendor": {}}}]},
+            "PropertyUnknown",
+            "#/Processors/0/Oem/Vendor",
+        ),
+        (
+            {"Processors": [{"ProcessorType": "GPU", "Oem": {"Composer": {"Slice": 1}}}]},
+            "PropertyUnknown",
+            "#/Processors/0/Oem/Composer/Slice",
+        ),
+        (
+            {"Processors": [{"ProcessorType": "GPU", "Oem": {"Composer": 250}}]},
+            "PropertyValueTypeError",
+            "#/Processors/0/Oem/Composer",
+        ),
+        (
+            {
+                "Processors": [
+                    {"ProcessorType": "CPU", "TotalCores": 4, "Oem": {"Composer": {"Share": 250}}}
+                ]
+            },
+            "PropertyValueError",
+            "#/Processors/0/Oem/Composer/Share",
+        ),
     ],
 )
 def test_what_composer_does_not_take_is_refused_naming_the_property(

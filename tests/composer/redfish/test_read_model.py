@@ -87,8 +87,8 @@ def test_blocks_say_their_composition_state(
         return dict(answer.json()["CompositionStatus"])
 
     held = status(small.gpus[0])
-    assert held["CompositionState"] == "Composed"
-    assert held["SharingCapable"] is False
+    assert held["CompositionState"] == "Composed"  # held whole: no share left to give
+    assert held["SharingCapable"] is True  # a GPU may be held in shares
     assert status(small.gpus[1])["CompositionState"] == "Failed"
     assert status(small.gpus[2])["CompositionState"] == "Unavailable"
     assert status(small.gpus[3])["CompositionState"] == "Unused"
