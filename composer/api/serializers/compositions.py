@@ -89,6 +89,11 @@ class PathSerializer(serializers.Serializer):
     latency_ns = serializers.IntegerField()
     bottleneck_gbps = serializers.FloatField()
     gib = serializers.IntegerField(allow_null=True)
+    share = serializers.IntegerField(
+        allow_null=True,
+        required=False,
+        help_text="The share of the GPU taken, in thousandths of it; null when taken whole.",
+    )
 
 
 class PlanSerializer(serializers.Serializer):
@@ -123,7 +128,7 @@ def plan_public(plan: dict[str, Any] | None, *, operator: bool) -> dict[str, Any
     if not plan:
         return None
     plan = plan_for(plan, operator=operator)
-    keep = ("name", "kind", "latency_ns", "bottleneck_gbps", "gib")
+    keep = ("name", "kind", "latency_ns", "bottleneck_gbps", "gib", "share")
     out: dict[str, Any] = {"ok": bool(plan.get("ok")), "funnel": plan.get("funnel", [])}
     if out["ok"]:
         out.update(

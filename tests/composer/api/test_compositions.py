@@ -396,6 +396,18 @@ def test_bad_input_names_the_field_and_creates_nothing(
     assert set(Device.objects.values_list("state", flat=True)) == {DeviceState.FREE}
 
 
+def test_preview_of_a_gpu_share_says_the_share_of_each_device(
+    synced: FabricManager, api_as: Any, alice: Any
+) -> None:
+    response = api_as(alice).post(
+        f"{URL}preview/", {"spec": {"items": [{"kind": "gpu", "share": 250}]}}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    plan = response.json()
+    assert [(d["kind"], d["share"]) for d in plan["devices"]] == [("gpu", 250)]
+    assert nothing_written()
+
+
 def test_a_request_over_quota_is_409_naming_quota_and_excess(
     synced: FabricManager, acme: Any, alice: Any, api_as: Any
 ) -> None:
