@@ -13,6 +13,7 @@ that names its devices is placed by `composer.placement.pinned`.
 
 from __future__ import annotations
 
+import composer.placement.fragmentation as fragmentation
 import composer.placement.policies as policies
 from composer.placement.constraints import (
     blocked_domains,
@@ -66,6 +67,13 @@ _CAPACITY = ("uplink", "slice", "share")  # reasons whose rejection code is no_c
 def place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejection:
     """A plan for `request` on `snapshot`, or the reason there is none. Deterministic:
     the same request on the same snapshot gives the same answer."""
+    try:
+        return _place(request, snapshot)
+    finally:
+        fragmentation.forget()  # the decision's ranker holds the snapshot: let it go
+
+
+def _place(request: PlacementRequest, snapshot: Snapshot) -> Placement | Rejection:
     problem = validate(request, snapshot)
     if problem is not None:
         return Rejection("invalid", problem)

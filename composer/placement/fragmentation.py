@@ -85,7 +85,7 @@ class Measure:
         )
         self.memo: dict[State, float] = {}
         # Effects on hosts without partly shared GPUs, by what they read (Ranker._effect).
-        self.plain: dict[tuple[int, ...], Effect] = {}
+        self.plain: dict[tuple[float, ...], Effect] = {}
 
     def fragment(self, state: State) -> float:
         """The expected GPU capacity (in shares) that the expected shapes cannot use."""
@@ -207,7 +207,8 @@ class Ranker:
         left = host.cores_free - request.cores
         if not partial and not share:
             # A host without partly shared GPUs, for whole GPUs: the verdict depends on the
-            # group's state only, and the same states recur (hosts, decisions): memoised.
+            # group's state only (and the weights), and the same states recur (hosts,
+            # decisions): memoised.
             key = (
                 request.cores,
                 self.whole,
@@ -215,6 +216,8 @@ class Ranker:
                 max(others, left),
                 whole_free,
                 snapshot.group_cores[group],
+                FRAGMENT_WEIGHT,
+                STRAND_WEIGHT,
             )
             found = m.plain.get(key)
             if found is None:
@@ -267,12 +270,17 @@ _last: list[Ranker] = []  # the decision's ranker (`ranked`): its plans' scores 
 def ranker(request: PlacementRequest, snapshot: Snapshot) -> Ranker:
     """The ranker of the decision under way when it is for these very objects (a decision
     ranks its hosts, then scores and explains its plans, on the same request and snapshot,
-    neither of which changes), else a new one. `ranked` starts a decision's afresh, so
-    nothing is carried from one decision to the next."""
+    neither of which changes), else a new one. `ranked` starts a decision's afresh and
+    `forget` drops it when the decision ends, so that it keeps no snapshot alive."""
     kept = _last[0] if _last else None
     if kept is not None and kept.request is request and kept.snapshot is snapshot:
         return kept
     return Ranker(request, snapshot)
+
+
+def forget() -> None:
+    """The decision is over: drop its ranker (and the snapshot it holds)."""
+    _last.clear()
 
 
 def effect(request: PlacementRequest, snapshot: Snapshot, host: HostInfo) -> Effect:

@@ -182,7 +182,7 @@ def test_the_policy_registry_says_which_policies_rank_by_the_measure() -> None:
     assert not any(applies(PlacementRequest(cores=1, policy=p)) for p in ("pack", "switch"))
 
 
-def pooled(cores: list[int], gpus: int) -> Snapshot:
+def pooled(cores: list[int], gpus: int, workload: tuple[WorkloadShape, ...] = ONE_GPU) -> Snapshot:
     """Hosts with `cores` free that all reach one chassis of `gpus` free GPUs: one reach
     group, whose free cores are the sum of its hosts'."""
     hosts = [
@@ -193,7 +193,7 @@ def pooled(cores: list[int], gpus: int) -> Snapshot:
     path = Reach(600, 32.0, 1)
     reach = {h.id: {"enc:pool": path} for h in hosts}
     return Snapshot.build(
-        hosts=hosts, enclosures=[chassis], devices=devices, reach=reach, workload=ONE_GPU
+        hosts=hosts, enclosures=[chassis], devices=devices, reach=reach, workload=workload
     )
 
 
@@ -202,14 +202,28 @@ def test_the_memoised_verdict_on_a_plain_host_is_the_one_worked_out_afresh() -> 
     read (`Measure.plain`, kept across decisions and snapshots): across many states and
     request shapes, each one equals the verdict worked out from scratch."""
     rng = random.Random(3)
-    for _ in range(300):
-        snapshot = pooled(
-            [rng.choice((0, 4, 8, 16, 32, 64)) for _ in range(rng.randint(1, 4))],
-            rng.randint(0, 16),
+    # Shapes of several core counts, so that what a host's free cores do for each matters.
+    mixes = (ONE_GPU, (WorkloadShape(4, 1), WorkloadShape(28, 2), WorkloadShape(48, 4, None)))
+    # Two groups alike in all but the most free cores before: 32 + 8 and 24 + 16 cores, 16
+    # asked on the first host, 16 left most after either way. A shape of 28 cores can use
+    # the first group's GPUs before and not the second's.
+    cases: list[tuple[list[int], int, tuple[WorkloadShape, ...], int, int]] = [
+        ([32, 8], 4, mixes[1], 16, 1),
+        ([24, 16], 4, mixes[1], 16, 1),
+    ]
+    for _ in range(400):
+        cases.append(
+            (
+                [rng.choice((0, 4, 8, 16, 24, 32, 64)) for _ in range(rng.randint(1, 4))],
+                rng.randint(0, 16),
+                rng.choice(mixes),
+                rng.choice((0, 4, 8, 16)),
+                rng.randint(1, 4),
+            )
         )
-        request = PlacementRequest(
-            items=(DeviceItem("gpu", rng.randint(1, 4)),), cores=rng.choice((0, 4, 8, 16))
-        )
+    for cores, gpus, mix, asked, count in cases:
+        snapshot = pooled(cores, gpus, mix)
+        request = PlacementRequest(items=(DeviceItem("gpu", count),), cores=asked)
         ranker = Ranker(request, snapshot)
         for host in snapshot.hosts.values():
             group = snapshot.host_group[host.id]
