@@ -51,7 +51,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_packing import TRACE_DIR, pod_from_row, read_csv  # noqa: E402
 from bench.lifetimes_fabric import ROUNDED, SHARES, Server  # noqa: E402
 from bench.lifetimes_replay import Peaks, Search, TracePod, allowed, peak, peaks  # noqa: E402
 from bench.lifetimes_sizing import (  # noqa: E402
@@ -67,6 +66,7 @@ from bench.lifetimes_sizing import (  # noqa: E402
     size_composable,
     size_fixed,
 )
+from bench.packing_data import TRACE_DIR, pod_from_row, read_csv  # noqa: E402
 
 TARGET = 1.05  # composable within 5 % of the lower bound on every resource
 

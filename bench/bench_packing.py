@@ -130,153 +130,27 @@ run of other seeds or weights).
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import random
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: bench/ is on the path, the root is not
 
-from bench.packing_bound import Host, ceiling  # noqa: E402
 from bench.packing_data import (  # noqa: E402
-    FGD_STRAND_WEIGHT,
-    FULL,
     MODES,
     OPTIONAL,
     POLICIES,
-    SAMPLES,
     SEEDS,
     TRACE_DIR,
-    TUNE,
-    Cluster,
-    Pod,
-    Run,
-    cluster_from_rows,
-    pod_from_row,
-    read_csv,
-    switch_domains,
-    workload,
 )
-from bench.packing_fixed import FGD_VARIANTS, FixedSim, Fragmentation  # noqa: E402
-from bench.packing_pool import PoolFgd, PoolFragment, PoolSim, share_fragment  # noqa: E402
+from bench.packing_replay import job, product_sim  # noqa: E402
 from bench.packing_report import Ceilings, Results, section, verdict  # noqa: E402
 from bench.packing_runs import Job, Store, stamp  # noqa: E402
-
-
-def simulate(
-    cluster: Cluster,
-    pods: list[Pod],
-    mode: str,
-    policy: str,
-    seed: int,
-    frag: Fragmentation | None = None,
-    samples=SAMPLES,
-    tune: float = TUNE,
-    strand: float | None = None,
-) -> Run:
-    capacity = cluster.gpu_total * FULL
-    arriving = workload(pods, capacity, seed, tune)
-    started = time.perf_counter()
-    sim: Any
-    if policy.startswith("composer"):  # the product's engine (bench/packing_product.py)
-        sim = product_sim()(cluster, mode, policy, pods)
-    elif mode == "fixed":
-        gpu_pods = [p for p in pods if p.k]
-        cpm = sum(p.cpu for p in gpu_pods) / max(1, sum(p.gpu for p in gpu_pods))
-        sim = FixedSim(
-            cluster,
-            policy,
-            frag if policy in FGD_VARIANTS else None,
-            random.Random(seed),
-            cpm,
-            strand,
-        )
-    else:
-        share = [p for p in arriving if p.k == 1 and p.milli < FULL]
-        cpm = sum(p.cpu for p in share) / max(1, sum(p.milli for p in share))
-        ratio = sum(p.cpu for p in arriving) / max(1, sum(p.gpu for p in arriving))
-        domains = (
-            switch_domains(cluster)
-            if mode == "domain"
-            else np.zeros(len(cluster.cpu), dtype=np.int64)
-        )
-        if policy in ("fgd", "fgd-bal"):
-            gpu_pods = [p for p in pods if p.k]
-            rho = sum(p.cpu for p in gpu_pods) / max(1, sum(p.gpu for p in gpu_pods))
-            weight = (FGD_STRAND_WEIGHT if strand is None else strand) if policy == "fgd-bal" else 0
-            sim = PoolFgd(cluster, domains, PoolFragment(pods), weight, rho)
-        else:
-            sim = PoolSim(
-                cluster,
-                domains,
-                policy,
-                cpm,
-                ratio,
-                share_fragment(pods) if policy == "balance" else None,
-            )
-    run = Run()
-    # the authors' sampling: the mean allocation over the arrivals whose arrived GPU request
-    # rounds to the point (x - 0.5 % .. x + 0.5 %); none there: those within one point
-    sums: dict[int, list[float]] = defaultdict(lambda: [0.0, 0])
-    arrived = 0
-    for pod in arriving:
-        if not sim.place(pod):
-            run.dropped += 1
-        arrived += pod.gpu
-        pct = 100.0 * arrived / capacity
-        near = math.floor(pct + 0.5)
-        for x in samples:
-            if abs(pct - x) <= 1.5:
-                key = x if near == x else -x  # -x: the one-point fallback
-                sums[key][0] += 100.0 * sim.allocated / capacity
-                sums[key][1] += 1
-    for x in samples:
-        total, count = sums.get(x) or sums.get(-x) or [100.0 * sim.allocated / capacity, 1]
-        run.samples[x] = total / count
-    run.seconds = time.perf_counter() - started
-    run.skipped = getattr(sim, "skipped", 0)
-    return run
-
-
-def product_sim() -> Any:
-    """bench/packing_product.ProductSim, imported on first use (it imports this module, and
-    the product: the repository root goes on the path when run as a script)."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-    from bench.packing_product import ProductSim
-
-    return ProductSim
-
-
-def job(args: tuple) -> tuple[str, tuple[str, str, str], int, Run | float]:
-    """One simulation ("run", trace, mode, policy, seed, strand) or one composable ceiling
-    ("bound", trace, mode, "", seed, None), in a worker process."""
-    kind, trace, mode, policy, seed, strand = args
-    cluster = cluster_from_rows(read_csv(TRACE_DIR / "openb_node_list_gpu_node.csv"))
-    pods = [pod_from_row(r) for r in read_csv(TRACE_DIR / f"openb_pod_list_{trace}.csv")]
-    if kind == "bound":
-        return kind, (trace, mode, ""), seed, ceiling_pct(cluster, pods, mode, seed)
-    frag = Fragmentation(pods, cluster.models) if policy in FGD_VARIANTS else None
-    run = simulate(cluster, pods, mode, policy, seed, frag, strand=strand)
-    return kind, (trace, mode, policy), seed, run
-
-
-def ceiling_pct(cluster: Cluster, pods: list[Pod], mode: str, seed: int) -> float:
-    """The provable ceiling (bench/packing_bound.py) on GPU allocation % at the end of the
-    seed's workload (130 % arrived), for any policy in composable `mode`."""
-    capacity = cluster.gpu_total * FULL
-    arriving = workload(pods, capacity, seed)
-    pooled = mode == "all"
-    domains = np.zeros(len(cluster.cpu), dtype=np.int64) if pooled else switch_domains(cluster)
-    hosts = Host(cluster.cpu, cluster.mem, cluster.gpus, domains)
-    return 100.0 * ceiling(hosts, arriving, cluster.gpu_total, pooled).milli / capacity
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,6 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--report", action="store_true", help="run nothing: the section from the kept runs"
     )
+    ap.add_argument(
+        "--partial",
+        action="store_true",
+        help="write the section although some selected runs are not kept (rows say which)",
+    )
     args = ap.parse_args(argv)
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     traces = [t for t in args.traces.split(",") if t]
@@ -331,7 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     results: Results = defaultdict(list)
     ceilings: Ceilings = defaultdict(list)
     # Tuning runs (another strand weight) are never kept: the store holds the protocol's.
-    store = Store(fresh=args.fresh) if args.strand_weight is None else None
+    if any(j[3].startswith("composer") for j in jobs):
+        product_sim()  # the engine imported before its code is digested
+    store = (
+        Store(fresh=args.fresh, trace_dir=TRACE_DIR, traces=tuple(traces))
+        if args.strand_weight is None
+        else None
+    )
     here = stamp()
 
     def collect(out: tuple, kept: bool = False) -> None:
@@ -348,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{key} {seed} {value.samples} dropped={value.dropped} {value.seconds:.1f}s{note}\n"
             )
 
-    missing = []
+    missing: list[Job] = []
     for j in jobs:
         found = store.get(j) if store is not None else None
         if found is not None:
@@ -373,6 +258,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write or args.first_seed != SEEDS[0] or args.strand_weight is not None:
         print(section(results, ceilings, traces, modes, seeds, "(not written)"))
         return 0 if ok else 1
+    absent = len(jobs) - sum(len(v) for v in (*results.values(), *ceilings.values()))
+    if (absent and not args.partial) or not results:
+        print(
+            f"Not written: {absent} of the {len(jobs)} runs selected are not kept (see "
+            "--report); --partial writes the section with the rows as they are.",
+            file=sys.stderr,
+        )
+        return 2
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")
     sys.path.insert(0, str(ROOT))
     import django

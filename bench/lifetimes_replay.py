@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from bench.bench_packing import Pod
 from bench.lifetimes_fabric import FULL, SHARES, Fabric, Holding
+from bench.packing_data import Pod
 from composer.placement.engine import place
 from composer.placement.request import Placement, PlacementRequest
 

@@ -20,7 +20,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.bench_packing import Pod
 from bench.lifetimes_fabric import (
     Fabric,
     Server,
@@ -29,6 +28,7 @@ from bench.lifetimes_fabric import (
     request_for,
 )
 from bench.lifetimes_replay import Outcome, Search, TracePod, replay, smallest
+from bench.packing_data import Pod
 from composer.placement.request import PlacementRequest
 
 MIB = 1024  # MiB per GiB

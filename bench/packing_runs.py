@@ -12,20 +12,28 @@ the run too, with the date and machine they were measured on.
 
 What a run depends on:
 
-* every run and ceiling: the trace replay, sampling and workload (bench/bench_packing.py,
-  bench/packing_data.py);
+* every run and ceiling: the trace replay, sampling and workload (bench/packing_replay.py,
+  bench/packing_data.py), not the command line (bench/bench_packing.py);
 * the re-implemented policies: bench/packing_fixed.py, bench/packing_pool.py;
 * the ceilings: bench/packing_bound.py;
 * the product's engine (`composer*` policies): bench/packing_product.py and the engine
-  itself (composer/placement/, fabric/kinds.py, fabric/latency.py).
+  itself (composer/placement/, fabric/kinds.py, fabric/latency.py);
+* every run and ceiling: the cluster and the pod list it read, and numpy's version.
+
+Several invocations may run at once: each adds its runs to the file under a lock, re-read
+before each write, so none writes over another's.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import platform
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +44,7 @@ from bench.packing_data import Run
 ROOT = Path(__file__).resolve().parent.parent
 STORE = ROOT / "var" / "bench" / "packing-runs.json"
 
-_COMMON = ("bench/bench_packing.py", "bench/packing_data.py")
+_COMMON = ("bench/packing_replay.py", "bench/packing_data.py")
 _DEPENDS = {
     "bound": (*_COMMON, "bench/packing_bound.py"),
     "reimplemented": (*_COMMON, "bench/packing_fixed.py", "bench/packing_pool.py"),
@@ -72,22 +80,77 @@ def digest(name: str, root: Path = ROOT) -> str:
     return sha.hexdigest()[:16]
 
 
+def data_digest(trace_dir: Path, trace: str) -> str:
+    """A digest of what a run reads besides code: the cluster, the trace's pod list, and
+    the numpy that computes on them."""
+    import numpy
+
+    sha = hashlib.sha256(numpy.__version__.encode())
+    for name in ("openb_node_list_gpu_node.csv", f"openb_pod_list_{trace}.csv"):
+        path = trace_dir / name
+        sha.update(name.encode())
+        sha.update(path.read_bytes() if path.exists() else b"")
+    return sha.hexdigest()[:16]
+
+
 def job_key(job: Job, digests: dict[str, str]) -> str:
-    """A job's key in the store: what it ran and the digest of the code it ran."""
+    """A job's key in the store: what it ran and the digests of the code and the data it
+    ran on (`digests[trace]` the data's)."""
     kind, trace, mode, policy, seed, _ = job
-    return f"{digests[family(kind, policy)]}|{kind}|{trace}|{mode}|{policy}|{seed}"
+    code = digests[family(kind, policy)]
+    return f"{code}|{digests[trace]}|{kind}|{trace}|{mode}|{policy}|{seed}"
 
 
 class Store:
     """The kept runs (`STORE`): read once, written whole (atomically) after each result."""
 
-    def __init__(self, path: Path | None = None, *, fresh: bool = False):
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        fresh: bool = False,
+        trace_dir: Path | None = None,
+        traces: tuple[str, ...] = (),
+    ):
         self.path = path or STORE
-        path = self.path
         self.entries: dict[str, dict[str, Any]] = {}
-        if path.exists() and not fresh:
-            self.entries = json.loads(path.read_text())
+        if fresh:
+            with self._locked():
+                self._write({})
+        else:
+            self.entries = self._read()
         self.digests = {name: digest(name) for name in _DEPENDS}
+        for trace in traces:
+            self.digests[trace] = data_digest(trace_dir or Path("."), trace)
+
+    def _read(self) -> dict[str, dict[str, Any]]:
+        """The kept runs on disk; none when there is no file or it cannot be read (a run is
+        only ever lost by running it again)."""
+        try:
+            found = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Held while the file is read and rewritten: two invocations at once each add
+        their runs, and neither writes over the other's."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _write(self, entries: dict[str, dict[str, Any]]) -> None:
+        handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+        with os.fdopen(handle, "w") as out:
+            json.dump(entries, out, indent=0, sort_keys=True)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(name, self.path)
 
     def get(self, job: Job) -> Run | float | None:
         """The kept result of `job` by the current code: a Run, a ceiling, or None."""
@@ -109,11 +172,9 @@ class Store:
             entry: dict[str, Any] = {**asdict(result), "measured": measured}
         else:
             entry = {"ceiling": result, "measured": measured}
-        self.entries[job_key(job, self.digests)] = entry
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.path.with_suffix(".tmp")
-        partial.write_text(json.dumps(self.entries, indent=0, sort_keys=True))
-        os.replace(partial, self.path)
+        with self._locked():
+            self.entries = {**self._read(), job_key(job, self.digests): entry}
+            self._write(self.entries)
 
     def measured(self, jobs: list[Job]) -> list[str]:
         """When and where the kept results of `jobs` were measured, each once."""

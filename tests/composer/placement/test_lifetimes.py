@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from bench.bench_packing import Pod
 from bench.lifetimes_fabric import (
     SHARES,
     Fabric,
@@ -38,6 +37,7 @@ from bench.lifetimes_sizing import (
     size_composable,
     size_fixed,
 )
+from bench.packing_data import Pod
 from composer.placement.request import DeviceItem
 
 GIB = 1024

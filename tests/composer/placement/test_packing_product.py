@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from bench.bench_packing import simulate
 from bench.packing_data import FULL, Cluster, Pod, Run, cluster_from_rows
 from bench.packing_product import SHARES, ProductSim, fabric, requests
+from bench.packing_replay import simulate
 from bench.packing_report import verdict
 from composer.placement.snapshot import Snapshot
 from tests.composer.placement.test_incremental import same

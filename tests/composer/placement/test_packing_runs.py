@@ -20,16 +20,20 @@ from bench.packing_runs import ROOT, Store, digest, job_key
 
 def test_a_kept_run_and_ceiling_read_back_as_they_were(tmp_path: Path) -> None:
     path = tmp_path / "runs.json"
-    store = Store(path)
+    store = Store(path, trace_dir=tmp_path, traces=("default",))
     run = Run({100: 95.5, 130: 95.75}, dropped=12, seconds=3.5, skipped=0)
     store.put(("run", "default", "fixed", "composer", 42, None), run, "today")
     store.put(("bound", "default", "all", "", 42, None), 97.25, "today")
-    again = Store(path)
+    again = Store(path, trace_dir=tmp_path, traces=("default",))
     assert again.get(("run", "default", "fixed", "composer", 42, None)) == run
     assert again.get(("bound", "default", "all", "", 42, None)) == 97.25
     assert again.get(("run", "default", "fixed", "composer", 43, None)) is None
     assert again.measured([("run", "default", "fixed", "composer", 42, None)]) == ["today"]
-    assert Store(path, fresh=True).get(("bound", "default", "all", "", 42, None)) is None
+    (tmp_path / "openb_pod_list_default.csv").write_text("another trace")
+    other = Store(path, trace_dir=tmp_path, traces=("default",))
+    assert other.get(("bound", "default", "all", "", 42, None)) is None  # other data
+    fresh = Store(path, fresh=True, trace_dir=tmp_path, traces=("default",))
+    assert fresh.entries == {} and Store(path).entries == {}
 
 
 def test_the_digest_follows_the_code_each_run_depends_on(tmp_path: Path) -> None:
@@ -50,10 +54,10 @@ def test_the_digest_follows_the_code_each_run_depends_on(tmp_path: Path) -> None
     assert after["product"] != before["product"]
     assert after["reimplemented"] == before["reimplemented"]
     assert after["bound"] == before["bound"]
-    digests = {"product": "p", "reimplemented": "r", "bound": "b"}
-    assert job_key(("run", "t", "fixed", "composer-pack", 1, None), digests).startswith("p|")
-    assert job_key(("run", "t", "fixed", "fgd", 1, None), digests).startswith("r|")
-    assert job_key(("bound", "t", "all", "", 1, None), digests).startswith("b|")
+    digests = {"product": "p", "reimplemented": "r", "bound": "b", "t": "d"}
+    assert job_key(("run", "t", "fixed", "composer-pack", 1, None), digests).startswith("p|d|")
+    assert job_key(("run", "t", "fixed", "fgd", 1, None), digests).startswith("r|d|")
+    assert job_key(("bound", "t", "all", "", 1, None), digests).startswith("b|d|")
 
 
 def test_an_invocation_runs_only_what_is_not_kept(
@@ -95,10 +99,28 @@ def test_an_invocation_runs_only_what_is_not_kept(
     capsys.readouterr()
     bench_packing.main([*argv, "--report"])
     assert ran == [42, 43]
+    written = [a for a in argv if a != "--no-write"]
+    # Writing the docs from a selection of which runs are missing is refused (seed 44).
+    assert bench_packing.main([*written, "--seeds=3", "--report"]) == 2
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| default | fixed"))
     assert "| 42..43 |" in row
     assert "| 132.50 ± 0.71 | 133.50 ± 0.71 |" in row  # the two seeds' figures, averaged
+
+
+def test_two_stores_at_once_keep_each_others_runs(tmp_path: Path) -> None:
+    """Two invocations running at once, each with the file as it found it: every run of
+    both is kept."""
+    path = tmp_path / "runs.json"
+    first = Store(path, trace_dir=tmp_path, traces=("default",))
+    second = Store(path, trace_dir=tmp_path, traces=("default",))
+    for seed in (42, 43):
+        first.put(("run", "default", "fixed", "fgd", seed, None), Run({100: 1.0}), "a")
+        second.put(("run", "default", "all", "fgd-bal", seed, None), Run({100: 2.0}), "b")
+    kept = Store(path, trace_dir=tmp_path, traces=("default",))
+    for seed in (42, 43):
+        assert kept.get(("run", "default", "fixed", "fgd", seed, None)) == Run({100: 1.0})
+        assert kept.get(("run", "default", "all", "fgd-bal", seed, None)) == Run({100: 2.0})
 
 
 def test_the_seeds_of_a_row_are_said_as_runs() -> None:

@@ -16,11 +16,11 @@ import random
 import numpy as np
 import pytest
 
-from bench.bench_packing import simulate
 from bench.packing_bound import Host, after_drop, ceiling, drop_split, gap_fill
 from bench.packing_data import FULL, Cluster, Pod, cluster_from_rows, switch_domains, workload
 from bench.packing_fixed import FixedSim, Fragmentation, k8s_score, stranded
 from bench.packing_pool import PoolFgd, PoolFragment, PoolSim
+from bench.packing_replay import simulate
 
 
 def cluster(*nodes: tuple[int, int, int, str]) -> Cluster:
