@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django_filters.fields import IsoDateTimeField
 
 from composer.selectors.audit import AuditFilters, audit_kinds
 
@@ -24,8 +25,9 @@ class AuditFilterForm(forms.Form):
     label = forms.CharField(
         required=False, max_length=200, label="Name", help_text="Part of the name of the thing."
     )
-    since = forms.DateTimeField(required=False, label="From")
-    until = forms.DateTimeField(required=False, label="To")
+    # ISO 8601 only (what the page's pickers send and the API documents), as the alerts' since.
+    since = IsoDateTimeField(required=False, label="From")
+    until = IsoDateTimeField(required=False, label="To")
     source = forms.CharField(
         required=False,
         max_length=100,
