@@ -239,16 +239,30 @@ def _who(user: Any) -> str:
     return str(user.get_username()) if user is not None else ""
 
 
-def _change(row: ChangeRecord) -> AuditEntry:
+def _entry(
+    trail: str, kind: str, row_id: int, object_id: int | None, *, operator: bool, **fields: Any
+) -> AuditEntry:
+    """An entry of `kind`, named and linked as every trail names and links it."""
     return AuditEntry(
+        trail=trail,
+        id=row_id,
+        kind=kind,
+        kind_label=KIND_LABELS.get(kind, kind.replace("_", " ").capitalize()),
+        object_id=object_id,
+        url=_page(kind, object_id, operator=operator),
+        **fields,
+    )
+
+
+def _change(row: ChangeRecord) -> AuditEntry:
+    return _entry(
+        CHANGE,
+        row.target_type,
+        row.pk,
+        row.target_id,
+        operator=True,
         at=row.at,
-        trail=CHANGE,
-        id=row.pk,
-        kind=row.target_type,
-        kind_label=KIND_LABELS.get(row.target_type, row.target_type.replace("_", " ").title()),
-        object_id=row.target_id,
         label=row.target_label,
-        url=_page(row.target_type, row.target_id, operator=True),
         action=row.get_action_display(),
         changes=change_rows(row.changes),
         message=row.message,
@@ -259,15 +273,14 @@ def _change(row: ChangeRecord) -> AuditEntry:
 
 
 def _state(row: StateChange, operator: bool) -> AuditEntry:
-    return AuditEntry(
+    return _entry(
+        STATE,
+        "composition",
+        row.pk,
+        row.composition_id,
+        operator=operator,
         at=row.at,
-        trail=STATE,
-        id=row.pk,
-        kind="composition",
-        kind_label=KIND_LABELS["composition"],
-        object_id=row.composition_id,
         label=row.composition.name,
-        url=_page("composition", row.composition_id, operator=operator),
         action="State changed",
         changes=[("state", row.from_state or None, row.to_state)],
         message=row.reason,
@@ -278,16 +291,15 @@ def _state(row: StateChange, operator: bool) -> AuditEntry:
 
 
 def _job(row: Job, operator: bool) -> AuditEntry:
-    return AuditEntry(
+    target = f": {row.target_label}" if row.target_label else ""
+    return _entry(
+        JOB,
+        "job",
+        row.pk,
+        row.pk,
+        operator=operator,
         at=row.created_at,
-        trail=JOB,
-        id=row.pk,
-        kind="job",
-        kind_label=KIND_LABELS["job"],
-        object_id=row.pk,
-        label=f"#{row.pk} {row.get_kind_display()}"
-        + (f": {row.target_label}" if row.target_label else ""),
-        url=_page("job", row.pk, operator=operator),
+        label=f"#{row.pk} {row.get_kind_display()}{target}",
         action="Requested",
         message=row.message,
         who=_who(row.requested_by),
@@ -296,19 +308,18 @@ def _job(row: Job, operator: bool) -> AuditEntry:
 
 
 def _reconcile(row: ReconcileRun) -> AuditEntry:
-    return AuditEntry(
+    # Console or API is not recorded on the run; its address is.
+    return _entry(
+        RECONCILE,
+        "reconcile",
+        row.pk,
+        row.pk,
+        operator=True,
         at=row.created_at,
-        trail=RECONCILE,
-        id=row.pk,
-        kind="reconcile",
-        kind_label=KIND_LABELS["reconcile"],
-        object_id=row.pk,
         label=f"Reconcile run {row.pk}",
-        url=_page("reconcile", row.pk, operator=True),
         action="Requested",
         message=row.error,
         who=_who(row.requested_by),
-        source="console",
         remote_addr=row.remote_addr,
     )
 

@@ -13,7 +13,6 @@ from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord
 from tests.support.audit import (
     AuditWorld,
-    audit_world,
     keys_for_acme,
     keys_for_globex,
     keys_for_operator,
@@ -22,11 +21,6 @@ from tests.support.audit import (
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/audit/"
-
-
-@pytest.fixture
-def world(admin_user: Any, alice: Any, bob: Any, carol: Any, acme: Any, globex: Any) -> AuditWorld:
-    return audit_world(admin=admin_user, alice=alice, carol=carol, acme=acme, globex=globex)
 
 
 def _ids(response: Any) -> list[str]:
@@ -39,15 +33,15 @@ def test_anonymous_gets_401(api: Any) -> None:
 
 
 def test_operator_reads_every_trail_newest_first_with_before_and_after(
-    world: AuditWorld, admin_user: Any, api_as: Any
+    audit_trail: AuditWorld, admin_user: Any, api_as: Any
 ) -> None:
     response = api_as(admin_user).get(URL)
-    assert _ids(response) == keys_for_operator(world)
+    assert _ids(response) == keys_for_operator(audit_trail)
     body = response.json()
-    assert body["count"] == len(keys_for_operator(world))
+    assert body["count"] == len(keys_for_operator(audit_trail))
     device = next(e for e in body["results"] if e["kind"] == "device")
     assert device == {
-        "id": f"change-{world.device_change.pk}",
+        "id": f"change-{audit_trail.device_change.pk}",
         "at": "2026-11-30T09:05:00+00:00",
         "kind": "device",
         "object_id": 4242,
@@ -66,10 +60,10 @@ def test_operator_reads_every_trail_newest_first_with_before_and_after(
     [("alice", keys_for_acme), ("bob", keys_for_acme), ("carol", keys_for_globex)],
 )
 def test_members_read_only_their_tenants_compositions_and_jobs(
-    world: AuditWorld, name: str, expected: Any, persona: Any, api_as: Any
+    audit_trail: AuditWorld, name: str, expected: Any, persona: Any, api_as: Any
 ) -> None:
     response = api_as(persona(name)).get(URL)
-    assert _ids(response) == expected(world)
+    assert _ids(response) == expected(audit_trail)
     for entry in response.json()["results"]:
         assert entry["kind"] in ("composition", "job")
         assert entry["remote_addr"] is None
@@ -98,9 +92,9 @@ def test_members_read_only_their_tenants_compositions_and_jobs(
     ],
 )
 def test_filters(
-    world: AuditWorld, admin_user: Any, api_as: Any, query: dict[str, str], expected: Any
+    audit_trail: AuditWorld, admin_user: Any, api_as: Any, query: dict[str, str], expected: Any
 ) -> None:
-    assert _ids(api_as(admin_user).get(URL, query)) == expected(world)
+    assert _ids(api_as(admin_user).get(URL, query)) == expected(audit_trail)
 
 
 @pytest.mark.parametrize(
@@ -118,7 +112,7 @@ def test_filters(
     ],
 )
 def test_bad_input_is_a_400_naming_the_parameter(
-    world: AuditWorld, admin_user: Any, api_as: Any, query: dict[str, str], field: str
+    audit_trail: AuditWorld, admin_user: Any, api_as: Any, query: dict[str, str], field: str
 ) -> None:
     response = api_as(admin_user).get(URL, query)
     assert response.status_code == 400
@@ -127,7 +121,7 @@ def test_bad_input_is_a_400_naming_the_parameter(
 
 
 def test_a_member_asking_for_a_fabric_kind_gets_a_400_not_the_rows(
-    world: AuditWorld, alice: Any, api_as: Any
+    audit_trail: AuditWorld, alice: Any, api_as: Any
 ) -> None:
     response = api_as(alice).get(URL, {"kind": "device"})
     assert response.status_code == 400
@@ -135,24 +129,28 @@ def test_a_member_asking_for_a_fabric_kind_gets_a_400_not_the_rows(
     assert "gpu-a-01-1" not in response.content.decode()
 
 
-def test_a_member_cannot_match_on_addresses(world: AuditWorld, alice: Any, api_as: Any) -> None:
+def test_a_member_cannot_match_on_addresses(
+    audit_trail: AuditWorld, alice: Any, api_as: Any
+) -> None:
     assert _ids(api_as(alice).get(URL, {"source": "10.0.0"})) == []
 
 
-def test_pages_and_a_constant_query_count(world: AuditWorld, admin_user: Any, api_as: Any) -> None:
+def test_pages_and_a_constant_query_count(
+    audit_trail: AuditWorld, admin_user: Any, api_as: Any
+) -> None:
     client = api_as(admin_user)
     first = client.get(URL, {"page_size": "3"})
-    assert _ids(first) == keys_for_operator(world)[:3]
+    assert _ids(first) == keys_for_operator(audit_trail)[:3]
     assert "page=2" in first.json()["next"]
     with CaptureQueriesContext(connection) as few:
         _ids(client.get(URL))
-    older = world.at(-60)
+    older = audit_trail.at(-60)
     ChangeRecord.objects.bulk_create(
         ChangeRecord(target_type="link", target_id=i, action=ChangeAction.CHANGED, at=older)
         for i in range(70)
     )
     StateChange.objects.bulk_create(
-        StateChange(composition=world.globex_box, to_state="requested") for _ in range(30)
+        StateChange(composition=audit_trail.globex_box, to_state="requested") for _ in range(30)
     )
     ChangeRecord.objects.filter(target_type="link").update(at=older)
     with CaptureQueriesContext(connection) as many:

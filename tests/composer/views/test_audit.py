@@ -20,7 +20,6 @@ from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord
 from tests.support.audit import (
     AuditWorld,
-    audit_world,
     keys_for_acme,
     keys_for_globex,
     keys_for_operator,
@@ -31,17 +30,12 @@ pytestmark = pytest.mark.django_db
 URL = "/audit/"
 
 
-@pytest.fixture
-def world(admin_user: Any, alice: Any, bob: Any, carol: Any, acme: Any, globex: Any) -> AuditWorld:
-    return audit_world(admin=admin_user, alice=alice, carol=carol, acme=acme, globex=globex)
-
-
 def _keys(response: Any) -> list[str]:
     return [entry.key for entry in response.context["entries"]]
 
 
 def test_the_page_is_at_audit_and_linked_in_the_navbar_for_everyone(
-    world: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:
     assert reverse("composer:audit_list") == URL
     page = client_as(alice).get(reverse("composer:dashboard")).content.decode()
@@ -49,42 +43,45 @@ def test_the_page_is_at_audit_and_linked_in_the_navbar_for_everyone(
 
 
 def test_operator_sees_every_trail_newest_first_with_before_and_after(
-    world: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     response = client_as(admin_user).get(URL)
     assert response.status_code == 200
-    assert _keys(response) == keys_for_operator(world)
+    assert _keys(response) == keys_for_operator(audit_trail)
     html = response.content.decode()
     # A fabric change, field by field, with who and where from.
-    row = html.split(f'id="audit-change-{world.device_change.pk}"')[1].split("</tr>")[0]
+    row = html.split(f'id="audit-change-{audit_trail.device_change.pk}"')[1].split("</tr>")[0]
     assert "gpu-a-01-1" in row and "admin" in row and "192.0.2.7" in row
     assert "free" in row and "maintenance" in row and "fan swap" in row
     assert f'href="{reverse("fabric:device_detail", args=[4242])}"' in row
     # A composition's state change: before -> after, why, and its page.
-    row = html.split(f'id="audit-state-{world.acme_placing.pk}"')[1].split("</tr>")[0]
+    row = html.split(f'id="audit-state-{audit_trail.acme_placing.pk}"')[1].split("</tr>")[0]
     assert "requested" in row and "placing" in row and "Placing on a host" in row
-    assert f'href="{reverse("composer:composition_detail", args=[world.acme_box.pk])}"' in row
+    assert f'href="{reverse("composer:composition_detail", args=[audit_trail.acme_box.pk])}"' in row
     assert "compose job 7" in row
     assert "10.9.9.9" in html  # the other tenant's address, for operators
 
 
 @pytest.mark.parametrize("name", ["alice", "bob"])
 def test_acme_members_see_only_their_own_compositions_and_jobs(
-    world: AuditWorld, name: str, persona: Callable[[str], Any], client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld,
+    name: str,
+    persona: Callable[[str], Any],
+    client_as: Callable[[Any], Client],
 ) -> None:
     response = client_as(persona(name)).get(URL)
     assert response.status_code == 200
-    assert _keys(response) == keys_for_acme(world)
+    assert _keys(response) == keys_for_acme(audit_trail)
     html = response.content.decode()
     for hidden in ("gpu-a-01-1", "globex-infer", "sim-east", "Reconcile run", "10.0.0.5"):
         assert hidden not in html  # no fabric rows, no other tenant, no addresses
 
 
 def test_carol_sees_only_globex(
-    world: AuditWorld, carol: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, carol: Any, client_as: Callable[[Any], Client]
 ) -> None:
     response = client_as(carol).get(URL)
-    assert _keys(response) == keys_for_globex(world)
+    assert _keys(response) == keys_for_globex(audit_trail)
     assert "acme-train" not in response.content.decode()
 
 
@@ -117,7 +114,7 @@ def test_anonymous_is_sent_to_log_in(client: Client) -> None:
     ],
 )
 def test_operator_filters(
-    world: AuditWorld,
+    audit_trail: AuditWorld,
     admin_user: Any,
     client_as: Callable[[Any], Client],
     query: dict[str, str],
@@ -125,15 +122,15 @@ def test_operator_filters(
 ) -> None:
     response = client_as(admin_user).get(URL, query)
     assert response.status_code == 200
-    assert _keys(response) == expected(world)
+    assert _keys(response) == expected(audit_trail)
 
 
 def test_a_tenant_cannot_find_its_entries_by_address(
-    world: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:
     assert _keys(client_as(alice).get(URL, {"source": "10.0.0.5"})) == []
     assert _keys(client_as(alice).get(URL, {"source": "console"})) == [
-        f"state-{world.acme_requested.pk}"
+        f"state-{audit_trail.acme_requested.pk}"
     ]
 
 
@@ -149,7 +146,7 @@ def test_a_tenant_cannot_find_its_entries_by_address(
     ],
 )
 def test_bad_filters_are_a_400_naming_the_field(
-    world: AuditWorld,
+    audit_trail: AuditWorld,
     admin_user: Any,
     client_as: Callable[[Any], Client],
     query: dict[str, str],
@@ -161,7 +158,7 @@ def test_bad_filters_are_a_400_naming_the_field(
 
 
 def test_a_tenant_may_not_ask_for_fabric_kinds(
-    world: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:
     response = client_as(alice).get(URL, {"kind": "device"})
     assert response.status_code == 400
@@ -181,7 +178,7 @@ def test_empty_states_say_why(
 
 
 def test_pages_keep_the_filters_in_their_links(
-    world: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     ChangeRecord.objects.bulk_create(
         ChangeRecord(
@@ -203,7 +200,7 @@ def _export(client: Client, form: str, **query: str) -> Any:
 
 
 def test_csv_export_carries_what_the_filters_select(
-    world: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     client = client_as(admin_user)
     rows = list(csv.DictReader(io.StringIO(_export(client, "csv", kind="device"))))
@@ -212,38 +209,38 @@ def test_csv_export_carries_what_the_filters_select(
     assert rows[0]["changes"] == "state: free -> maintenance"
     assert rows[0]["who"] == "admin" and rows[0]["remote_addr"] == "192.0.2.7"
     everything = list(csv.DictReader(io.StringIO(_export(client, "csv"))))
-    assert len(everything) == len(keys_for_operator(world))
+    assert len(everything) == len(keys_for_operator(audit_trail))
 
 
 def test_json_export_is_scoped_to_the_tenant(
-    world: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:
     entries = json.loads(_export(client_as(alice), "json"))
-    assert [e["id"] for e in entries] == keys_for_acme(world)
+    assert [e["id"] for e in entries] == keys_for_acme(audit_trail)
     assert {e["kind"] for e in entries} == {"composition", "job"}
     assert all(e["remote_addr"] is None for e in entries)
-    placing = next(e for e in entries if e["id"] == f"state-{world.acme_placing.pk}")
+    placing = next(e for e in entries if e["id"] == f"state-{audit_trail.acme_placing.pk}")
     assert placing["changes"] == [{"field": "state", "before": "requested", "after": "placing"}]
 
 
 def test_the_export_reads_more_than_one_batch(
-    world: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     StateChange.objects.bulk_create(
-        StateChange(composition=world.acme_box, to_state="requested") for _ in range(520)
+        StateChange(composition=audit_trail.acme_box, to_state="requested") for _ in range(520)
     )
     entries = json.loads(_export(client_as(admin_user), "json", kind="composition"))
     assert len(entries) == 523
 
 
 def test_query_count_does_not_grow_with_rows(
-    world: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
+    audit_trail: AuditWorld, admin_user: Any, client_as: Callable[[Any], Client]
 ) -> None:
     client = client_as(admin_user)
     client.get(URL)  # session, content types: warmed once
     with CaptureQueriesContext(connection) as few:
         assert client.get(URL).status_code == 200
-    older = world.at(-60)  # below the world's rows: the page still shows every trail
+    older = audit_trail.at(-60)  # below the trail's rows: the page shows every trail
     ChangeRecord.objects.bulk_create(
         ChangeRecord(
             target_type="switch",
@@ -256,7 +253,7 @@ def test_query_count_does_not_grow_with_rows(
         for i in range(80)
     )
     StateChange.objects.bulk_create(
-        StateChange(composition=world.acme_box, to_state="requested") for _ in range(40)
+        StateChange(composition=audit_trail.acme_box, to_state="requested") for _ in range(40)
     )
     ChangeRecord.objects.filter(target_type="switch").update(at=older)
     StateChange.objects.filter(from_state="").exclude(reason__gt="").update(at=older)
