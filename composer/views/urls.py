@@ -11,6 +11,7 @@ from django.urls import include, path
 
 from composer.views import (
     alerts,
+    audit,
     compositions,
     dashboard,
     holds,
@@ -62,6 +63,7 @@ urlpatterns = [
         name="alert_acknowledge",
     ),
     path("jobs/", jobs.job_list, name="job_list"),
+    path("audit/", audit.audit_list, name="audit_list"),
     path("jobs/<int:pk>/", jobs.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),
     path("managers/<int:pk>/sync/", managers.manager_sync, name="manager_sync"),
