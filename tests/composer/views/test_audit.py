@@ -263,3 +263,15 @@ def test_query_count_does_not_grow_with_rows(
     assert len(response.context["entries"]) == 50
     assert {key.split("-")[0] for key in _keys(response)} == {"change", "state", "job", "reconcile"}
     assert len(many) == len(few)
+
+
+def test_a_compositions_state_history_shows_addresses_to_operators_only(
+    audit_trail: AuditWorld, admin_user: Any, carol: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """The composition page's history follows the audit page: the tenant reads who and why,
+    never the address a change came from (an operator's, often)."""
+    url = reverse("composer:composition_detail", args=[audit_trail.globex_box.pk])
+    seen_by_carol = client_as(carol).get(url)
+    assert seen_by_carol.status_code == 200
+    assert "10.9.9.9" not in seen_by_carol.content.decode()
+    assert "10.9.9.9" in client_as(admin_user).get(url).content.decode()
