@@ -85,7 +85,6 @@ def test_the_navbar_shows_operator_pages_to_operators_only(
         reverse("fabric:enclosure_list"),
         reverse("fabric:switch_list"),
         reverse("fabric:manager_list"),
-        reverse("composer:job_list"),
         reverse("admin:index"),
         reverse("api_docs"),
     ]

@@ -238,3 +238,11 @@ def test_only_operators_see_which_worker_holds_a_running_job(
     body = client_as(persona(who)).get(reverse("composer:job_detail", args=[job.pk])).text
     assert ("worker-7 pid 4242" in body) is sees
     assert "resumed 1 time after its worker stopped" in body
+
+
+def test_the_jobs_page_is_in_every_members_navbar(
+    client_as: Callable[[Any], Client], alice: Any
+) -> None:
+    """Tenant members see their own compositions' jobs there, so the navbar leads there."""
+    page = client_as(alice).get(reverse("composer:dashboard")).content.decode()
+    assert f'href="{reverse("composer:job_list")}"' in page
