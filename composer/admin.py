@@ -1,6 +1,6 @@
 """Django admin for the logical world: tenants and their members, templates and quotas
-(managed here by operators), compositions with their allocations and audit trail
-(read-only: they change only through services), jobs and their logs."""
+(managed here by operators, every change audited), compositions with their allocations and
+audit trail (read-only: they change only through services), jobs and their logs."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from composer.errors import ComposerError
 from composer.models import (
     AlertAudience,
     Allocation,
+    ChangeAudience,
     Composition,
     Event,
     EventAudience,
@@ -30,8 +31,20 @@ from composer.models import (
     Tenant,
     UnbindPending,
 )
+from composer.services.changes import change_audience_add
 from composer.services.jobs import job_cancel
-from fabric.admin import ReadOnlyAdmin
+from fabric.admin import AuditedAdmin, ReadOnlyAdmin
+from fabric.models import ChangeRecord
+
+
+class ComposerAuditedAdmin(AuditedAdmin):
+    """Every add, change and delete of a tenant, membership, template or quota is a
+    ChangeRecord (operator, address, fields before and after), as for the fabric; a
+    quota's record is also its tenant's to read (`composer.services.changes`)."""
+
+    def keep_record(self, record: ChangeRecord, obj: Any) -> None:
+        record.save()
+        change_audience_add(record=record, obj=obj)
 
 
 class MembershipInline(admin.TabularInline):
@@ -43,7 +56,7 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(ComposerAuditedAdmin):
     list_display = ("name", "slug", "is_active", "member_count", "created_at")
     list_filter = ("is_active",)
     search_fields = ("name", "slug")
@@ -59,7 +72,7 @@ class TenantAdmin(admin.ModelAdmin):
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(ComposerAuditedAdmin):
     list_display = ("user", "tenant", "role", "created_at")
     list_filter = ("role", "tenant")
     search_fields = ("user__username", "user__email", "tenant__name")
@@ -146,7 +159,7 @@ class JobLogLineAdmin(admin.ModelAdmin):
 
 
 @admin.register(Template)
-class TemplateAdmin(admin.ModelAdmin):
+class TemplateAdmin(ComposerAuditedAdmin):
     """Operators manage the request shapes; `Template.clean` validates and normalises the spec."""
 
     list_display = ("name", "slug", "is_active", "updated_at")
@@ -156,7 +169,7 @@ class TemplateAdmin(admin.ModelAdmin):
 
 
 @admin.register(Quota)
-class QuotaAdmin(admin.ModelAdmin):
+class QuotaAdmin(ComposerAuditedAdmin):
     list_display = ("tenant", "kind", "model", "max_count", "max_memory_gib", "max_storage_tb")
     list_filter = ("kind", "tenant")
     list_select_related = ("tenant",)
@@ -294,4 +307,13 @@ class EventAudienceAdmin(ReadOnlyAdmin):
 class AlertAudienceAdmin(ReadOnlyAdmin):
     list_display = ("alert", "tenant")
     list_select_related = ("alert", "tenant")
+    show_full_result_count = False
+
+
+@admin.register(ChangeAudience)
+class ChangeAudienceAdmin(ReadOnlyAdmin):
+    """Which tenant may read which change record (its quotas'); written with the record."""
+
+    list_display = ("record", "tenant")
+    list_select_related = ("record", "tenant")
     show_full_result_count = False

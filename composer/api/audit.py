@@ -82,9 +82,9 @@ _PARAMETERS = [
         "Every change of state the caller may see, newest first: operators every change in "
         "the fabric and the console (field by field), compositions' state changes, jobs "
         "asked for and reconcile runs; tenant members their tenants' compositions' state "
-        "changes and jobs, without remote addresses. A filter value that is not valid (an "
-        "unknown or, for a member, a fabric `kind`, a time that is not one, `until` before "
-        "`since`, a value too long) answers 400 naming it."
+        "changes, jobs and quota changes, without remote addresses. A filter value that is "
+        "not valid (an unknown or, for a member, an operators' `kind`, a time that is not "
+        "one, `until` before `since`, a value too long) answers 400 naming it."
     ),
     parameters=_PARAMETERS,
     examples=[

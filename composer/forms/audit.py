@@ -14,8 +14,8 @@ from composer.selectors.audit import AuditFilters, audit_kinds
 class AuditFilterForm(forms.Form):
     """Who, what (kind and label text), when (from, to) and from where; all optional.
 
-    The kinds offered are those the viewer may see: a tenant member's are compositions and
-    jobs, so asking for devices is an error rather than a silently empty page.
+    The kinds offered are those the viewer may see: a tenant member's are compositions,
+    jobs and quotas, so asking for devices is an error rather than a silently empty page.
     """
 
     who = forms.CharField(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from composer.models.compositions import Allocation, Composition, StateChange
-from composer.models.events import AlertAudience, Event, EventAudience
+from composer.models.events import AlertAudience, ChangeAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
 from composer.models.reconcile import (
     FindingKind,
@@ -21,6 +21,7 @@ from composer.models.tenancy import Membership, Tenant
 __all__ = [
     "AlertAudience",
     "Allocation",
+    "ChangeAudience",
     "Composition",
     "Event",
     "EventAudience",

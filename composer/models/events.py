@@ -90,3 +90,31 @@ class AlertAudience(models.Model):
 
     def __str__(self) -> str:
         return f"alert {self.alert_id} -> tenant {self.tenant_id}"
+
+
+class ChangeAudience(models.Model):
+    """A tenant whose own thing (a quota) a ChangeRecord is about: its members may read it.
+
+    The fabric's ChangeRecord knows no tenants (fabric never imports composer). This row,
+    written in the same transaction as the record (`composer.services.changes`), is what the
+    audit page's scoping filters on, so a quota's deletion stays visible to its tenant after
+    the quota is gone.
+    """
+
+    record = models.ForeignKey(
+        "fabric.ChangeRecord", on_delete=models.CASCADE, related_name="audience"
+    )
+    tenant = models.ForeignKey(
+        "composer.Tenant", on_delete=models.CASCADE, related_name="change_audience"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["record", "tenant"], name="composer_change_audience_once"
+            )
+        ]
+        indexes = [models.Index(fields=["tenant", "record"], name="composer_change_tenant")]
+
+    def __str__(self) -> str:
+        return f"change {self.record_id} -> tenant {self.tenant_id}"

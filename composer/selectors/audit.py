@@ -3,7 +3,9 @@
 Four trails record a change of state with who, when and from where:
 
 - `fabric.ChangeRecord`: the physical world (devices, hosts, switches, fabric managers,
-  pools, alerts acknowledged, Redfish sessions, ...), field by field [before, after];
+  pools, alerts acknowledged, Redfish sessions, ...) and the composer's settings written
+  through the API and the admin (templates, quotas, tenants, memberships:
+  `composer.services.changes`), field by field [before, after];
 - `composer.StateChange`: each move of a composition's state (holds included);
 - `composer.Job`: each piece of background work someone asked for (sync, compose, ...);
 - `composer.ReconcileRun`: each reconcile pass an operator asked for.
@@ -14,8 +16,10 @@ database, then one query per trail for the rows of that page. The query count is
 same for ten rows and ten million.
 
 Tenancy: operators read every trail; a tenant member only its compositions' state
-changes and its tenants' jobs on compositions (`for_user` of each model), never a
-ChangeRecord (fabric internals) nor a reconcile run, and never a remote address.
+changes, its tenants' jobs on compositions (`for_user` of each model) and the
+ChangeRecords of its tenants' own quotas (those with a `ChangeAudience` row naming one of
+its tenants), never another ChangeRecord (fabric internals, templates, tenants,
+memberships) nor a reconcile run, and never a remote address.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from django.db.models import CharField, F, Q, QuerySet, Value
 from django.db.models.functions import Cast, Concat
 from django.urls import NoReverseMatch, reverse
 
-from composer.models import Job, ReconcileRun, StateChange
+from composer.models import ChangeAudience, Job, ReconcileRun, StateChange
+from composer.services.changes import AUDITED_KINDS, TENANT_CHANGE_KINDS
 from composer.templatetags.composer_tags import change_rows
 from fabric.models import ChangeRecord
 from fabric.permissions import is_operator
@@ -58,8 +63,9 @@ KIND_LABELS: dict[str, str] = {
     **{kind: kind.replace("_", " ").capitalize() for kind in TARGET_TYPES.values()},
     "alert": "Alert",
     "redfishsession": "Redfish session",
+    **{kind: kind.capitalize() for kind in AUDITED_KINDS},
 }
-TENANT_KINDS = ("composition", "job")
+TENANT_KINDS = ("composition", "job", *TENANT_CHANGE_KINDS)
 # Kinds a tenant may see of a job's target (the job list's rule: fabric pages are operators').
 _TENANT_JOB_TARGETS = ("composition",)
 
@@ -158,13 +164,26 @@ def _from_where(fields: Sequence[str], text: str, *, operator: bool) -> Q:
     return reduce(or_, (Q(**{f"{name}__icontains": text}) for name in shown), Q(pk__in=[]))
 
 
+def _change_records(user: Any, *, operator: bool) -> QuerySet[ChangeRecord]:
+    """The ChangeRecords the viewer may read: every one for operators; for a member, those
+    of its tenants' own things (a quota), found through their audience rows."""
+    if operator:
+        return ChangeRecord.objects.all()
+    if not user.is_authenticated:
+        return ChangeRecord.objects.none()
+    audience = ChangeAudience.objects.filter(tenant__memberships__user=user).values("record")
+    return ChangeRecord.objects.filter(target_type__in=TENANT_CHANGE_KINDS, pk__in=audience)
+
+
 def _trails(user: Any, filters: AuditFilters) -> dict[str, QuerySet[Any]]:
     """Each trail the viewer may read, filtered; a trail the filters rule out is left out."""
     operator = is_operator(user)
     kind = filters.kind
     trails: dict[str, QuerySet[Any]] = {}
-    if operator and kind not in ("composition", "job", "reconcile"):
-        qs: QuerySet[Any] = _span(ChangeRecord.objects.all(), "at", filters)
+    if kind not in ("composition", "job", "reconcile") and (
+        operator or kind in ("", *TENANT_CHANGE_KINDS)
+    ):
+        qs: QuerySet[Any] = _span(_change_records(user, operator=operator), "at", filters)
         if kind:
             qs = qs.filter(target_type=kind)
         if filters.who:
@@ -172,7 +191,8 @@ def _trails(user: Any, filters: AuditFilters) -> dict[str, QuerySet[Any]]:
         if filters.text:
             qs = qs.filter(target_label__icontains=filters.text)
         if filters.source:
-            qs = qs.filter(_from_where(("source", "remote_addr"), filters.source, operator=True))
+            fields = ("source", "remote_addr")
+            qs = qs.filter(_from_where(fields, filters.source, operator=operator))
         trails[CHANGE] = qs.annotate(moment=F("at"))
     if kind in ("", "composition"):
         qs = _span(StateChange.objects.for_user(user), "at", filters)
@@ -254,13 +274,13 @@ def _entry(
     )
 
 
-def _change(row: ChangeRecord) -> AuditEntry:
+def _change(row: ChangeRecord, operator: bool) -> AuditEntry:
     return _entry(
         CHANGE,
         row.target_type,
         row.pk,
         row.target_id,
-        operator=True,
+        operator=operator,
         at=row.at,
         label=row.target_label,
         action=row.get_action_display(),
@@ -268,7 +288,7 @@ def _change(row: ChangeRecord) -> AuditEntry:
         message=row.message,
         who=_who(row.actor),
         source=row.source,
-        remote_addr=row.remote_addr,
+        remote_addr=row.remote_addr if operator else None,
     )
 
 
@@ -335,9 +355,10 @@ def audit_entries(keys: Iterable[tuple[str, int, Any]], *, user: Any) -> list[Au
     for trail, row, _moment in keys:
         wanted.setdefault(trail, []).append(row)
     found: dict[tuple[str, int], AuditEntry] = {}
-    if CHANGE in wanted and operator:
-        for c in ChangeRecord.objects.select_related("actor").filter(pk__in=wanted[CHANGE]):
-            found[CHANGE, c.pk] = _change(c)
+    if CHANGE in wanted:
+        changes = _change_records(user, operator=operator).select_related("actor")
+        for c in changes.filter(pk__in=wanted[CHANGE]):
+            found[CHANGE, c.pk] = _change(c, operator)
     if STATE in wanted:
         states = StateChange.objects.for_user(user).select_related("actor", "composition")
         for s in states.filter(pk__in=wanted[STATE]):

@@ -1,7 +1,8 @@
 """The audit page: every change of state the viewer may see, newest first, with its exports.
 
 Reads go through `composer.selectors.audit` only: operators see every trail, tenant members
-their compositions' state changes and their jobs, without remote addresses. The exports
+their compositions' state changes, their jobs and their quotas' changes, without remote
+addresses. The exports
 (`?export=csv` / `?export=json`) carry exactly what the filters select, with the same scoping.
 """
 

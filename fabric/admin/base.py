@@ -4,7 +4,8 @@ the maintenance-only state form.
 Kept apart from the admin classes (one module per topic) because they all build on it, and
 `composer.admin` shows its compositions and events through `ReadOnlyAdmin` too.
 `AuditedAdmin` and the classes built on it write a ChangeRecord for every add, change or
-delete, with the operator and their address, like any service.
+delete (bulk deletes and inline rows too), with the operator and their address, like any
+service; a subclass may add to what is saved with each record (`keep_record`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest
 
 from fabric.choices import ChangeAction
+from fabric.models import ChangeRecord
 from fabric.services.history import change_record
 
 
@@ -24,15 +27,34 @@ def _remote_addr(request: HttpRequest) -> str | None:
     return request.META.get("REMOTE_ADDR") or None
 
 
-def _record_admin_change(
+def _before(form: forms.ModelForm[Any], name: str) -> Any:
+    """A field's value before the change: a related row by its name, as `change_record`
+    stores the value after (the form's initial value is the row's pk)."""
+    value = form.initial.get(name)
+    field = form.fields[name]
+    if (
+        value is not None
+        and isinstance(field, forms.ModelChoiceField)
+        and field.queryset is not None
+    ):
+        return str(field.queryset.filter(pk=value).first() or value)
+    return value
+
+
+def admin_change_record(
     request: HttpRequest, obj: Any, form: forms.ModelForm[Any], change: bool
-) -> None:
-    """One ChangeRecord per save through the admin, naming the operator and address."""
+) -> ChangeRecord | None:
+    """The unsaved ChangeRecord of a save through the admin, naming the operator and
+    address; None for a change that changed nothing."""
     fields = [name for name in form.changed_data if name in form.fields]
     if change and not fields:
-        return
-    changes = {name: (form.initial.get(name), form.cleaned_data.get(name)) for name in fields}
-    change_record(
+        return None
+    # After: as stored (a model's clean() may normalise what the form cleaned).
+    changes = {
+        name: (_before(form, name), getattr(obj, name, form.cleaned_data.get(name)))
+        for name in fields
+    }
+    return change_record(
         obj,
         ChangeAction.CHANGED if change else ChangeAction.ADDED,
         changes,
@@ -40,21 +62,27 @@ def _record_admin_change(
         actor=request.user,
         source="admin",
         remote_addr=_remote_addr(request),
-    ).save()
+    )
 
 
 class AuditedAdmin(admin.ModelAdmin):
-    """Writes a ChangeRecord for every add or change made through the admin."""
+    """Writes a ChangeRecord for every add, change or delete made through the admin: one
+    object, a bulk delete, or a row of an inline. Django's admin runs each of those in one
+    transaction, so the record commits with the change or not at all."""
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        super().save_model(request, obj, form, change)
-        _record_admin_change(request, obj, form, change)
+    def keep_record(self, record: ChangeRecord, obj: Any) -> None:
+        """Save `record` about `obj` (a subclass adds what else goes with it)."""
+        record.save()
 
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        label, pk = str(obj), obj.pk
+    def _record_save(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        record = admin_change_record(request, obj, form, change)
+        if record is not None:
+            self.keep_record(record, obj)
+
+    def _record_deleted(self, request: HttpRequest, obj: Any, *, label: str, pk: Any) -> None:
         record = change_record(
             obj,
-            ChangeAction.VANISHED,
+            ChangeAction.DELETED,
             {},
             label=label,
             message="deleted in the admin",
@@ -62,9 +90,40 @@ class AuditedAdmin(admin.ModelAdmin):
             source="admin",
             remote_addr=_remote_addr(request),
         )
-        super().delete_model(request, obj)
         record.target_id = pk
-        record.save()
+        self.keep_record(record, obj)
+
+    def _delete(self, request: HttpRequest, obj: Any, delete: Any) -> None:
+        label, pk = str(obj), obj.pk  # the row's name and id, before they are gone
+        delete()
+        self._record_deleted(request, obj, label=label, pk=pk)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        self._record_save(request, obj, form, change)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self._delete(request, obj, lambda: super(AuditedAdmin, self).delete_model(request, obj))
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        """The "delete selected" action: one record per row, in one transaction."""
+        with transaction.atomic(using=queryset.db):
+            for obj in queryset:
+                self._delete(request, obj, obj.delete)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        """An inline's rows (a tenant's memberships): each added, changed or deleted row
+        is recorded as if saved on its own page."""
+        gone = [(f.instance, str(f.instance), f.instance.pk) for f in formset.deleted_forms]
+        super().save_formset(request, form, formset, change)
+        for obj, label, pk in gone:
+            if pk is not None:
+                self._record_deleted(request, obj, label=label, pk=pk)
+        for inline in formset.forms:
+            if inline in formset.deleted_forms or not inline.has_changed():
+                continue
+            if inline.instance.pk is not None:
+                self._record_save(request, inline.instance, inline, inline in formset.initial_forms)
 
 
 class DiscoveredAdmin(AuditedAdmin):
@@ -91,7 +150,7 @@ class DiscoveredAdmin(AuditedAdmin):
         fields = [name for name in form.changed_data if name in self.editable]
         if fields:
             obj.save(update_fields=[*fields, "updated_at"])
-        _record_admin_change(request, obj, form, change)
+        self._record_save(request, obj, form, change)
 
 
 def _maintenance_form(

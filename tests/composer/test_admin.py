@@ -16,6 +16,7 @@ from composer.choices import JobKind, JobStatus, Role
 from composer.models import (
     AlertAudience,
     Allocation,
+    ChangeAudience,
     Composition,
     Event,
     EventAudience,
@@ -32,7 +33,7 @@ from composer.models import (
     Tenant,
     UnbindPending,
 )
-from fabric.models import Alert, FabricManager
+from fabric.models import Alert, ChangeRecord, FabricManager
 from tests.factories.fabric import DeviceFactory, HostFactory
 
 COMPOSER_MODELS = list(apps.get_app_config("composer").get_models())
@@ -46,7 +47,11 @@ def operator_client(db: None) -> Client:
     job = Job.objects.create(kind=JobKind.INVENTORY_SYNC, target_label="demo")
     JobLogLine.objects.create(job=job, at=job.created_at, level="INFO", message="hello")
     Template.objects.create(name="t", slug="t", spec={"items": [{"kind": "gpu", "count": 1}]})
-    Quota.objects.create(tenant=tenant, kind="gpu", max_count=8)
+    quota = Quota.objects.create(tenant=tenant, kind="gpu", max_count=8)
+    record = ChangeRecord.objects.create(
+        target_type="quota", target_id=quota.pk, target_label=str(quota), action="changed"
+    )
+    ChangeAudience.objects.create(record=record, tenant=tenant)
     composition = Composition.objects.create(tenant=tenant, name="c1", spec={})
     device = DeviceFactory.create()
     Allocation.objects.create(composition=composition, device=device)

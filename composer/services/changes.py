@@ -1,0 +1,110 @@
+"""The audit of the composer's own settings: templates, quotas, tenants and memberships.
+
+These rows are written by operators through the API and the admin rather than by a state
+machine, so they have no trail of their own: each add, change or delete is a fabric
+`ChangeRecord` (`fabric.services.history.change_record`, the same shape and the same audit
+page as the fabric's changes), with `target_type` the model's name ("template", "quota",
+"tenant", "membership"). A change to a tenant's own thing (a quota) also gets a
+`ChangeAudience` row naming that tenant, which is how its members may read it.
+
+Callers write the record in the transaction of the change, so neither exists without the
+other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.db import models
+
+from composer.models import ChangeAudience, Quota
+from fabric.choices import ChangeAction
+from fabric.models import ChangeRecord
+from fabric.services.history import change_record, json_value
+
+__all__ = [
+    "AUDITED_KINDS",
+    "TENANT_CHANGE_KINDS",
+    "audited_values",
+    "change_audience_add",
+    "changed_fields",
+    "composer_change_record",
+]
+
+# The composer's kinds in the ChangeRecord trail, and those a tenant's members may read.
+AUDITED_KINDS = ("template", "quota", "tenant", "membership")
+TENANT_CHANGE_KINDS = ("quota",)
+
+# Never in `changes`: bookkeeping, not a setting anyone changed. (None of these models holds
+# a secret; a model that does lists it here before it is audited.)
+_NOT_AUDITED = frozenset({"id", "created_at", "updated_at"})
+
+
+def audited_values(obj: models.Model) -> dict[str, Any]:
+    """Each audited field of `obj` as the record stores it (a related row by its name)."""
+    values: dict[str, Any] = {}
+    for f in obj._meta.concrete_fields:
+        if f.name in _NOT_AUDITED:
+            continue
+        if f.is_relation:
+            values[f.name] = str(getattr(obj, f.name)) if getattr(obj, f.attname) else None
+        else:
+            values[f.name] = json_value(getattr(obj, f.attname))
+    return values
+
+
+def changed_fields(
+    before: Mapping[str, Any], after: Mapping[str, Any]
+) -> dict[str, tuple[Any, Any]]:
+    """{field: (before, after)} of the fields whose values differ (a field either side)."""
+    names = [*before, *(name for name in after if name not in before)]
+    return {
+        name: (before.get(name), after.get(name))
+        for name in names
+        if before.get(name) != after.get(name)
+    }
+
+
+def change_audience_add(*, record: ChangeRecord, obj: models.Model) -> None:
+    """Let the tenant whose own thing `record` is about read it: a quota's tenant. A quota
+    moved to another tenant is the operators' alone (either tenant would read the other's
+    name). Call in the transaction that saved the record."""
+    if not isinstance(obj, Quota) or not obj.tenant_id:
+        return
+    if record.action == ChangeAction.CHANGED and "tenant" in record.changes:
+        return
+    ChangeAudience.objects.get_or_create(record=record, tenant_id=obj.tenant_id)
+
+
+def composer_change_record(
+    obj: models.Model,
+    action: ChangeAction | str,
+    changes: Mapping[str, tuple[Any, Any] | list[Any]] | None = None,
+    *,
+    actor: Any,
+    source: str,
+    remote_addr: str | None,
+    message: str = "",
+    label: str | None = None,
+    target_id: int | None = None,
+) -> ChangeRecord:
+    """Save the ChangeRecord of a change to `obj`, and its tenant audience.
+
+    `target_id` is for a deletion (the row no longer has its pk). Call inside the
+    transaction of the change."""
+    record = change_record(
+        obj,
+        action,
+        changes,
+        label=label,
+        message=message,
+        actor=actor,
+        source=source,
+        remote_addr=remote_addr,
+    )
+    if target_id is not None:
+        record.target_id = target_id
+    record.save()
+    change_audience_add(record=record, obj=obj)
+    return record
