@@ -18,7 +18,6 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import status
-from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import GenericAPIView
 from rest_framework.permissions import AllowAny, BasePermission, IsAuthenticated
@@ -37,6 +36,7 @@ from composer.api.serializers import (
     TokenSerializer,
 )
 from composer.models import Job
+from composer.services.api_tokens import api_token_issue, api_token_revoke
 from composer.services.jobs import inventory_sync_request
 from fabric.api.permissions import IsOperatorOr404
 from fabric.api.views import ReadOnlyViewSet
@@ -207,17 +207,13 @@ class AuthTokenView(GenericAPIView):
         # authenticate() already refuses inactive users (ModelBackend.user_can_authenticate).
         if user is None:
             raise InvalidCredentials()
-        token, created = Token.objects.get_or_create(user=user)
-        if created:
-            logger.info("api token issued user_id=%s", user.pk)
+        token = api_token_issue(user=user, remote_addr=request.META.get("REMOTE_ADDR") or None)
         return Response(TokenSerializer(token).data)
 
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         user = request.user
         assert user.is_authenticated  # get_permissions: only POST lets anonymous callers in
-        deleted, _ = Token.objects.filter(user=user).delete()
-        if deleted:
-            logger.info("api token revoked user_id=%s", request.user.pk)
+        api_token_revoke(user=user, remote_addr=request.META.get("REMOTE_ADDR") or None)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

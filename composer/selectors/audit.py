@@ -5,7 +5,8 @@ Four trails record a change of state with who, when and from where:
 - `fabric.ChangeRecord`: the physical world (devices, hosts, switches, fabric managers,
   pools, alerts acknowledged, Redfish sessions, ...) and the composer's settings written
   through the API and the admin (templates, quotas, tenants, memberships:
-  `composer.services.changes`), field by field [before, after];
+  `composer.services.changes`), field by field [before, after], and API tokens issued
+  and revoked;
 - `composer.StateChange`: each move of a composition's state (holds included);
 - `composer.Job`: each piece of background work someone asked for (sync, compose, ...);
 - `composer.ReconcileRun`: each reconcile pass an operator asked for.
@@ -36,6 +37,7 @@ from django.db.models.functions import Cast, Concat
 from django.urls import NoReverseMatch, reverse
 
 from composer.models import ChangeAudience, Job, ReconcileRun, StateChange
+from composer.services.api_tokens import API_TOKEN
 from composer.services.changes import AUDITED_KINDS, TENANT_CHANGE_KINDS
 from composer.templatetags.composer_tags import change_rows
 from fabric.models import ChangeRecord
@@ -64,6 +66,7 @@ KIND_LABELS: dict[str, str] = {
     "alert": "Alert",
     "redfishsession": "Redfish session",
     **{kind: kind.capitalize() for kind in AUDITED_KINDS},
+    API_TOKEN: "API token",
 }
 TENANT_KINDS = ("composition", "job", *TENANT_CHANGE_KINDS)
 # Kinds a tenant may see of a job's target (the job list's rule: fabric pages are operators').

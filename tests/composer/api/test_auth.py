@@ -9,6 +9,7 @@ from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from fabric.models import ChangeRecord
 from tests.support.api import assert_error
 
 pytestmark = pytest.mark.django_db
@@ -148,3 +149,17 @@ def test_password_guessing_is_throttled(alice: Any, api: APIClient) -> None:
     response = _obtain(api, "alice", "guess")
     assert_error(response, 429, "throttled")
     assert int(response["Retry-After"]) > 0
+
+
+def test_issuing_and_revoking_a_token_is_audited_without_the_key(alice: Any, password: str) -> None:
+    api = APIClient(REMOTE_ADDR="198.51.100.4")
+    key = _obtain(api, "alice", password).json()["token"]
+    _obtain(api, "alice", password)  # the same token again: nothing changed
+    APIClient(HTTP_AUTHORIZATION=f"Token {key}", REMOTE_ADDR="198.51.100.4").delete(TOKEN_URL)
+    records = list(ChangeRecord.objects.filter(target_type="api_token").order_by("pk"))
+    assert [r.action for r in records] == ["added", "deleted"]
+    for record in records:
+        assert (record.target_id, record.target_label) == (alice.pk, "API token of alice")
+        assert (record.actor, record.source, record.remote_addr) == (alice, "api", "198.51.100.4")
+        assert record.changes == {}
+        assert key not in f"{record.target_label} {record.message}"
