@@ -10,7 +10,16 @@ from django.apps import apps
 from django.urls import include, path, re_path
 from rest_framework.routers import APIRootView
 
-from composer.api import audit, compositions, events, quotas, reconcile, templates, views
+from composer.api import (
+    audit,
+    compositions,
+    events,
+    quotas,
+    reconcile,
+    search,
+    templates,
+    views,
+)
 from fabric.api.routers import Router
 from fabric.api.urls import router as fabric_router
 
@@ -51,6 +60,7 @@ urlpatterns = [
     ),
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("audit/", audit.AuditListView.as_view(), name="audit_list"),
+    path("search/", search.SearchView.as_view(), name="search"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.

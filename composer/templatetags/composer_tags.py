@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
 from django.http import QueryDict
 from django.utils import timezone
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import conditional_escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
 from composer.choices import CompositionState, JobStatus
 from composer.services.holds import hold_words
@@ -307,3 +308,21 @@ def subtract(value: Any, other: Any) -> Any:
         return value - other
     except TypeError:
         return ""
+
+
+@register.filter
+def mark_match(value: Any, text: str) -> SafeString:
+    """`value`, escaped, with every occurrence of `text` (any case) in <mark>: where a search
+    result matched."""
+    value = "" if value is None else str(value)
+    if not text:
+        return conditional_escape(value)
+    parts: list[str] = []
+    last = 0
+    for match in re.finditer(re.escape(text), value, flags=re.IGNORECASE):
+        parts.append(conditional_escape(value[last : match.start()]))
+        parts.append(format_html("<mark>{}</mark>", match.group(0)))
+        last = match.end()
+    parts.append(conditional_escape(value[last:]))
+    # Every part is escaped above: the only markup is ours.
+    return mark_safe("".join(parts))

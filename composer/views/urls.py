@@ -19,6 +19,7 @@ from composer.views import (
     managers,
     pools,
     reconcile,
+    search,
 )
 
 app_name = "composer"
@@ -64,6 +65,7 @@ urlpatterns = [
     ),
     path("jobs/", jobs.job_list, name="job_list"),
     path("audit/", audit.audit_list, name="audit_list"),
+    path("search/", search.search_view, name="search"),
     path("jobs/<int:pk>/", jobs.job_detail, name="job_detail"),
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),
     path("managers/<int:pk>/sync/", managers.manager_sync, name="manager_sync"),

@@ -16,3 +16,33 @@ document.addEventListener("htmx:configRequest", (event) => {
     }
   }
 });
+
+// "/" anywhere but in a field goes to the search box (the page's own on the search page, else
+// the navbar's); Escape leaves it. Where the navbar is a collapsed menu, "/" opens the search
+// page instead of a box nobody can see.
+document.addEventListener("keydown", (event) => {
+  const target = event.target;
+  const typing =
+    target instanceof HTMLElement &&
+    (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+  if (event.key === "Escape" && target instanceof HTMLInputElement && target.type === "search") {
+    target.blur();
+    return;
+  }
+  if (event.key !== "/" || typing || event.ctrlKey || event.metaKey || event.altKey) {
+    return;
+  }
+  const box =
+    document.querySelector("#search-page-form input[name=q]") ||
+    document.getElementById("navbar-search");
+  if (!box) {
+    return;
+  }
+  event.preventDefault();
+  if (box.offsetParent === null) {
+    window.location.assign(box.form.action);
+    return;
+  }
+  box.focus();
+  box.select();
+});

@@ -96,3 +96,20 @@ def test_job_duration_runs_on_until_the_job_finishes() -> None:
     assert tags.job_duration(running).startswith("1 min")
     assert tags.job_duration(done) == "3.0 s"
     assert tags.job_duration(queued) == "—"
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "html"),
+    [
+        ("gpu-a-0", "A-0", "gpu-<mark>a-0</mark>"),
+        ("sw-a:p0 ↔ host-a:up0", "-a", "sw<mark>-a</mark>:p0 ↔ host<mark>-a</mark>:up0"),
+        ("<b>x</b>", "b", "&lt;<mark>b</mark>&gt;x&lt;/<mark>b</mark>&gt;"),
+        ("a.b", ".", "a<mark>.</mark>b"),  # the text is not a pattern
+        ("plain", "", "plain"),
+        (None, "x", ""),
+    ],
+)
+def test_mark_match_marks_every_occurrence_and_escapes_the_rest(
+    value: object, text: str, html: str
+) -> None:
+    assert tags.mark_match(value, text) == html
