@@ -1,0 +1,181 @@
+"""Every page at 390 px wide (a phone) in a real browser: nothing makes the page scroll
+sideways (wide tables scroll inside their card), and the navbar is a menu that opens.
+
+The world is the small fabric of tests/factories/fabric.py with a composition, a job and an
+alert, so that tables, badges and detail pages have rows to draw.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from composer.choices import CompositionState, JobKind
+from composer.models import AlertAudience, Composition
+from fabric.choices import AlertSeverity, AlertSource
+from fabric.health import rules
+from fabric.models import Alert
+from tests.factories.composer import JobFactory
+from tests.factories.fabric import fabric_small
+
+pytestmark = pytest.mark.browser
+
+PHONE = {"width": 390, "height": 844}
+
+
+def _world(acme: Any, alice: Any) -> dict[str, Any]:
+    small = fabric_small()
+    box = Composition.objects.create(
+        tenant=acme,
+        name="train-with-a-rather-long-name-01",
+        requested_by=alice,
+        host=small.hosts[0],
+        state=CompositionState.READY,
+        spec={"items": [{"kind": "gpu", "count": 2}]},
+    )
+    job = JobFactory.create(
+        kind=JobKind.COMPOSE,
+        tenant=acme,
+        target_type="composition",
+        target_id=box.pk,
+        target_label=box.name,
+        message="Binding gpu-a-0 to host-a through sw-a",
+    )
+    now = timezone.now()
+    alert = Alert.objects.create(
+        manager=small.manager,
+        source_type=AlertSource.DEVICE,
+        source_id=small.gpus[0].pk,
+        source_name=small.gpus[0].name,
+        rule=rules.ELEMENT_FAILED,
+        severity=AlertSeverity.CRITICAL,
+        message="gpu-a-0 failed: the manager reports Critical (uncorrectable ECC errors)",
+        opened_at=now,
+        last_seen_at=now,
+    )
+    AlertAudience.objects.create(alert=alert, tenant=acme)
+    return {"small": small, "box": box, "job": job}
+
+
+def _overflow(page: Any) -> list[str]:
+    """What sticks out past the viewport's right edge (outside horizontally scrolled boxes)."""
+    return list(
+        page.evaluate(
+            """() => {
+              const width = document.documentElement.clientWidth;
+              const scrolls = (el) => {
+                for (let p = el.parentElement; p; p = p.parentElement) {
+                  const style = getComputedStyle(p);
+                  if (["auto", "scroll", "hidden"].includes(style.overflowX)) return true;
+                }
+                return false;
+              };
+              const out = [];
+              for (const el of document.body.querySelectorAll("*")) {
+                const box = el.getBoundingClientRect();
+                if (box.width && box.right > width + 1 && !scrolls(el)) {
+                  out.push(`${el.tagName.toLowerCase()}#${el.id}.${[...el.classList].join(".")}`
+                    + ` right=${Math.round(box.right)}`);
+                }
+              }
+              return out.slice(0, 8);
+            }"""
+        )
+    )
+
+
+def _report(found: dict[str, list[str]]) -> str:
+    return "pages wider than a phone:\n" + "\n".join(
+        f"{path}: {', '.join(what)}" for path, what in found.items()
+    )
+
+
+def _survey(page: Any, paths: list[str], shots: Path) -> dict[str, list[str]]:
+    """{path: what sticks out} for each page wider than the phone; a screenshot of each page
+    in `shots` to look at."""
+    found = {}
+    for path in paths:
+        response = page.goto(path)
+        assert response is not None and response.status < 400, path
+        page.wait_for_load_state("load")
+        name = re.sub(r"[^a-z0-9]+", "-", path.lower()).strip("-") or "dashboard"
+        page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        if width > PHONE["width"]:
+            found[path] = [f"scrollWidth={width}", *_overflow(page)]
+    return found
+
+
+def test_every_operator_page_fits_a_phone(
+    login_page: Any, admin_user: Any, acme: Any, alice: Any, tmp_path: Path
+) -> None:
+    world = _world(acme, alice)
+    small = world["small"]
+    page = login_page(admin_user)
+    page.set_viewport_size(PHONE)
+    paths = [
+        reverse("composer:dashboard"),
+        reverse("composer:composition_list"),
+        reverse("composer:composition_create"),
+        reverse("composer:composition_detail", args=[world["box"].pk]),
+        reverse("composer:pool_list"),
+        reverse("composer:pool_detail", args=[small.pools[0].slug]),
+        reverse("fabric:device_list"),
+        reverse("fabric:device_detail", args=[small.gpus[0].pk]),
+        reverse("fabric:host_list"),
+        reverse("fabric:host_detail", args=[small.hosts[0].pk]),
+        reverse("fabric:enclosure_list"),
+        reverse("fabric:enclosure_detail", args=[small.enclosures[0].pk]),
+        reverse("fabric:switch_list"),
+        reverse("fabric:switch_detail", args=[small.switches[0].pk]),
+        reverse("fabric:manager_list"),
+        reverse("fabric:manager_detail", args=[small.manager.pk]),
+        reverse("fabric:manager_create"),
+        reverse("fabric:failure_domain_list"),
+        reverse("fabric:topology"),
+        reverse("composer:alert_list") + "?state=all",
+        reverse("composer:job_list"),
+        reverse("composer:job_detail", args=[world["job"].pk]),
+        reverse("composer:audit_list"),
+        reverse("composer:reconcile_list"),
+        reverse("composer:search") + "?q=a",
+    ]
+    found = _survey(page, paths, tmp_path)
+    assert not found, _report(found)
+
+
+def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
+    login_page: Any, alice: Any, acme: Any, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    world = _world(acme, alice)
+    page = login_page(alice)
+    page.set_viewport_size(PHONE)
+    paths = [
+        reverse("composer:dashboard"),
+        reverse("composer:composition_list"),
+        reverse("composer:composition_create"),
+        reverse("composer:composition_detail", args=[world["box"].pk]),
+        reverse("composer:pool_list"),
+        reverse("fabric:device_list"),
+        reverse("composer:alert_list") + "?state=all",
+        reverse("composer:job_list"),
+        reverse("composer:job_detail", args=[world["job"].pk]),
+        reverse("composer:audit_list"),
+        reverse("composer:search") + "?q=train",
+    ]
+    found = _survey(page, paths, tmp_path)
+    assert not found, _report(found)
+    page.goto("/")
+    expect(page.locator("#main-nav")).to_be_hidden()
+    page.click(".navbar-toggler")
+    expect(page.locator("#main-nav")).to_be_visible()
+    expect(page.locator("#main-nav >> text=Compositions")).to_be_visible()
+    expect(page.locator("#navbar-search")).to_be_visible()
+    page.screenshot(path=str(tmp_path / "menu.png"))
