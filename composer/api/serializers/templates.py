@@ -45,7 +45,9 @@ class TemplateSerializer(StrictModelSerializerMixin, serializers.HyperlinkedMode
 class QuotaUsageSerializer(serializers.Serializer):
     """What the tenant's active compositions hold of this quota now."""
 
-    count = serializers.IntegerField(help_text="Whole devices held.")
+    count = serializers.FloatField(
+        help_text="Devices held; a share of a GPU counts as its fraction of one (0.25)."
+    )
     memory_gib = serializers.IntegerField(help_text="GiB of CXL memory held (slices).")
     storage_tb = serializers.FloatField(help_text="TB of NVMe capacity held.")
 

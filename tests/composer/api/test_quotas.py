@@ -149,3 +149,20 @@ def test_the_quota_list_costs_the_same_queries_for_few_and_many(
     for model in ("a", "b", "c"):
         Quota.objects.create(tenant=acme, kind="gpu", model=model, max_count=1)
     assert count_queries(lambda: client.get(URL)) == few
+
+
+def test_usage_counts_a_gpu_share_as_its_fraction_as_the_quota_check_does(
+    synced: Any, acme: Any, alice: Any, api_as: Any
+) -> None:
+    """A 250/1000 share is a quarter of a GPU in the API too, not rounded down to none."""
+    quota = Quota.objects.create(tenant=acme, kind="gpu", max_count=2)
+    composition_request(
+        tenant=acme,
+        requested_by=alice,
+        spec={"items": [{"kind": "gpu", "count": 1}, {"kind": "gpu", "share": 250}]},
+        name="c",
+    )
+    usage = api_as(alice).get(f"{URL}{quota.pk}/").json()["usage"]
+    assert usage == {"count": 1.25, "memory_gib": 0, "storage_tb": 0.0}
+    schema = api_as(alice).get("/api/schema/?format=json").json()
+    assert schema["components"]["schemas"]["QuotaUsage"]["properties"]["count"]["type"] == "number"
