@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from django import forms
 from django.db.models import QuerySet
+from django.urls import reverse
 
 import composer.placement.policies as policies
 from composer.choices import CompositionState
@@ -200,6 +201,17 @@ class CompositionRequestForm(forms.Form):
             self.fields["tenant"].initial = self._only_tenant
             self.fields["tenant"].required = False
             self.fields["tenant"].widget = forms.HiddenInput()
+        else:
+            # Picking another tenant redraws the quota panel beside the form for it.
+            self.fields["tenant"].widget.attrs.update(
+                {
+                    "hx-get": reverse("composer:composition_quotas"),
+                    "hx-trigger": "change",
+                    "hx-target": "#quota-panel",
+                    "hx-swap": "outerHTML",
+                    "aria-controls": "quota-panel",
+                }
+            )
         if operator:
             hosts = list(
                 Host.objects.exclude(state=ComponentState.ABSENT)
@@ -260,6 +272,17 @@ class CompositionRequestForm(forms.Form):
         if tenant is None:
             raise forms.ValidationError("Choose the tenant to request for.")
         return tenant
+
+    def shown_tenant(self) -> Tenant | None:
+        """The tenant the tenant field shows selected: the one sent when it is one offered,
+        else the only or the first one offered (a select without a blank shows its first)."""
+        if self._only_tenant is not None:
+            return self._only_tenant
+        tenants = cast("forms.ModelChoiceField[Tenant]", self.fields["tenant"]).queryset
+        assert tenants is not None  # set in __init__
+        sent = str(self["tenant"].value() or "")
+        chosen = tenants.filter(pk=int(sent)).first() if sent.isascii() and sent.isdigit() else None
+        return chosen or tenants.first()
 
     # --- the spec -------------------------------------------------------------------------
 

@@ -326,3 +326,39 @@ def mark_match(value: Any, text: str) -> SafeString:
     parts.append(conditional_escape(value[last:]))
     # Every part is escaped above: the only markup is ours.
     return mark_safe("".join(parts))
+
+
+@register.filter
+def quota_number(value: Any) -> str:
+    """A figure of a quota without its unit: thousands separated, up to three decimals (a
+    GPU share is counted in thousandths of one): 1.25, 2,048, 0.16."""
+    try:
+        amount = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    return f"{amount:,.3f}".rstrip("0").rstrip(".") or "0"
+
+
+@register.filter
+def quota_unit(line: Any) -> str:
+    """The unit a quota line (`composer.selectors.quotas.QuotaLine`) counts in: the kind's
+    plural for devices ("GPUs", "NVMe drives"), "GiB", "TB"."""
+    if line.measure in ("gib", "tb"):
+        return "GiB" if line.measure == "gib" else "TB"
+    declared = find(line.kind)
+    return declared.plural if declared else "devices"
+
+
+@register.filter
+def quota_amount(value: Any, line: Any) -> str:
+    """An amount of a quota line in its unit, for sentences: "2.25 GPUs", "1 GPU",
+    "1.5 TiB", "3.84 TB"."""
+    number = quota_number(value)
+    if number == "—":
+        return number
+    if line.measure == "gib":
+        return gib(value)
+    if line.measure == "count" and number == "1":
+        declared = find(line.kind)
+        return f"1 {declared.label if declared else 'device'}"
+    return f"{number} {quota_unit(line)}"

@@ -29,6 +29,7 @@ from composer.models import Composition, Job, Membership, Tenant
 from composer.placement.audience import plan_for
 from composer.selectors.health import composition_device_status
 from composer.selectors.jobs import job_log
+from composer.selectors.quotas import quotas_of_tenant
 from composer.services.compositions import (
     COMPOSITION_TARGET,
     composition_decompose,
@@ -194,15 +195,25 @@ def composition_create(request: HttpRequest) -> HttpResponse:
                 return htmx_redirect(
                     request, reverse("composer:composition_detail", args=[composition.pk])
                 )
-        template = "composer/_composition_form.html" if is_htmx(request) else None
+        if is_htmx(request):  # the form alone: the quota panel beside it stays
+            return render(
+                request, "composer/_composition_form.html", _form_context(request, form), status=400
+            )
         return render(
-            request,
-            template or "composer/composition_form.html",
-            _form_context(request, form),
-            status=400,
+            request, "composer/composition_form.html", _page_context(request, form), status=400
         )
     blank = CompositionRequestForm(tenants=tenants, operator=operator) if tenants.exists() else None
-    return render(request, "composer/composition_form.html", _form_context(request, blank))
+    return render(request, "composer/composition_form.html", _page_context(request, blank))
+
+
+def _page_context(request: HttpRequest, form: CompositionRequestForm | None) -> dict[str, Any]:
+    """The whole page's context: the form's, and the quota panel of the tenant it shows
+    picked (the one sent, else the first offered: what the tenant field shows selected)."""
+    context = _form_context(request, form)
+    if form is not None:
+        tenant = form.shown_tenant()
+        context["quota_entry"] = quotas_of_tenant(request.user, tenant.pk) if tenant else None
+    return context
 
 
 @login_required

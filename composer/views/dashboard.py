@@ -9,17 +9,22 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from composer.models import Job
+from composer.selectors.quotas import quotas_by_fullness, quotas_of_member
 from fabric.models import FabricManager
 from fabric.permissions import is_operator
 from fabric.selectors import device_health_summary, fabric_summary, pool_capacities
 
 RECENT_JOBS = 6
+# Tenants in the operators' quota summary, the fullest first; the rest are a link away.
+QUOTA_SUMMARY_TENANTS = 6
 
 
 @login_required
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """Capacity, allocation and free space of every pool, device health, recent jobs; for
-    operators also components needing attention, links down and each manager's last sync."""
+    """Capacity, allocation and free space of every pool, device health, recent jobs; for a
+    tenant member its tenants' quotas with what each uses and has left; for operators also
+    components needing attention, links down, each manager's last sync and the tenants
+    closest to a quota's limit."""
     capacities = pool_capacities()
     totals: dict[str, dict[str, float]] = {}
     for cap in capacities:
@@ -37,4 +42,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if is_operator(request.user):
         context["fabric"] = fabric_summary()
         context["managers"] = FabricManager.objects.order_by("name")
+        summary = quotas_by_fullness()
+        context["tenant_quotas"] = summary[:QUOTA_SUMMARY_TENANTS]
+        context["tenant_quotas_more"] = max(len(summary) - QUOTA_SUMMARY_TENANTS, 0)
+    else:
+        context["member_quotas"] = quotas_of_member(request.user)
     return render(request, "composer/dashboard.html", context)

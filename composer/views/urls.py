@@ -18,6 +18,7 @@ from composer.views import (
     jobs,
     managers,
     pools,
+    quotas,
     reconcile,
     search,
 )
@@ -29,6 +30,7 @@ urlpatterns = [
     path("pools/<slug:slug>/", pools.pool_detail, name="pool_detail"),
     path("compositions/", compositions.composition_list, name="composition_list"),
     path("compositions/new/", compositions.composition_create, name="composition_create"),
+    path("compositions/quotas/", quotas.composition_quotas, name="composition_quotas"),
     path(
         "compositions/preview/",
         compositions.composition_preview_view,

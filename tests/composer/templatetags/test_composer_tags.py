@@ -113,3 +113,26 @@ def test_mark_match_marks_every_occurrence_and_escapes_the_rest(
     value: object, text: str, html: str
 ) -> None:
     assert tags.mark_match(value, text) == html
+
+
+@pytest.mark.parametrize(
+    ("kind", "measure", "value", "number", "unit", "amount"),
+    [
+        ("gpu", "count", 1.25, "1.25", "GPUs", "1.25 GPUs"),
+        ("gpu", "count", 1, "1", "GPUs", "1 GPU"),
+        ("gpu", "count", 0.125, "0.125", "GPUs", "0.125 GPUs"),
+        ("nvme", "count", 2, "2", "NVMe drives", "2 NVMe drives"),
+        ("nvme", "tb", 3.84, "3.84", "TB", "3.84 TB"),
+        ("cxl_memory", "gib", 2048, "2,048", "GiB", "2 TiB"),
+        ("banana", "count", 3, "3", "devices", "3 devices"),
+        ("gpu", "count", None, "—", "GPUs", "—"),
+    ],
+)
+def test_quota_figures_keep_thousandths_and_name_their_unit(
+    kind: str, measure: str, value: object, number: str, unit: str, amount: str
+) -> None:
+    """A GPU share is counted in thousandths: the figures never round it away."""
+    line = SimpleNamespace(kind=kind, measure=measure)
+    assert tags.quota_number(value) == number
+    assert tags.quota_unit(line) == unit
+    assert tags.quota_amount(value, line) == amount
