@@ -215,7 +215,13 @@ class DiscoveredFilterSet(django_filters.FilterSet):
 
 def _component_ordering(*extra: tuple[str, str]) -> django_filters.OrderingFilter:
     return django_filters.OrderingFilter(
-        fields=(("name", "name"), ("state", "state"), ("health", "health"), *extra)
+        fields=(
+            ("name", "name"),
+            ("model", "model"),
+            ("state", "state"),
+            ("health", "health"),
+            *extra,
+        )
     )
 
 
@@ -314,12 +320,19 @@ class PowerFeedFilterSet(DiscoveredFilterSet):
 
 
 class FabricManagerFilterSet(django_filters.FilterSet):
-    """Fabric managers by driver and whether they are enabled."""
+    """Fabric managers by driver and whether they are enabled; free text on the name."""
 
     driver = django_filters.CharFilter()
-    is_enabled = StrictBooleanFilter()
+    is_enabled = StrictBooleanFilter(label="Enabled")
+    q = django_filters.CharFilter(field_name="name", lookup_expr="icontains", max_length=100)
     ordering = django_filters.OrderingFilter(
-        fields=(("name", "name"), ("last_synced_at", "last_synced"))
+        fields=(
+            ("name", "name"),
+            ("driver", "driver"),
+            ("is_enabled", "enabled"),
+            ("poll_interval_s", "poll"),
+            ("last_synced_at", "last_synced"),
+        )
     )
 
     class Meta:

@@ -8,8 +8,6 @@ addresses. The exports
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -28,9 +26,9 @@ from composer.selectors.audit import (
 )
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
+from fabric.views.listing import EXPORTS, csv_lines, export_query, json_array
 
 TABLE_TARGET = "audit-table"
-EXPORTS = ("csv", "json")
 CSV_COLUMNS = (
     "at",
     "who",
@@ -83,20 +81,12 @@ def audit_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         "errors": errors,
         "operator": operator,
         "filtered": form.is_valid() and form.filters().any,
-        "export_query": _export_query(request),
+        "export_query": export_query(request),
     }
     template = "composer/_audit_table.html" if is_htmx_partial(request, TABLE_TARGET) else None
     response = render(request, template or "composer/audit_list.html", context, status=status)
     patch_vary_headers(response, ["HX-Request", "HX-Target"])
     return response
-
-
-def _export_query(request: HttpRequest) -> str:
-    """The current filters without the page number: an export carries every page."""
-    query = request.GET.copy()
-    for name in ("page", "export"):
-        query.pop(name, None)
-    return query.urlencode()
 
 
 def _changes_text(entry: AuditEntry) -> str:
@@ -120,29 +110,14 @@ def _csv_rows(entries: Iterator[AuditEntry]) -> Iterator[list[Any]]:
         ]
 
 
-class _Echo:
-    """A file-like object csv.writer writes one row into, returned as it is written."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def _json_chunks(entries: Iterator[AuditEntry]) -> Iterator[str]:
-    yield "["
-    for i, entry in enumerate(entries):
-        yield ("," if i else "") + json.dumps(entry.as_dict(), default=str)
-    yield "]"
-
-
 def _export(request: HttpRequest, filters: AuditFilters, export: str) -> StreamingHttpResponse:
     """Every entry the filters select (not only one page), streamed, read in batches."""
     entries = audit_stream(user=request.user, filters=filters)
     if export == "csv":
-        writer = csv.writer(_Echo())
-        body: Iterator[str] = (writer.writerow(row) for row in _csv_rows(entries))
+        body: Iterator[str] = csv_lines(_csv_rows(entries))
         content_type = "text/csv; charset=utf-8"
     else:
-        body = _json_chunks(entries)
+        body = json_array(entry.as_dict() for entry in entries)
         content_type = "application/json"
     response = StreamingHttpResponse(body, content_type=content_type)
     response["Content-Disposition"] = f'attachment; filename="audit.{export}"'

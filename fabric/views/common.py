@@ -12,14 +12,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 
 from fabric.models import FabricManager
 from fabric.paging import IdsFirst
 from fabric.permissions import is_operator
 from fabric.secrets import MASK, is_secret_key, mask_secrets
 
-ViewFunc = TypeVar("ViewFunc", bound=Callable[..., HttpResponse])
+ViewFunc = TypeVar("ViewFunc", bound=Callable[..., HttpResponse | StreamingHttpResponse])
 
 PAGE_SIZES = (25, 50, 100, 200)
 DEFAULT_PAGE_SIZE = 50
@@ -33,7 +33,9 @@ def operator_required(view: ViewFunc) -> ViewFunc:
     learn nothing, not even that the page exists)."""
 
     @wraps(view)
-    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapper(
+        request: HttpRequest, *args: Any, **kwargs: Any
+    ) -> HttpResponse | StreamingHttpResponse:
         if not is_operator(request.user):
             raise Http404("No such page.")
         return view(request, *args, **kwargs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from fabric.filters import (
@@ -28,8 +28,66 @@ from fabric.views.common import (
     paginate_or_raise,
 )
 from fabric.views.health import health_context
+from fabric.views.listing import (
+    Column,
+    attr,
+    export_query,
+    export_response,
+    headers,
+    list_errors,
+)
 
 MULTI_FILTERS = ("kind", "protocol", "tier", "health", "state")
+
+_NAME = Column("Name", "name", attr("name"), sort="name")
+_MODEL = Column("Vendor / model", "model", attr("model"), sort="model")
+_RACK = Column("Rack", "rack", attr("rack.name"), sort="rack")
+_STATE = Column("State", "state", attr("state"), sort="state")
+_HEALTH = Column("Health", "health", attr("health"), sort="health")
+_SERIAL = Column("Serial", "serial", attr("serial"))
+_VENDOR = Column("Vendor", "vendor", attr("vendor"))
+_MANAGER = Column("Manager", "manager", attr("manager.name"))
+HOST_COLUMNS = (
+    _NAME,
+    _MODEL,
+    Column("Cores", "cores", attr("cores"), sort="cores", numeric=True),
+    Column("Memory", "memory_gib", attr("memory_gib"), sort="memory", numeric=True),
+    _RACK,
+    Column("Bound devices", "bound_devices", attr("bound_count"), numeric=True),
+    _STATE,
+    _HEALTH,
+    _SERIAL,
+    _MANAGER,
+)
+ENCLOSURE_COLUMNS = (
+    _NAME,
+    Column("Kind", "kind", attr("kind"), sort="kind"),
+    _MODEL,
+    _RACK,
+    Column("Power feed", "power_feed", attr("power_feed.name")),
+    Column("Devices / slots", "devices", attr("device_count"), numeric=True),
+    _STATE,
+    _HEALTH,
+    _SERIAL,
+)
+SWITCH_COLUMNS = (
+    _NAME,
+    Column("Protocol", "protocol", attr("protocol")),
+    Column("Tier", "tier", attr("tier"), sort="tier"),
+    _MODEL,
+    Column("Firmware", "firmware", attr("firmware")),
+    _RACK,
+    Column("Ports", "ports", attr("port_count"), numeric=True),
+    _STATE,
+    _HEALTH,
+    _SERIAL,
+)
+# Exported besides the table's columns (the table shows vendor and model in one cell).
+EXTRA_EXPORTED = {
+    "hosts": (_VENDOR,),
+    "enclosures": (_VENDOR, Column("Slots", "slots", attr("slots")), _MANAGER),
+    "switches": (_VENDOR, _MANAGER),
+}
 
 
 def _filter_bar(filterset: DiscoveredFilterSet) -> dict[str, Any]:
@@ -72,20 +130,20 @@ def _component_list(
     queryset: QuerySet[Any],
     template: str,
     noun: str,
-) -> HttpResponse:
+    columns: tuple[Column, ...],
+) -> HttpResponse | StreamingHttpResponse:
     filterset = filterset_class(request.GET, queryset=queryset, request=request)
-    status = 200
-    errors: list[str] = []
+    errors = list_errors(filterset.form, request)
+    status = 400 if errors else 200
     page = None
-    if not filterset.is_valid():
-        status = 400
-        for name, messages in filterset.form.errors.items():
-            label = filterset.form.fields[name].label if name in filterset.form.fields else name
-            errors.extend(f"{label or name}: {message}" for message in messages)
-    else:
+    if status == 200:
         rows = filterset.qs
-        if not request.GET.get("ordering"):
-            rows = rows.order_by("name", "pk")
+        # By name unless asked otherwise; the id breaks ties so that pages never overlap.
+        rows = rows.order_by(*(rows.query.order_by or ("name",)), "pk")
+        export = request.GET.get("export")
+        if export:
+            exported = (*columns, *EXTRA_EXPORTED.get(noun, ()))
+            return export_response(rows, exported, export=export, filename=noun)
         try:
             page = paginate(rows, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
         except BadPage as exc:
@@ -96,7 +154,11 @@ def _component_list(
         "page": page,
         "errors": errors,
         "noun": noun,
-        "is_filtered": any(request.GET.get(name) for name in filterset.form.fields),
+        "headers": headers(columns, request.GET.get("ordering", ""), default="name"),
+        "export_query": export_query(request),
+        "is_filtered": any(
+            request.GET.get(name) for name in filterset.form.fields if name != "ordering"
+        ),
         **_filter_bar(filterset),
         "filtered_manager": filtered_manager(filterset),
     }
@@ -112,7 +174,7 @@ def _history(request: HttpRequest, target_type: str, target_id: int) -> Any:
 
 
 @operator_required
-def host_list(request: HttpRequest) -> HttpResponse:
+def host_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """Every host with its rack, size, health, state and how many devices are bound to it."""
     queryset = Host.objects.select_related("rack", "manager").annotate(
         bound_count=Count("bound_devices", distinct=True)
@@ -123,6 +185,7 @@ def host_list(request: HttpRequest) -> HttpResponse:
         queryset=queryset,
         template="fabric/host_list.html",
         noun="hosts",
+        columns=HOST_COLUMNS,
     )
 
 
@@ -141,7 +204,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @operator_required
-def enclosure_list(request: HttpRequest) -> HttpResponse:
+def enclosure_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """Every enclosure with its kind, rack, power feed, slots and devices."""
     queryset = Enclosure.objects.select_related("rack", "power_feed", "manager").annotate(
         device_count=Count("devices", distinct=True)
@@ -152,6 +215,7 @@ def enclosure_list(request: HttpRequest) -> HttpResponse:
         queryset=queryset,
         template="fabric/enclosure_list.html",
         noun="enclosures",
+        columns=ENCLOSURE_COLUMNS,
     )
 
 
@@ -175,7 +239,7 @@ def enclosure_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @operator_required
-def switch_list(request: HttpRequest) -> HttpResponse:
+def switch_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """Every switch with its protocol, tier, rack and port count."""
     queryset = Switch.objects.select_related("rack", "manager").annotate(
         port_count=Count("ports", distinct=True)
@@ -186,6 +250,7 @@ def switch_list(request: HttpRequest) -> HttpResponse:
         queryset=queryset,
         template="fabric/switch_list.html",
         noun="switches",
+        columns=SWITCH_COLUMNS,
     )
 
 

@@ -6,13 +6,12 @@ pool, enclosure, rack and bound host in the same query, whatever the page size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils.cache import patch_vary_headers
 
@@ -35,55 +34,37 @@ from fabric.views.common import (
     paginate_or_raise,
 )
 from fabric.views.health import health_context
+from fabric.views.listing import (
+    Column,
+    attr,
+    export_error,
+    export_query,
+    export_response,
+    headers,
+    visible,
+)
 
 TABLE_TARGET = "device-table"
 
 
-@dataclass(frozen=True)
-class Column:
-    """A column of the device table; `sort` is its `ordering` value, blank when unsortable."""
-
-    label: str
-    sort: str = ""
-    operator_only: bool = False
-    numeric: bool = False
-
-
 COLUMNS = (
-    Column("Name", "name"),
-    Column("Kind", "kind"),
-    Column("Model", "model"),
-    Column("Memory / capacity", "memory", numeric=True),
-    Column("Pool", "pool"),
-    Column("State", "state"),
-    Column("Health", "health"),
-    Column("Serial", operator_only=True),
-    Column("Enclosure", "enclosure", operator_only=True),
-    Column("Rack", operator_only=True),
-    Column("Bound host", operator_only=True),
+    Column("Name", "name", attr("name"), sort="name"),
+    Column("Kind", "kind", attr("kind"), sort="kind"),
+    Column("Model", "model", attr("model"), sort="model"),
+    Column("Memory / capacity", "memory_gib", attr("memory_gib"), sort="memory", numeric=True),
+    Column("Pool", "pool", attr("pool.name"), sort="pool"),
+    Column("State", "state", attr("state"), sort="state"),
+    Column("Health", "health", attr("health"), sort="health"),
+    Column("Serial", "serial", attr("serial"), operator_only=True),
+    Column("Enclosure", "enclosure", attr("enclosure.name"), sort="enclosure", operator_only=True),
+    Column("Rack", "rack", attr("enclosure.rack.name"), operator_only=True),
+    Column("Bound host", "bound_host", attr("bound_host.name"), operator_only=True),
 )
-
-
-@dataclass(frozen=True)
-class HeaderCell:
-    column: Column
-    direction: str  # "asc", "desc" or "" when the table is not sorted by this column
-    next_ordering: str
-
-
-def _headers(columns: list[Column], ordering: str) -> list[HeaderCell]:
-    # No ordering given: the table is in the model's default order, by name.
-    current = ordering.split(",")[0].strip() or "name"
-    cells = []
-    for column in columns:
-        direction = ""
-        if column.sort and current == column.sort:
-            direction = "asc"
-        elif column.sort and current == f"-{column.sort}":
-            direction = "desc"
-        next_ordering = f"-{column.sort}" if direction == "asc" else column.sort
-        cells.append(HeaderCell(column=column, direction=direction, next_ordering=next_ordering))
-    return cells
+# Exported besides the table's columns: the storage size and the slot.
+EXTRA_EXPORTED = (
+    Column("Capacity (GB)", "capacity_gb", attr("capacity_gb")),
+    Column("Slot", "slot", attr("slot"), operator_only=True),
+)
 
 
 def _style_form(filterset: DeviceFilterSet) -> None:
@@ -162,7 +143,7 @@ def _device_queryset(*, operator: bool) -> QuerySet[Device]:
 
 
 @login_required
-def device_list(request: HttpRequest) -> HttpResponse:
+def device_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """The device table: filters, sorting and pagination from the query string."""
     operator = is_operator(request.user)
     filterset = DeviceFilterSet(
@@ -183,23 +164,33 @@ def device_list(request: HttpRequest) -> HttpResponse:
         for name, messages in filterset.form.errors.items():
             label = filterset.form.fields[name].label if name in filterset.form.fields else name
             errors.extend(f"{label or name}: {message}" for message in messages)
+    bad_export = export_error(request)
+    if bad_export:
+        status = 400
+        errors.append(bad_export)
+    columns = visible(COLUMNS, operator=operator)
     if status == 200:
         queryset = filterset.qs
         # A stable order: pagination must not repeat or skip rows that tie on the sort key.
         queryset = queryset.order_by(*(queryset.query.order_by or Device._meta.ordering), "pk")
+        export = request.GET.get("export")
+        if export:
+            exported = [*columns, *visible(EXTRA_EXPORTED, operator=operator)]
+            return export_response(queryset, exported, export=export, filename="devices")
         try:
             page = paginate(queryset, page=request.GET.get("page"), per_page=per_page)
         except BadPage as exc:
             status = exc.status
             errors.append(exc.message)
 
-    columns = [c for c in COLUMNS if operator or not c.operator_only]
     is_filtered = any(request.GET.get(name) for name in filterset.form.fields if name != "ordering")
     context: dict[str, Any] = {
         "filter": filterset,
         "page": page,
         "errors": errors,
-        "headers": _headers(columns, request.GET.get("ordering", "")),
+        # No ordering given: the table is in the model's default order, by name.
+        "headers": headers(columns, request.GET.get("ordering", ""), default="name"),
+        "export_query": export_query(request),
         "column_count": len(columns),
         "ordering": request.GET.get("ordering", ""),
         "per_page": per_page,

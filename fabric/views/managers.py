@@ -3,11 +3,13 @@ what it reports. Their settings are shown with secret-looking values masked."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from fabric.choices import DeviceState
+from fabric.filters import FabricManagerFilterSet
 from fabric.models import Device, FabricManager
+from fabric.secrets import mask_endpoint
 from fabric.selectors import ManagerCounts, change_history, manager_inventory_counts
 from fabric.views.common import (
     HISTORY_PAGE_SIZE,
@@ -15,15 +17,62 @@ from fabric.views.common import (
     operator_required,
     paginate_or_raise,
 )
+from fabric.views.listing import (
+    Column,
+    attr,
+    export_query,
+    export_response,
+    headers,
+    list_errors,
+)
+
+MANAGER_COLUMNS = (
+    Column("Name", "name", attr("name"), sort="name"),
+    Column("Driver", "driver", attr("driver"), sort="driver"),
+    Column("Endpoint", "endpoint", lambda m: mask_endpoint(m.endpoint) if m.endpoint else ""),
+    Column("Enabled", "enabled", attr("is_enabled"), sort="enabled"),
+    Column("Poll", "poll_interval_s", attr("poll_interval_s"), sort="poll", numeric=True),
+    Column("Last sync", "last_synced_at", attr("last_synced_at"), sort="last_synced"),
+    Column("Last error", "last_sync_error", attr("last_sync_error")),
+    Column("Switches", "switches", attr("counts.switches"), numeric=True),
+    Column("Hosts", "hosts", attr("counts.hosts"), numeric=True),
+    Column("Enclosures", "enclosures", attr("counts.enclosures"), numeric=True),
+    Column("Devices", "devices", attr("counts.devices"), numeric=True),
+    Column("Links", "links", attr("counts.links"), numeric=True),
+)
 
 
 @operator_required
-def manager_list(request: HttpRequest) -> HttpResponse:
-    """Every fabric manager with its driver, endpoint, last sync and inventory counts."""
-    managers = list(FabricManager.objects.order_by("name"))
-    counts = manager_inventory_counts(manager_ids=[m.pk for m in managers])
-    rows = [(m, counts.get(m.pk, ManagerCounts())) for m in managers]
-    return render(request, "fabric/manager_list.html", {"rows": rows})
+def manager_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """Every fabric manager with its driver, endpoint (passwords masked), last sync and
+    inventory counts; filtered, sorted and exported like every list."""
+    filterset = FabricManagerFilterSet(
+        request.GET, queryset=FabricManager.objects.all(), request=request
+    )
+    errors = list_errors(filterset.form, request)
+    managers: list[FabricManager] = []
+    if not errors:
+        rows = filterset.qs
+        managers = list(rows.order_by(*(rows.query.order_by or ("name",)), "pk"))
+        # A handful of managers: their counts in one query, whatever the page or export.
+        counts = manager_inventory_counts(manager_ids=[m.pk for m in managers])
+        for manager in managers:
+            manager.counts = counts.get(manager.pk, ManagerCounts())  # type: ignore[attr-defined]
+        export = request.GET.get("export")
+        if export:
+            return export_response(managers, MANAGER_COLUMNS, export=export, filename="managers")
+    context = {
+        "managers": managers,
+        "filter": filterset,
+        "errors": errors,
+        "headers": headers(MANAGER_COLUMNS, request.GET.get("ordering", ""), default="name"),
+        "export_query": export_query(request),
+        "is_filtered": any(
+            request.GET.get(name) for name in filterset.form.fields if name != "ordering"
+        ),
+        "any_manager": FabricManager.objects.exists(),
+    }
+    return render(request, "fabric/manager_list.html", context, status=400 if errors else 200)
 
 
 @operator_required

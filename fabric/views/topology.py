@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 
@@ -21,6 +21,14 @@ from fabric.forms import BadIds, parse_domain_ids
 from fabric.models import FabricManager, FailureDomain, Rack
 from fabric.selectors import failure_domain_impact
 from fabric.views.common import BadPage, operator_required, paginate
+from fabric.views.listing import (
+    Column,
+    attr,
+    export_query,
+    export_response,
+    headers,
+    list_errors,
+)
 
 DOMAIN_PAGE_SIZE = 100
 
@@ -89,23 +97,47 @@ def topology(request: HttpRequest) -> HttpResponse:
     return render(request, "fabric/topology.html", context, status=400 if errors else 200)
 
 
+DOMAIN_COLUMNS = (
+    Column("Name", "name", attr("name"), sort="name"),
+    Column("Kind", "kind", attr("kind"), sort="kind"),
+    Column("Key", "key", attr("key")),
+    Column("Fabric manager", "manager", attr("manager.name")),
+    Column("Devices lost", "devices_lost", attr("device_count"), sort="devices", numeric=True),
+    Column("Hosts lost", "hosts_lost", attr("host_count"), sort="hosts", numeric=True),
+    Column(
+        "Devices degraded",
+        "devices_degraded",
+        attr("devices_degraded_count"),
+        sort="devices_degraded",
+        numeric=True,
+    ),
+    Column(
+        "Hosts degraded",
+        "hosts_degraded",
+        attr("hosts_degraded_count"),
+        sort="hosts_degraded",
+        numeric=True,
+    ),
+)
+
+
 @operator_required
-def failure_domain_list(request: HttpRequest) -> HttpResponse:
+def failure_domain_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """Every failure domain with how many devices and hosts it holds; tick some and ask
     what happens if they fail together."""
     queryset = FailureDomain.objects.select_related("manager").order_by("kind", "name", "pk")
     filterset = FailureDomainFilterSet(request.GET, queryset=queryset, request=request)
-    errors: list[str] = []
-    status = 200
+    errors = list_errors(filterset.form, request)
+    status = 400 if errors else 200
     page = None
-    if not filterset.is_valid():
-        status = 400
-        for name, messages in filterset.form.errors.items():
-            label = filterset.form.fields[name].label if name in filterset.form.fields else name
-            errors.extend(f"{label or name}: {message}" for message in messages)
-    else:
+    if status == 200:
+        rows = filterset.qs
+        rows = rows.order_by(*(rows.query.order_by or ("kind", "name")), "pk")
+        export = request.GET.get("export")
+        if export:
+            return export_response(rows, DOMAIN_COLUMNS, export=export, filename="failure-domains")
         try:
-            page = paginate(filterset.qs, page=request.GET.get("page"), per_page=DOMAIN_PAGE_SIZE)
+            page = paginate(rows, page=request.GET.get("page"), per_page=DOMAIN_PAGE_SIZE)
         except BadPage as exc:
             status = exc.status
             errors.append(exc.message)
@@ -116,6 +148,8 @@ def failure_domain_list(request: HttpRequest) -> HttpResponse:
         "kind": request.GET.get("kind", ""),
         "q": request.GET.get("q", ""),
         "is_filtered": bool(request.GET.get("kind") or request.GET.get("q")),
+        "headers": headers(DOMAIN_COLUMNS, request.GET.get("ordering", ""), default="kind"),
+        "export_query": export_query(request),
     }
     return render(request, "fabric/failure_domain_list.html", context, status=status)
 

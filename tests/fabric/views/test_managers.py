@@ -52,8 +52,8 @@ def test_operators_see_the_managers_with_counts(
     body = response.content.decode()
     assert "fm-small" in body and "https://fm.dc1.example:8443" in body
     assert "Timeout talking to the fabric manager" in body
-    (row,) = [r for r in response.context["rows"] if r[0].pk == manager.pk]
-    counts = row[1]
+    (row,) = [m for m in response.context["managers"] if m.pk == manager.pk]
+    counts = row.counts
     assert (counts.switches, counts.hosts, counts.enclosures, counts.devices, counts.links) == (
         2,
         2,
