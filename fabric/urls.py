@@ -16,6 +16,7 @@ urlpatterns = [
         {"kind": "device"},
         name="device_maintenance",
     ),
+    path("maintenance/", views.bulk_maintenance, name="bulk_maintenance"),
     path("hosts/", views.host_list, name="host_list"),
     path("hosts/<int:pk>/", views.host_detail, name="host_detail"),
     path("enclosures/", views.enclosure_list, name="enclosure_list"),

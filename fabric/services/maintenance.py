@@ -16,6 +16,8 @@ imports the composer).
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,7 @@ from fabric.health.blast import BlastRadius
 from fabric.holders import Holder, device_holders, held_states
 from fabric.models import Device, Enclosure, Switch
 from fabric.services.history import change_record, target_type_of
+from fabric.topology.radius import domain_impact
 from fabric.topology.report import impact_report
 from fabric.validators import check_text_fields
 
@@ -39,12 +42,15 @@ __all__ = [
     "MaintenanceTarget",
     "device_maintenance_state",
     "maintenance_dependents",
+    "maintenance_dependents_all",
     "maintenance_set",
+    "maintenance_set_all",
 ]
 
 MaintenanceTarget = Device | Switch | Enclosure
 HOLDER_LIMIT = 25  # held devices whose holders are looked up (one query each)
 REASON_MAX = 200
+BULK_MAX = 200  # elements in one bulk change: the confirmation lists every one
 
 
 def device_maintenance_state(device: Device, *, on: bool) -> str:
@@ -192,14 +198,45 @@ class Dependents:
 
 
 def maintenance_dependents(*, target: MaintenanceTarget, user: Any) -> Dependents:
-    """What depends on `target` (see Dependents): the fabric graph once, one query for the
-    held devices, and one per held device shown (at most HOLDER_LIMIT)."""
-    found = BlastRadius(target.manager).impact(target_type_of(target), target.pk)
-    if found is None:
+    """What depends on `target` (see Dependents): `maintenance_dependents_all` of one."""
+    return maintenance_dependents_all(targets=[target], user=user)
+
+
+def maintenance_dependents_all(*, targets: Sequence[MaintenanceTarget], user: Any) -> Dependents:
+    """What depends on `targets` out of service together (see Dependents).
+
+    Together, not one by one: a device that two redundant switches reach is lost only when
+    both are out, which a list of each one's dependents would miss. One graph per fabric
+    manager among the targets, one query for the held devices, and one per held device
+    shown (at most HOLDER_LIMIT).
+    """
+    by_manager: dict[int, list[MaintenanceTarget]] = defaultdict(list)
+    for target in targets:
+        by_manager[target.manager_id].append(target)
+    devices: list[dict[str, Any]] = []
+    hosts: list[dict[str, Any]] = []
+    degraded = 0
+    compositions: list[Any] = []
+    tenants: list[Any] = []
+    for group in by_manager.values():
+        radius = BlastRadius(group[0].manager)
+        specs = [
+            spec
+            for target in group
+            if (spec := radius.spec(target_type_of(target), target.pk)) is not None
+        ]
+        if not specs:
+            continue
+        graph, impact = domain_impact(radius.graph, specs)
+        report = impact_report(graph, impact, domains=[])
+        devices += report["devices"]
+        hosts += report["hosts"]
+        degraded += len(report["devices_degraded"])
+        compositions += [c for c in report.get("compositions", []) if c not in compositions]
+        tenants += [t for t in report.get("tenants", []) if t not in tenants]
+    if not devices and not hosts and not degraded:
         return Dependents()
-    graph, impact = found
-    report = impact_report(graph, impact, domains=[])
-    device_ids = [row["id"] for row in report["devices"]]
+    device_ids = [row["id"] for row in devices]
     held = Device.objects.filter(
         pk__in=device_ids, state__in=[DeviceState.RESERVED, DeviceState.BOUND]
     ) | Device.objects.filter(pk__in=device_ids, bound_host__isnull=False)
@@ -207,11 +244,53 @@ def maintenance_dependents(*, target: MaintenanceTarget, user: Any) -> Dependent
     held_count = held.count()
     holders = [(device, device_holders(device=device, user=user)) for device in held[:HOLDER_LIMIT]]
     return Dependents(
-        devices=report["devices"],
-        hosts=report["hosts"],
-        devices_degraded=len(report["devices_degraded"]),
-        compositions=list(report.get("compositions", [])),
-        tenants=list(report.get("tenants", [])),
+        devices=devices,
+        hosts=hosts,
+        devices_degraded=degraded,
+        compositions=compositions,
+        tenants=tenants,
         holders=holders,
         held_count=held_count,
     )
+
+
+def maintenance_set_all(
+    *,
+    targets: Sequence[MaintenanceTarget],
+    on: bool,
+    actor: Any = None,
+    reason: str = "",
+    remote_addr: str | None = None,
+    source: str = "console",
+) -> list[MaintenanceTarget]:
+    """`maintenance_set` on each of `targets`, all of them or none: one refusal (a device a
+    compose job is binding, a reason too long) rolls the others back and is raised naming
+    the element (`ValidationError` on "targets"). Returns the targets that changed; each
+    change is audited as one of its own."""
+    if not targets:
+        raise ValidationError({"targets": "Choose at least one element."})
+    if len(targets) > BULK_MAX:
+        raise ValidationError(
+            {"targets": f"At most {BULK_MAX} elements at once; got {len(targets)}."}
+        )
+    changed = []
+    with transaction.atomic():
+        for target in targets:
+            try:
+                if maintenance_set(
+                    target=target,
+                    on=on,
+                    actor=actor,
+                    reason=reason,
+                    remote_addr=remote_addr,
+                    source=source,
+                ):
+                    changed.append(target)
+            except ValidationError as exc:
+                if "reason" in getattr(exc, "error_dict", {}):
+                    raise  # the same for every element, named as it is
+                # The element's own refusal, which names it ("Device gpu-3 is reserved…").
+                raise ValidationError(
+                    {"targets": f"{' '.join(exc.messages)} Nothing changed."}
+                ) from exc
+    return changed

@@ -3,6 +3,7 @@ managers, the topology and failure domains for operators only."""
 
 from __future__ import annotations
 
+from fabric.views.bulk import bulk_maintenance
 from fabric.views.components import (
     enclosure_detail,
     enclosure_list,
@@ -25,6 +26,7 @@ from fabric.views.managers import manager_detail, manager_list
 from fabric.views.topology import failure_domain_list, failure_domain_what_if, topology
 
 __all__ = [
+    "bulk_maintenance",
     "device_detail",
     "device_list",
     "enclosure_detail",

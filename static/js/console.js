@@ -46,3 +46,37 @@ document.addEventListener("keydown", (event) => {
   box.focus();
   box.select();
 });
+
+// Bulk actions (form[data-bulk-form], fabric/_bulk_toolbar.html): the header box ticks every
+// row on the page; the buttons wake up once a row is ticked, and the toolbar counts them.
+function composerBulkRefresh(form) {
+  const rows = Array.from(form.querySelectorAll("input[data-bulk-row]"));
+  const ticked = rows.filter((box) => box.checked).length;
+  for (const button of form.querySelectorAll("[data-bulk-action]")) {
+    button.disabled = ticked === 0;
+  }
+  const all = form.querySelector("input[data-bulk-all]");
+  if (all) {
+    all.checked = ticked > 0 && ticked === rows.length;
+    all.indeterminate = ticked > 0 && ticked < rows.length;
+  }
+  const count = form.querySelector("[data-bulk-count]");
+  if (count) {
+    count.textContent = ticked
+      ? `${ticked} ticked`
+      : "Tick rows to act on several at once.";
+  }
+}
+document.addEventListener("change", (event) => {
+  const box = event.target;
+  const form = box instanceof HTMLInputElement ? box.closest("form[data-bulk-form]") : null;
+  if (!form) {
+    return;
+  }
+  if (box.matches("[data-bulk-all]")) {
+    for (const row of form.querySelectorAll("input[data-bulk-row]")) {
+      row.checked = box.checked;
+    }
+  }
+  composerBulkRefresh(form);
+});
