@@ -12,6 +12,7 @@ from django.urls import include, path
 from composer.views import (
     alerts,
     audit,
+    bulk,
     compositions,
     dashboard,
     holds,
@@ -30,6 +31,11 @@ urlpatterns = [
     path("pools/<slug:slug>/", pools.pool_detail, name="pool_detail"),
     path("compositions/", compositions.composition_list, name="composition_list"),
     path("compositions/new/", compositions.composition_create, name="composition_create"),
+    path(
+        "compositions/decompose/",
+        bulk.compositions_decompose_bulk,
+        name="compositions_decompose_bulk",
+    ),
     path("compositions/quotas/", quotas.composition_quotas, name="composition_quotas"),
     path(
         "compositions/preview/",
@@ -60,6 +66,7 @@ urlpatterns = [
     ),
     path("alerts/", alerts.alert_list, name="alert_list"),
     path("alerts/count/", alerts.alert_count, name="alert_count"),
+    path("alerts/acknowledge/", bulk.alerts_acknowledge_bulk, name="alerts_acknowledge_bulk"),
     path(
         "alerts/<int:pk>/acknowledge/",
         alerts.alert_acknowledge_view,

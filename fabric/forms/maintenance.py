@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.utils.http import url_has_allowed_host_and_scheme
 
+from fabric.forms.bulk import BulkForm
 from fabric.models import Device, Enclosure, Switch
 from fabric.services.maintenance import BULK_MAX, REASON_MAX, MaintenanceTarget
 
@@ -22,47 +22,23 @@ BULK_KINDS: dict[str, tuple[type[Device | Switch | Enclosure], str, str]] = {
 }
 
 
-class BulkMaintenanceForm(forms.Form):
+class BulkMaintenanceForm(BulkForm):
     """`kind`, `ids` (several), `on` (1: into maintenance, 0: back in service), `reason`,
-    and `next`, the list to go back to (a path on this site only)."""
+    and `next` (`BulkForm`)."""
+
+    limit = BULK_MAX
 
     kind = forms.ChoiceField(choices=[(k, v[2].capitalize()) for k, v in BULK_KINDS.items()])
-    ids = forms.CharField(required=False, label="Elements")
     on = forms.TypedChoiceField(
         choices=[("1", "Into maintenance"), ("0", "Back in service")],
         coerce=lambda value: value == "1",
         label="Maintenance",
     )
     reason = forms.CharField(required=False, max_length=REASON_MAX, label="Reason")
-    next = forms.CharField(required=False, max_length=2000)
 
     def __init__(self, data: Any, *, host: str, secure: bool) -> None:
-        super().__init__(data)
-        self._host = host
-        self._secure = secure
+        super().__init__(data, host=host, secure=secure)
         self.targets: list[MaintenanceTarget] = []
-
-    def clean_ids(self) -> list[int]:
-        raw = self.data.getlist("ids") if hasattr(self.data, "getlist") else self.data.get("ids")
-        values = [v for part in (raw or []) for v in str(part).split(",") if v.strip()]
-        ids: list[int] = []
-        for value in values:
-            if not value.strip().isdigit() or len(value.strip()) > 18:
-                raise forms.ValidationError(f"“{value.strip()[:20]}” is not an element id.")
-            if int(value) not in ids:
-                ids.append(int(value))
-        if not ids:
-            raise forms.ValidationError("Tick at least one element.")
-        if len(ids) > BULK_MAX:
-            raise forms.ValidationError(f"At most {BULK_MAX} at once; got {len(ids)}.")
-        return ids
-
-    def clean_next(self) -> str:
-        target = self.cleaned_data.get("next") or ""
-        safe = url_has_allowed_host_and_scheme(
-            target, allowed_hosts={self._host}, require_https=self._secure
-        )
-        return target if target and safe and target.startswith("/") else ""
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -77,13 +53,3 @@ class BulkMaintenanceForm(forms.Form):
             else:
                 self.targets = [found[pk] for pk in ids]
         return data
-
-    def error_list(self) -> list[str]:
-        """The errors as lines naming their field in the operator's words."""
-        return [
-            f"{self[name].label if name in self.fields else name}: {message}"
-            if name != "__all__"
-            else str(message)
-            for name, messages in self.errors.items()
-            for message in messages
-        ]

@@ -104,14 +104,14 @@ def test_a_refusal_changes_nothing_and_says_which(
 @pytest.mark.parametrize(
     ("params", "words"),
     [
-        ({"kind": "device", "on": "1"}, "Elements: Tick at least one element."),
-        ({"kind": "device", "ids": "abc", "on": "1"}, "Elements: “abc” is not an element id."),
+        ({"kind": "device", "on": "1"}, "Elements: Choose at least one element."),
+        ({"kind": "device", "ids": "abc", "on": "1"}, "Elements: Not element ids: abc."),
         ({"kind": "device", "ids": "999999", "on": "1"}, "Elements: No device with id 999999."),
         ({"kind": "host", "ids": "1", "on": "1"}, "Kind: Select a valid choice."),
         ({"kind": "device", "ids": "1", "on": "maybe"}, "Maintenance: Select a valid choice."),
         (
             {"kind": "device", "ids": ",".join(str(i) for i in range(1, BULK_MAX + 2)), "on": "1"},
-            f"Elements: At most {BULK_MAX} at once",
+            f"Elements: At most {BULK_MAX} elements at once",
         ),
     ],
 )
