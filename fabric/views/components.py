@@ -3,112 +3,16 @@ devices and change history. Tenant members get 404."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from fabric.filters import (
-    DiscoveredFilterSet,
-    EnclosureFilterSet,
-    HostFilterSet,
-    SwitchFilterSet,
-)
+from fabric.filters import EnclosureFilterSet, HostFilterSet, SwitchFilterSet
 from fabric.models import Enclosure, Host, Port, Switch
-from fabric.selectors import change_history, port_links
-from fabric.views.common import (
-    DEFAULT_PAGE_SIZE,
-    HISTORY_PAGE_SIZE,
-    BadPage,
-    display_settings,
-    filtered_manager,
-    operator_required,
-    paginate,
-    paginate_or_raise,
-)
+from fabric.selectors import port_links
+from fabric.views.common import display_settings, operator_required
 from fabric.views.health import health_context
-
-MULTI_FILTERS = ("kind", "protocol", "tier", "health", "state")
-
-
-def _filter_bar(filterset: DiscoveredFilterSet) -> dict[str, Any]:
-    """The filter form's fields laid out for `fabric/_component_filters.html`."""
-    form = filterset.form
-    form.fields["q"].widget.attrs.update(
-        {
-            "class": "form-control form-control-sm",
-            "placeholder": "Name, model, vendor, serial",
-            "type": "search",
-            "autocomplete": "off",
-        }
-    )
-    form.fields["rack"].empty_label = "Any rack"
-    form.fields["rack"].widget.attrs.update({"class": "form-select form-select-sm"})
-    multi = []
-    for name in MULTI_FILTERS:
-        if name not in form.fields:
-            continue
-        bound = form[name]
-        selected = [str(v) for v in (bound.value() or [])]
-        choices = [(value, label, value in selected) for value, label in bound.field.choices]
-        summary = ", ".join(label for _, label, checked in choices if checked)
-        multi.append(
-            {
-                "name": name,
-                "label": bound.label,
-                "choices": choices,
-                "summary": summary or "Any",
-                "errors": bound.errors,
-            }
-        )
-    return {"multi_filters": multi}
-
-
-def _component_list(
-    request: HttpRequest,
-    *,
-    filterset_class: type[DiscoveredFilterSet],
-    queryset: QuerySet[Any],
-    template: str,
-    noun: str,
-) -> HttpResponse:
-    filterset = filterset_class(request.GET, queryset=queryset, request=request)
-    status = 200
-    errors: list[str] = []
-    page = None
-    if not filterset.is_valid():
-        status = 400
-        for name, messages in filterset.form.errors.items():
-            label = filterset.form.fields[name].label if name in filterset.form.fields else name
-            errors.extend(f"{label or name}: {message}" for message in messages)
-    else:
-        rows = filterset.qs
-        if not request.GET.get("ordering"):
-            rows = rows.order_by("name", "pk")
-        try:
-            page = paginate(rows, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
-        except BadPage as exc:
-            status = exc.status
-            errors.append(exc.message)
-    context = {
-        "filter": filterset,
-        "page": page,
-        "errors": errors,
-        "noun": noun,
-        "is_filtered": any(request.GET.get(name) for name in filterset.form.fields),
-        **_filter_bar(filterset),
-        "filtered_manager": filtered_manager(filterset),
-    }
-    return render(request, template, context, status=status)
-
-
-def _history(request: HttpRequest, target_type: str, target_id: int) -> Any:
-    return paginate_or_raise(
-        change_history(target_type=target_type, target_id=target_id),
-        page=request.GET.get("history_page"),
-        per_page=HISTORY_PAGE_SIZE,
-    )
+from fabric.views.lists import filtered_list, history_page
 
 
 @operator_required
@@ -117,7 +21,7 @@ def host_list(request: HttpRequest) -> HttpResponse:
     queryset = Host.objects.select_related("rack", "manager").annotate(
         bound_count=Count("bound_devices", distinct=True)
     )
-    return _component_list(
+    return filtered_list(
         request,
         filterset_class=HostFilterSet,
         queryset=queryset,
@@ -135,7 +39,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "ports": port_links(ports=Port.objects.filter(host=host)),
         "devices": host.bound_devices.select_related("pool", "enclosure").order_by("name", "pk"),
         "attributes": display_settings(host.attributes),
-        "history": _history(request, "host", host.pk),
+        "history": history_page(request, "host", host.pk),
     }
     return render(request, "fabric/host_detail.html", context)
 
@@ -146,7 +50,7 @@ def enclosure_list(request: HttpRequest) -> HttpResponse:
     queryset = Enclosure.objects.select_related("rack", "power_feed", "manager").annotate(
         device_count=Count("devices", distinct=True)
     )
-    return _component_list(
+    return filtered_list(
         request,
         filterset_class=EnclosureFilterSet,
         queryset=queryset,
@@ -169,7 +73,7 @@ def enclosure_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "bound_count": sum(1 for d in devices if d.bound_host_id),
         **health_context("enclosure", enclosure.pk),
         "attributes": display_settings(enclosure.attributes),
-        "history": _history(request, "enclosure", enclosure.pk),
+        "history": history_page(request, "enclosure", enclosure.pk),
     }
     return render(request, "fabric/enclosure_detail.html", context)
 
@@ -180,7 +84,7 @@ def switch_list(request: HttpRequest) -> HttpResponse:
     queryset = Switch.objects.select_related("rack", "manager").annotate(
         port_count=Count("ports", distinct=True)
     )
-    return _component_list(
+    return filtered_list(
         request,
         filterset_class=SwitchFilterSet,
         queryset=queryset,
@@ -206,6 +110,6 @@ def switch_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "link_states": sorted(link_states.items()),
         **health_context("switch", switch.pk),
         "attributes": display_settings(switch.attributes),
-        "history": _history(request, "switch", switch.pk),
+        "history": history_page(request, "switch", switch.pk),
     }
     return render(request, "fabric/switch_detail.html", context)
