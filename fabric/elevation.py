@@ -20,7 +20,20 @@ from django.urls import reverse
 from fabric.choices import ComponentState, Health
 from fabric.models import Enclosure, Host, Rack, Switch
 
-__all__ = ["Cell", "Elevation", "Occupant", "Unplaced", "elevation", "rack_occupants"]
+__all__ = [
+    "MAX_DRAWN_UNITS",
+    "Cell",
+    "Elevation",
+    "Occupant",
+    "Unplaced",
+    "elevation",
+    "rack_occupants",
+]
+
+# The tallest drawing: racks stop near 60U; a manager that reports thousands of units (a
+# height in the wrong unit) must not make a page of thousands of rows. Boxes above it are
+# listed as past the top.
+MAX_DRAWN_UNITS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +117,9 @@ def elevation(height: int, occupants: Iterable[Occupant]) -> Elevation:
 
     Boxes are drawn lowest unit first, then by name, so that the same data always gives the
     same drawing; a box that overlaps one already drawn is listed as unplaced with the name
-    of the one in its way.
+    of the one in its way. At most `MAX_DRAWN_UNITS` are drawn.
     """
-    height = max(1, height)
+    height = min(max(1, height), MAX_DRAWN_UNITS)
     result = Elevation(height=height)
     taken: dict[int, Occupant] = {}
     drawn: list[Occupant] = []

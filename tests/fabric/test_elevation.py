@@ -3,7 +3,7 @@ spans its units; what cannot be drawn is listed with the reason."""
 
 from __future__ import annotations
 
-from fabric.elevation import Occupant, elevation
+from fabric.elevation import MAX_DRAWN_UNITS, Occupant, elevation
 
 
 def _box(name: str, unit: int | None, height: int = 1, **kw: str) -> Occupant:
@@ -50,3 +50,9 @@ def test_what_cannot_be_drawn_is_listed_with_the_reason() -> None:
     }
     assert [o.name for o in drawing.drawn] == ["host-a"]
     assert sum(c.span for c in drawing.cells) == 8
+
+
+def test_a_rack_said_to_be_thousands_of_units_tall_is_drawn_at_most_100() -> None:
+    drawing = elevation(4000, [_box("host-a", 1), _box("host-z", 3999)])
+    assert drawing.height == MAX_DRAWN_UNITS and len(drawing.cells) == MAX_DRAWN_UNITS
+    assert [u.occupant.name for u in drawing.unplaced] == ["host-z"]
