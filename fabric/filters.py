@@ -269,23 +269,38 @@ class SwitchFilterSet(DiscoveredFilterSet):
         fields: list[str] = []
 
 
+# What a link's two ends belong to: `q` searches their names, `rack` their racks.
+_LINK_OWNERS = tuple(
+    f"{end}__{owner}" for end in ("a_port", "b_port") for owner in ("switch", "host", "enclosure")
+)
+
+
 class LinkFilterSet(DiscoveredFilterSet):
-    """Links by state, health, manager, presence, and the switch at either end."""
+    """Links by state, health, manager, presence, the switch or the rack at either end; free
+    text on the names of what either end belongs to, and of their ports."""
 
     state = django_filters.MultipleChoiceFilter(choices=LinkState.choices, distinct=False)
     is_present = StrictBooleanFilter()
     switch = django_filters.ModelChoiceFilter(
         queryset=Switch.objects.all(), method="filter_switch", label="Switch (either end)"
     )
+    rack = django_filters.ModelChoiceFilter(
+        queryset=Rack.objects.all(), method="filter_rack", label="Rack (either end)"
+    )
     ordering = django_filters.OrderingFilter(
         fields=(
             ("id", "id"),
             ("state", "state"),
+            ("health", "health"),
             ("latency_ns", "latency"),
             ("bandwidth_gbps", "bandwidth"),
         )
     )
-    text_fields = ()
+    text_fields = (
+        *(f"{owner}__name" for owner in _LINK_OWNERS),
+        "a_port__name",
+        "b_port__name",
+    )
 
     class Meta:
         model = Link
@@ -294,11 +309,19 @@ class LinkFilterSet(DiscoveredFilterSet):
     def filter_switch(self, queryset: QuerySet[Link], name: str, value: Switch) -> QuerySet[Link]:
         return queryset.filter(Q(a_port__switch=value) | Q(b_port__switch=value))
 
+    def filter_rack(self, queryset: QuerySet[Link], name: str, value: Rack) -> QuerySet[Link]:
+        match = Q()
+        for owner in _LINK_OWNERS:
+            match |= Q(**{f"{owner}__rack": value})
+        return queryset.filter(match)
+
 
 class RackFilterSet(DiscoveredFilterSet):
     """Racks by health and manager; free text on name and location."""
 
-    ordering = django_filters.OrderingFilter(fields=(("name", "name"), ("health", "health")))
+    ordering = django_filters.OrderingFilter(
+        fields=(("name", "name"), ("location", "location"), ("health", "health"))
+    )
     text_fields = ("name", "location")
 
     class Meta:
@@ -311,7 +334,12 @@ class PowerFeedFilterSet(DiscoveredFilterSet):
 
     rack = django_filters.ModelChoiceFilter(queryset=Rack.objects.all())
     ordering = django_filters.OrderingFilter(
-        fields=(("name", "name"), ("health", "health"), ("rack__name", "rack"))
+        fields=(
+            ("name", "name"),
+            ("health", "health"),
+            ("rack__name", "rack"),
+            ("capacity_kw", "capacity"),
+        )
     )
 
     class Meta:

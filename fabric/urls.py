@@ -35,6 +35,12 @@ urlpatterns = [
         {"kind": "switch"},
         name="switch_maintenance",
     ),
+    path("racks/", views.rack_list, name="rack_list"),
+    path("racks/<int:pk>/", views.rack_detail, name="rack_detail"),
+    path("power-feeds/", views.power_feed_list, name="power_feed_list"),
+    path("power-feeds/<int:pk>/", views.power_feed_detail, name="power_feed_detail"),
+    path("links/", views.link_list, name="link_list"),
+    path("links/<int:pk>/", views.link_detail, name="link_detail"),
     path("managers/", views.manager_list, name="manager_list"),
     path("managers/new/", views.manager_create_view, name="manager_create"),
     path(

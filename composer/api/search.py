@@ -1,7 +1,7 @@
 """GET /api/v1/search/: the search page's finds, grouped by kind, with the same scoping.
 
 The parameters are the page's form (`composer.forms.search.ApiSearchForm`), so a bad one is a
-400 naming it; the rows come from `composer.selectors.search`, one bounded query per kind.
+400 naming it; the rows come from `composer.search`, one bounded query per kind.
 To go past `limit` for one kind, use that resource's own list and its filters.
 """
 
@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from composer.forms.search import ApiSearchForm
-from composer.selectors.search import FINDERS, MAX_QUERY_LENGTH, search
+from composer.search import FINDERS, MAX_QUERY_LENGTH, search
 from fabric.permissions import is_operator
 
 DEFAULT_LIMIT = 5

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from composer.selectors.search import MAX_QUERY_LENGTH, search_kinds
+from composer.search import MAX_QUERY_LENGTH, search_kinds
 
 
 class SearchForm(forms.Form):

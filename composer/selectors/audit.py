@@ -80,6 +80,9 @@ _PAGES: dict[str, str] = {
     "host": "fabric:host_detail",
     "enclosure": "fabric:enclosure_detail",
     "switch": "fabric:switch_detail",
+    "rack": "fabric:rack_detail",
+    "power_feed": "fabric:power_feed_detail",
+    "link": "fabric:link_detail",
     "fabric_manager": "fabric:manager_detail",
 }
 _LIST_PAGES = {"alert": "composer:alert_list", "reconcile": "composer:reconcile_list"}

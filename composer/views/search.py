@@ -1,7 +1,7 @@
 """The search page: everything the viewer may see that matches, grouped by kind, and one kind
 a page at a time ("more hosts").
 
-Reads go through `composer.selectors.search` only, so the page, its kind pages and the API
+Reads go through `composer.search` only, so the page, its kind pages and the API
 find the same things with the same scoping. An empty box is the page's start, not an error.
 """
 
@@ -15,7 +15,7 @@ from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
 from composer.forms.search import SearchForm
-from composer.selectors.search import FINDERS, ranked, search, search_kinds
+from composer.search import FINDERS, ranked, search, search_kinds
 from fabric.permissions import is_operator
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, paginate
 

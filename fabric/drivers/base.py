@@ -10,7 +10,9 @@ keys: a driver knows nothing about the console's tables. Inventory sync resolves
 A driver reports what the manager says and nothing more: each element's own health, not
 what a fault takes with it (the console derives that from the topology it holds:
 fabric.health.propagation). Racks, power feeds and link latency are optional: a manager
-that has no racks or power feeds reports none (and elements name none), and a link whose
+that has no racks or power feeds reports none (and elements name none), a switch, host or
+enclosure whose place in its rack is not given reports `rack_unit` None (the lowest unit it
+occupies, counted from 1 at the bottom, with `height_u` units above it), and a link whose
 latency the manager does not give reports `latency_ns` 0 (or `attributes
 ["latency_reported"]` False); placement then estimates it from hop counts and says so.
 """
@@ -26,6 +28,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 HealthValue = Literal["ok", "warning", "critical", "unknown"]
 OwnerKind = Literal["switch", "host", "enclosure"]
 TargetKind = Literal["rack", "power_feed", "switch", "host", "enclosure", "device", "port", "link"]
+
+# One rack unit (EIA-310) in millimetres: how a height in mm (Redfish `HeightMm`) becomes units.
+RACK_UNIT_MM = 44.45
+# A rack's height where its manager does not give one.
+DEFAULT_RACK_HEIGHT_U = 42
 
 
 class DriverError(Exception):
@@ -58,11 +65,13 @@ class DriverTimeout(DriverError):
 
 @dataclass(frozen=True, slots=True)
 class RackInfo:
-    """A rack as the manager reports it."""
+    """A rack as the manager reports it; `height_u` its height in rack units
+    (`DEFAULT_RACK_HEIGHT_U` where the manager does not say)."""
 
     external_id: str
     name: str
     location: str = ""
+    height_u: int = DEFAULT_RACK_HEIGHT_U
     health: HealthValue = "unknown"
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
@@ -93,6 +102,8 @@ class SwitchInfo:
     firmware: str = ""
     rack_id: str | None = None
     power_feed_id: str | None = None
+    rack_unit: int | None = None
+    height_u: int = 1
     health: HealthValue = "unknown"
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
@@ -110,6 +121,8 @@ class HostInfo:
     memory_gib: int = 0
     rack_id: str | None = None
     power_feed_id: str | None = None
+    rack_unit: int | None = None
+    height_u: int = 1
     health: HealthValue = "unknown"
     attributes: Mapping[str, Any] = field(default_factory=dict)
 
@@ -127,6 +140,8 @@ class EnclosureInfo:
     slots: int = 0
     rack_id: str | None = None
     power_feed_id: str | None = None
+    rack_unit: int | None = None
+    height_u: int = 1
     health: HealthValue = "unknown"
     attributes: Mapping[str, Any] = field(default_factory=dict)
 

@@ -40,3 +40,23 @@ class DiscoveredModel(TimeStampedModel):
                 fields=["manager", "external_id"], name="%(app_label)s_%(class)s_unique_external"
             )
         ]
+
+
+class RackMounted(models.Model):
+    """Where a switch, host or enclosure sits in its rack: the lowest unit it occupies and how
+    many units it takes, as the fabric manager reports them (Redfish: `Location.Placement
+    .RackOffset` and `HeightMm`). The rack elevation draws from these; a manager that says
+    nothing leaves `rack_unit` empty and the page lists the box as not placed in a unit."""
+
+    rack_unit = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="The lowest rack unit it occupies, counted from 1 at the bottom; blank "
+        "where the manager does not say.",
+    )
+    height_u = models.PositiveSmallIntegerField(
+        default=1, help_text="How many rack units (U) it takes."
+    )
+
+    class Meta:
+        abstract = True

@@ -8,7 +8,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from fabric.choices import ComponentState, PortRole, SwitchProtocol, SwitchTier
-from fabric.models.base import DiscoveredModel, TimeStampedModel
+from fabric.models.base import DiscoveredModel, RackMounted, TimeStampedModel
 
 
 def default_health_poll_interval_s() -> int:
@@ -85,7 +85,7 @@ class FabricManager(TimeStampedModel):
             )
 
 
-class Switch(DiscoveredModel):
+class Switch(RackMounted, DiscoveredModel):
     """A PCIe or CXL switch; a failure domain of its own."""
 
     name = models.CharField(max_length=100)

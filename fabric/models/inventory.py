@@ -12,8 +12,9 @@ from fabric.choices import (
     DeviceState,
     EnclosureKind,
 )
+from fabric.drivers.base import DEFAULT_RACK_HEIGHT_U
 from fabric.kinds import DECLARED, is_sliced, shares_per_device
-from fabric.models.base import DiscoveredModel, TimeStampedModel
+from fabric.models.base import DiscoveredModel, RackMounted, TimeStampedModel
 
 
 class Rack(DiscoveredModel):
@@ -21,6 +22,10 @@ class Rack(DiscoveredModel):
 
     name = models.CharField(max_length=60)
     location = models.CharField(max_length=120, blank=True)
+    height_u = models.PositiveSmallIntegerField(
+        default=DEFAULT_RACK_HEIGHT_U,
+        help_text="How many rack units (U) tall: the rows of its elevation.",
+    )
     is_present = models.BooleanField(
         default=True, help_text="False once discovery stops reporting it."
     )
@@ -51,7 +56,7 @@ class PowerFeed(DiscoveredModel):
         return self.name
 
 
-class Host(DiscoveredModel):
+class Host(RackMounted, DiscoveredModel):
     """A compute node: CPU cores and local memory, with uplink ports into the fabric.
 
     Compositions are built on a host: devices are bound to it through the fabric.
@@ -80,7 +85,7 @@ class Host(DiscoveredModel):
         return self.name
 
 
-class Enclosure(DiscoveredModel):
+class Enclosure(RackMounted, DiscoveredModel):
     """A box of devices with its own power: GPU chassis, CXL memory box, JBOF, I/O chassis.
 
     A failure domain: when it fails, every device in it fails with it.

@@ -28,9 +28,12 @@ class HardwareModel:
     # How the vendor's serials go on after the prefix: so many characters, digits only or not.
     serial_digits: int = 8
     serial_numeric: bool = False
+    # How many rack units a box of this model takes (enclosures and switches).
+    height_u: int = 1
 
 
-# Hosts: (vendor, model, cpu, cores, memory choices in GiB).
+# Hosts: (vendor, model, cpu, cores, memory choices in GiB); every one of them is a 2U server.
+HOST_HEIGHT_U = 2
 HOST_MODELS: tuple[tuple[str, str, str, int, tuple[int, ...]], ...] = (
     ("Supermicro", "AS-2125HS-TNR", "2x AMD EPYC 9354", 64, (512, 768)),
     ("Dell", "PowerEdge R760", "2x Intel Xeon Platinum 8468", 96, (768, 1024)),
@@ -81,8 +84,12 @@ NIC = HardwareModel(
 )
 SWITCH = HardwareModel("XConn Technologies", "XC50256", "2.1.4", "XC5", {"cxl_version": "2.0"})
 ENCLOSURES: dict[str, HardwareModel] = {
-    "gpu_chassis": HardwareModel("H3 Platform", "Falcon 5208 GPU chassis", "3.4.0", "H3F"),
-    "cxl_memory_box": HardwareModel("SK hynix", "Niagara 2.0 CXL memory box", "2.0.3", "SKN"),
-    "jbof": HardwareModel("Western Digital", "OpenFlex Data24 4000", "4.1.2", "WDO"),
+    "gpu_chassis": HardwareModel(
+        "H3 Platform", "Falcon 5208 GPU chassis", "3.4.0", "H3F", height_u=4
+    ),
+    "cxl_memory_box": HardwareModel(
+        "SK hynix", "Niagara 2.0 CXL memory box", "2.0.3", "SKN", height_u=2
+    ),
+    "jbof": HardwareModel("Western Digital", "OpenFlex Data24 4000", "4.1.2", "WDO", height_u=2),
     "io_chassis": HardwareModel("H3 Platform", "Falcon 4010 I/O chassis", "3.4.0", "H3I"),
 }

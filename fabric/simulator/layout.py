@@ -13,7 +13,9 @@ Shape of the world (the default spec is the demo data centre):
   their rack's leaf, CXL memory boxes and JBOFs are dual-homed to two spines so that memory
   and storage are shared by every rack and survive the loss of one spine;
 - devices are named after their enclosure and slot: `gpu-a-01-3` is slot 3 of GPU
-  chassis 1 in rack A.
+  chassis 1 in rack A;
+- every switch, host and enclosure has its units in its 52U rack (`mounting.mount`):
+  switches at the top, the boxes stacked from the bottom.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from fabric.simulator.catalogue import (
     lane_bandwidth_gbps,
 )
 from fabric.simulator.models import SimulatedElement
+from fabric.simulator.mounting import mount
 from fabric.simulator.spec import WorldSpec
 
 __all__ = ["KIND_ORDER", "WorldElement", "rack_letter", "world_elements"]
@@ -224,7 +227,6 @@ def world_elements(spec: WorldSpec) -> list[WorldElement]:
             f"rack-{letter}",
             name=f"rack-{letter}",
             location=f"Hall 1, row {r // 10 + 1}, position {r % 10 + 1}",
-            attributes={"height_u": 48},
         )
         for n in (1, 2):
             world.add(
@@ -410,4 +412,6 @@ def world_elements(spec: WorldSpec) -> list[WorldElement]:
                 device("nic", f"nic-{letter}-{i:02d}-{slot}", NIC, name, slot)
 
     world.finish_switch_ports()
-    return [element for kind in KIND_ORDER for element in world.elements[kind]]
+    elements = [element for kind in KIND_ORDER for element in world.elements[kind]]
+    mount(elements)
+    return elements

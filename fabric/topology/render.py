@@ -61,12 +61,12 @@ _URLS = {
     "host": "/fabric/hosts/{pk}/",
     "enclosure": "/fabric/enclosures/{pk}/",
     "switch": "/fabric/switches/{pk}/",
-    "rack": "/fabric/devices/?rack={pk}",
+    "rack": "/fabric/racks/{pk}/",
 }
 
 
 def node_url(node: Node) -> str:
-    """The console page of a node (a rack: the device table filtered to it)."""
+    """The console page of a node (a rack: its elevation)."""
     return _URLS[node.kind].format(pk=node.pk)
 
 

@@ -1,5 +1,5 @@
-"""The fabric's console pages: devices for everyone; hosts, enclosures, switches and fabric
-managers, the topology and failure domains for operators only."""
+"""The fabric's console pages: devices for everyone; hosts, enclosures, switches, racks, power
+feeds, links and fabric managers, the topology and failure domains for operators only."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from fabric.views.components import (
 )
 from fabric.views.devices import device_detail, device_list
 from fabric.views.health import maintenance
+from fabric.views.links import link_detail, link_list
 from fabric.views.manager_edit import (
     manager_create_view,
     manager_delete_view,
@@ -23,6 +24,7 @@ from fabric.views.manager_edit import (
     manager_test_view,
 )
 from fabric.views.managers import manager_detail, manager_list
+from fabric.views.racks import power_feed_detail, power_feed_list, rack_detail, rack_list
 from fabric.views.topology import failure_domain_list, failure_domain_what_if, topology
 
 __all__ = [
@@ -35,6 +37,8 @@ __all__ = [
     "failure_domain_what_if",
     "host_detail",
     "host_list",
+    "link_detail",
+    "link_list",
     "maintenance",
     "manager_create_view",
     "manager_delete_view",
@@ -44,6 +48,10 @@ __all__ = [
     "manager_list",
     "manager_test_entered_view",
     "manager_test_view",
+    "power_feed_detail",
+    "power_feed_list",
+    "rack_detail",
+    "rack_list",
     "switch_detail",
     "switch_list",
     "topology",

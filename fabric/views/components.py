@@ -3,45 +3,22 @@ devices and change history. Tenant members get 404."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import Count, QuerySet
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
-from fabric.filters import (
-    DiscoveredFilterSet,
-    EnclosureFilterSet,
-    HostFilterSet,
-    SwitchFilterSet,
-)
+from fabric.filters import EnclosureFilterSet, HostFilterSet, SwitchFilterSet
 from fabric.models import Enclosure, Host, Port, Switch
-from fabric.selectors import change_history, port_links
-from fabric.views.common import (
-    DEFAULT_PAGE_SIZE,
-    HISTORY_PAGE_SIZE,
-    BadPage,
-    display_settings,
-    filtered_manager,
-    operator_required,
-    paginate,
-    paginate_or_raise,
-)
+from fabric.selectors import port_links
+from fabric.views.common import display_settings, operator_required
 from fabric.views.health import health_context
-from fabric.views.listing import (
-    Column,
-    attr,
-    export_query,
-    export_response,
-    headers,
-    list_errors,
-)
-
-MULTI_FILTERS = ("kind", "protocol", "tier", "health", "state")
+from fabric.views.listing import Column, attr
+from fabric.views.lists import filtered_list, history_page
 
 _NAME = Column("Name", "name", attr("name"), sort="name")
 _MODEL = Column("Vendor / model", "model", attr("model"), sort="model")
 _RACK = Column("Rack", "rack", attr("rack.name"), sort="rack")
+_UNIT = Column("Unit", "rack_unit", attr("rack_unit"))
 _STATE = Column("State", "state", attr("state"), sort="state")
 _HEALTH = Column("Health", "health", attr("health"), sort="health")
 _SERIAL = Column("Serial", "serial", attr("serial"))
@@ -82,95 +59,10 @@ SWITCH_COLUMNS = (
     _HEALTH,
     _SERIAL,
 )
-# Exported besides the table's columns (the table shows vendor and model in one cell).
-EXTRA_EXPORTED = {
-    "hosts": (_VENDOR,),
-    "enclosures": (_VENDOR, Column("Slots", "slots", attr("slots")), _MANAGER),
-    "switches": (_VENDOR, _MANAGER),
-}
-
-
-def _filter_bar(filterset: DiscoveredFilterSet) -> dict[str, Any]:
-    """The filter form's fields laid out for `fabric/_component_filters.html`."""
-    form = filterset.form
-    form.fields["q"].widget.attrs.update(
-        {
-            "class": "form-control form-control-sm",
-            "placeholder": "Name, model, vendor, serial",
-            "type": "search",
-            "autocomplete": "off",
-        }
-    )
-    form.fields["rack"].empty_label = "Any rack"
-    form.fields["rack"].widget.attrs.update({"class": "form-select form-select-sm"})
-    multi = []
-    for name in MULTI_FILTERS:
-        if name not in form.fields:
-            continue
-        bound = form[name]
-        selected = [str(v) for v in (bound.value() or [])]
-        choices = [(value, label, value in selected) for value, label in bound.field.choices]
-        summary = ", ".join(label for _, label, checked in choices if checked)
-        multi.append(
-            {
-                "name": name,
-                "label": bound.label,
-                "choices": choices,
-                "summary": summary or "Any",
-                "errors": bound.errors,
-            }
-        )
-    return {"multi_filters": multi}
-
-
-def _component_list(
-    request: HttpRequest,
-    *,
-    filterset_class: type[DiscoveredFilterSet],
-    queryset: QuerySet[Any],
-    template: str,
-    noun: str,
-    columns: tuple[Column, ...],
-) -> HttpResponse | StreamingHttpResponse:
-    filterset = filterset_class(request.GET, queryset=queryset, request=request)
-    errors = list_errors(filterset.form, request)
-    status = 400 if errors else 200
-    page = None
-    if status == 200:
-        rows = filterset.qs
-        # By name unless asked otherwise; the id breaks ties so that pages never overlap.
-        rows = rows.order_by(*(rows.query.order_by or ("name",)), "pk")
-        export = request.GET.get("export")
-        if export:
-            exported = (*columns, *EXTRA_EXPORTED.get(noun, ()))
-            return export_response(rows, exported, export=export, filename=noun)
-        try:
-            page = paginate(rows, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
-        except BadPage as exc:
-            status = exc.status
-            errors.append(exc.message)
-    context = {
-        "filter": filterset,
-        "page": page,
-        "errors": errors,
-        "noun": noun,
-        "headers": headers(columns, request.GET.get("ordering", ""), default="name"),
-        "export_query": export_query(request),
-        "is_filtered": any(
-            request.GET.get(name) for name in filterset.form.fields if name != "ordering"
-        ),
-        **_filter_bar(filterset),
-        "filtered_manager": filtered_manager(filterset),
-    }
-    return render(request, template, context, status=status)
-
-
-def _history(request: HttpRequest, target_type: str, target_id: int) -> Any:
-    return paginate_or_raise(
-        change_history(target_type=target_type, target_id=target_id),
-        page=request.GET.get("history_page"),
-        per_page=HISTORY_PAGE_SIZE,
-    )
+# Exported after the table's columns (the table shows vendor and model in one cell).
+HOST_EXPORTED = (_VENDOR, _UNIT)
+ENCLOSURE_EXPORTED = (_VENDOR, _UNIT, Column("Slots", "slots", attr("slots")), _MANAGER)
+SWITCH_EXPORTED = (_VENDOR, _UNIT, _MANAGER)
 
 
 @operator_required
@@ -179,13 +71,14 @@ def host_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     queryset = Host.objects.select_related("rack", "manager").annotate(
         bound_count=Count("bound_devices", distinct=True)
     )
-    return _component_list(
+    return filtered_list(
         request,
         filterset_class=HostFilterSet,
         queryset=queryset,
         template="fabric/host_list.html",
         noun="hosts",
         columns=HOST_COLUMNS,
+        exported=HOST_EXPORTED,
     )
 
 
@@ -198,7 +91,7 @@ def host_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "ports": port_links(ports=Port.objects.filter(host=host)),
         "devices": host.bound_devices.select_related("pool", "enclosure").order_by("name", "pk"),
         "attributes": display_settings(host.attributes),
-        "history": _history(request, "host", host.pk),
+        "history": history_page(request, "host", host.pk),
     }
     return render(request, "fabric/host_detail.html", context)
 
@@ -209,13 +102,14 @@ def enclosure_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse
     queryset = Enclosure.objects.select_related("rack", "power_feed", "manager").annotate(
         device_count=Count("devices", distinct=True)
     )
-    return _component_list(
+    return filtered_list(
         request,
         filterset_class=EnclosureFilterSet,
         queryset=queryset,
         template="fabric/enclosure_list.html",
         noun="enclosures",
         columns=ENCLOSURE_COLUMNS,
+        exported=ENCLOSURE_EXPORTED,
     )
 
 
@@ -233,7 +127,7 @@ def enclosure_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "bound_count": sum(1 for d in devices if d.bound_host_id),
         **health_context("enclosure", enclosure.pk),
         "attributes": display_settings(enclosure.attributes),
-        "history": _history(request, "enclosure", enclosure.pk),
+        "history": history_page(request, "enclosure", enclosure.pk),
     }
     return render(request, "fabric/enclosure_detail.html", context)
 
@@ -244,13 +138,14 @@ def switch_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     queryset = Switch.objects.select_related("rack", "manager").annotate(
         port_count=Count("ports", distinct=True)
     )
-    return _component_list(
+    return filtered_list(
         request,
         filterset_class=SwitchFilterSet,
         queryset=queryset,
         template="fabric/switch_list.html",
         noun="switches",
         columns=SWITCH_COLUMNS,
+        exported=SWITCH_EXPORTED,
     )
 
 
@@ -271,6 +166,6 @@ def switch_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "link_states": sorted(link_states.items()),
         **health_context("switch", switch.pk),
         "attributes": display_settings(switch.attributes),
-        "history": _history(request, "switch", switch.pk),
+        "history": history_page(request, "switch", switch.pk),
     }
     return render(request, "fabric/switch_detail.html", context)

@@ -34,7 +34,10 @@ def test_an_operator_searches_from_the_navbar_with_the_slash_key(
     expect(page).to_have_url(re.compile(r"/search/\?q=-a$"))
     groups = page.locator(".search-group")
     expect(groups.locator(".card-header")).to_have_text(
-        [re.compile(t) for t in ("Hosts", "Devices", "Enclosures", "Switches", "Links")]
+        [
+            re.compile(t)
+            for t in ("Hosts", "Devices", "Enclosures", "Switches", "Links", "Racks", "Power feeds")
+        ]
     )
     expect(page.locator("#search-host .search-hit mark").first).to_have_text("-a")
     expect(page.locator("#navbar-search")).to_have_value("-a")

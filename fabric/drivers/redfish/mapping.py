@@ -21,6 +21,7 @@ from fabric.drivers.base import (
     PowerFeedInfo,
     RackInfo,
 )
+from fabric.drivers.redfish.mounting import mounted_at, rack_height_u
 from fabric.drivers.redfish.reader import link, ref, refs
 from fabric.drivers.redfish.walk import Snapshot
 from fabric.kinds import all_kinds, by_pcie_class, by_processor_type, measured
@@ -121,6 +122,7 @@ def racks_of(snap: Snapshot) -> tuple[list[RackInfo], dict[str, str]]:
             external_id=rid(r),
             name=_text(r, "Name") or rid(r),
             location=str(((r.get("Location") or {}).get("Placement") or {}).get("Row") or ""),
+            height_u=rack_height_u(r),
             health=health_of(r),
             attributes={"state": state_of(r)},
         )
@@ -263,6 +265,7 @@ def hosts_of(
         rid(b): b for b in snap.blocks if set(b.get("ResourceBlockType") or []) & COMPUTE_TYPES
     }
     index.blocks = {rid(b): b for b in snap.blocks}
+    by_id = {rid(c): c for c in snap.chassis}
     hosts: dict[str, HostInfo] = {}
     for system in snap.systems:
         system_id = rid(system)
@@ -276,6 +279,7 @@ def hosts_of(
         if anchors:
             index.host_anchor[host_id] = anchors[0]
         chassis = [c.rstrip("/") for c in link(system, "Chassis")]
+        racked = next((c for c in chassis if c in rack_of), None)
         hosts[host_id] = HostInfo(
             external_id=host_id,
             name=_text(system, "Name") or system_id,
@@ -284,7 +288,9 @@ def hosts_of(
             serial=_text(system, "SerialNumber"),
             cores=int((system.get("ProcessorSummary") or {}).get("CoreCount") or 0),
             memory_gib=int((system.get("MemorySummary") or {}).get("TotalSystemMemoryGiB") or 0),
-            rack_id=next((rack_of[c] for c in chassis if c in rack_of), None),
+            rack_id=rack_of[racked] if racked else None,
+            # Where it sits: the place of the chassis the system names inside its rack.
+            **mounted_at(by_id.get(racked or "")),
             power_feed_id=_fed_by(system, feed_ids, snap),
             # A composed system may carry no Status; its compute block then speaks for it.
             health=health_of(
@@ -349,6 +355,7 @@ def enclosures_of(
                 serial=_text(chassis, "SerialNumber"),
                 slots=sum(1 for d in devices if d.enclosure_id == rid(chassis)),
                 rack_id=rack_of.get(rid(chassis)),
+                **mounted_at(chassis if rid(chassis) in rack_of else None),
                 power_feed_id=_fed_by(chassis, feed_ids, snap),
                 health=health_of(chassis),
                 attributes={

@@ -15,6 +15,7 @@ from typing import Any
 
 from fabric.drivers.base import HealthValue, LinkInfo, PortInfo, SwitchInfo
 from fabric.drivers.redfish.mapping import Index, health_of, rid, state_of
+from fabric.drivers.redfish.mounting import mounted_at
 from fabric.drivers.redfish.reader import link, refs
 from fabric.drivers.redfish.walk import Snapshot
 
@@ -27,6 +28,7 @@ def switches_of(snap: Snapshot, rack_of: Mapping[str, str]) -> list[SwitchInfo]:
     """Each switch of each fabric; its rack is the rack of a chassis that lists it (or that
     the switch names in `Links.Chassis`)."""
     in_chassis = {s.rstrip("/"): rid(c) for c in snap.chassis for s in link(c, "Switches")}
+    by_id = {rid(c): c for c in snap.chassis}
     switches = []
     for fabric_id, switch in snap.switches:
         switch_id = rid(switch)
@@ -44,6 +46,12 @@ def switches_of(snap: Snapshot, rack_of: Mapping[str, str]) -> list[SwitchInfo]:
                 serial=str(switch.get("SerialNumber") or ""),
                 firmware=str(switch.get("FirmwareVersion") or ""),
                 rack_id=rack_of.get(in_chassis.get(switch_id, "")),
+                # Where it sits: the place of its chassis, when that is in a rack.
+                **mounted_at(
+                    by_id.get(in_chassis.get(switch_id, ""))
+                    if in_chassis.get(switch_id, "") in rack_of
+                    else None
+                ),
                 health=health_of(switch),
                 attributes={"state": state_of(switch), "fabric": fabric_id},
             )

@@ -36,6 +36,16 @@ def latency_reported(attributes: Mapping[str, Any]) -> bool:
     return attributes.get("latency_reported", True) is not False
 
 
+# The largest value a rack unit or height column holds (PositiveSmallIntegerField).
+_MAX_UNITS = 32767
+
+
+def clip_units(value: Any) -> int:
+    """A reported unit or height as the columns hold it: at least 1, at most `_MAX_UNITS`
+    (a manager's nonsense is clipped rather than failing the whole sync)."""
+    return min(max(int(value), 1), _MAX_UNITS)
+
+
 def bindings_by_device(
     bindings: Iterable[Binding],
 ) -> tuple[dict[str, str], dict[str, list[Binding]]]:
@@ -99,6 +109,7 @@ def apply_inventory(
             {
                 "name": i.name,
                 "location": i.location,
+                "height_u": clip_units(i.height_u),
                 "health": i.health,
                 "attributes": dict(i.attributes),
             },
@@ -128,8 +139,12 @@ def apply_inventory(
     step("power_feeds")
 
     def placed(i: Any, what: str) -> dict[str, Any]:
+        rack_id = ctx.ref("racks", i.rack_id, what)
         return {
-            "rack_id": ctx.ref("racks", i.rack_id, what),
+            "rack_id": rack_id,
+            # A unit means nothing outside a rack: only kept while the box sits in one.
+            "rack_unit": clip_units(i.rack_unit) if rack_id and i.rack_unit else None,
+            "height_u": clip_units(i.height_u),
             "power_feed_id": ctx.ref("power_feeds", i.power_feed_id, what),
         }
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fabric.kinds import by_pcie_class, is_sliced
 from fabric.redfish_render.build import Resource, collection, ref, refs, resource, slot
 from fabric.simulator.redfish import paths, sensors
-from fabric.simulator.redfish.common import made, status
+from fabric.simulator.redfish.common import height_mm, made, rack_placement, status
 from fabric.simulator.redfish.world import Element, World
 
 GIB_MIB = 1024
@@ -33,6 +33,7 @@ def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resour
             "Chassis",
             ChassisType="Rack",
             Status=status(rack.fault),
+            HeightMm=height_mm(rack.get("height_u", 42)),
             Location={"Placement": {"Row": str(rack.get("location"))}},
             Links={"Contains": refs([paths.chassis(e.external_id) for e in inside])},
         )
@@ -51,7 +52,7 @@ def render(world: World, tree: dict[str, Resource], ports: dict[str, list[Resour
             path = paths.chassis(enclosure.external_id)
             tree[path] = {**tree[path], "NetworkAdapters": ref(f"{path}/NetworkAdapters")}
     for element in mounted:
-        _mounted(tree, element)
+        _mounted(world, tree, element)
     _power(world, tree)
 
 
@@ -61,7 +62,7 @@ def racked(world: World) -> list[Element]:
     return [e for e in [*world.of("host"), *world.of("switch")] if e.get("rack_id") in world.by_id]
 
 
-def _mounted(tree: dict[str, Resource], element: Element) -> None:
+def _mounted(world: World, tree: dict[str, Resource], element: Element) -> None:
     path = paths.chassis(element.external_id)
     holds = (
         {"ComputerSystems": refs([paths.system(element.external_id)])}
@@ -74,6 +75,7 @@ def _mounted(tree: dict[str, Resource], element: Element) -> None:
         "Chassis",
         ChassisType="RackMount",
         **made(element),
+        **rack_placement(element, world.by_id.get(str(element.get("rack_id")))),
         Status=status(element.fault),
         Links={"ContainedBy": ref(paths.chassis(str(element.get("rack_id")))), **holds},
     )
@@ -96,6 +98,7 @@ def _enclosure(
         "Chassis",
         ChassisType="Enclosure",
         **made(enclosure),
+        **rack_placement(enclosure, world.by_id.get(str(enclosure.get("rack_id")))),
         Status=status(enclosure.fault),
         FabricAdapters=ref(f"{path}/FabricAdapters"),
         **sensors.links(path),

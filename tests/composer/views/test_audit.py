@@ -62,6 +62,18 @@ def test_operator_sees_every_trail_newest_first_with_before_and_after(
     assert "10.9.9.9" in html  # the other tenant's address, for operators
 
 
+@pytest.mark.parametrize("kind", ["rack", "power_feed", "link"])
+def test_a_rack_feed_or_link_change_links_its_page(
+    kind: str, db: None, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    record = ChangeRecord.objects.create(
+        target_type=kind, target_id=31, target_label="x", changes={"health": ["ok", "critical"]}
+    )
+    html = client_as(admin_user).get(URL).content.decode()
+    row = html.split(f'id="audit-change-{record.pk}"')[1].split("</tr>")[0]
+    assert f'href="{reverse(f"fabric:{kind}_detail", args=[31])}"' in row
+
+
 @pytest.mark.parametrize("name", ["alice", "bob"])
 def test_acme_members_see_only_their_own_compositions_and_jobs(
     audit_trail: AuditWorld,

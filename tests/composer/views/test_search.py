@@ -78,7 +78,17 @@ def test_an_operator_finds_every_kind_grouped_in_order(
     response = client_as(admin_user).get(SEARCH, {"q": "-a"})
     assert response.status_code == 200
     hits = _hits(response)
-    assert list(hits) == ["host", "device", "enclosure", "switch", "link", "composition"]
+    assert list(hits) == [
+        "host",
+        "device",
+        "enclosure",
+        "switch",
+        "link",
+        "rack",
+        "power_feed",
+        "composition",
+    ]
+    assert hits["rack"] == ["rack-a"] and hits["power_feed"] == ["pdu-a"]
     assert hits["host"] == ["host-a"]
     assert hits["switch"] == ["sw-a"]
     assert hits["enclosure"] == ["gpu-a", "mem-a"]
@@ -225,5 +235,5 @@ def test_a_search_is_one_query_per_kind(
         response = client.get(SEARCH, {"q": "a"})
     assert response.status_code == 200
     searched = [q for q in queries.captured_queries if "search_rank" in q["sql"]]
-    assert len(searched) == 11
+    assert len(searched) == 13
     assert len(queries.captured_queries) <= len(searched) + 8

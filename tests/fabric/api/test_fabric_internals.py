@@ -100,6 +100,18 @@ def test_links_filter_by_the_switch_at_either_end(
     assert len(rows) == 3
 
 
+def test_links_filter_by_the_rack_at_either_end_and_by_what_the_ends_belong_to(
+    fabric: Any, api_as: Any, admin_user: Any
+) -> None:
+    client = api_as(admin_user)
+    in_rack_b = results(client.get(f"/api/v1/links/?rack={fabric.racks[1].pk}"))
+    # host-b's and gpu-b's links, and the inter-switch link to sw-b.
+    assert {row["id"] for row in in_rack_b} == {link.pk for link in fabric.links[2:]}
+    by_name = results(client.get("/api/v1/links/?q=gpu-b"))
+    assert [row["id"] for row in by_name] == [fabric.links[3].pk]
+    assert client.get("/api/v1/links/?rack=banana").status_code == 400
+
+
 @pytest.mark.parametrize(
     ("endpoint", "query", "expected"),
     [

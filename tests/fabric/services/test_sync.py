@@ -280,6 +280,42 @@ def test_a_manager_that_cannot_be_read_records_the_error_and_writes_nothing(
     assert Device.objects.count() == 0 and ChangeRecord.objects.count() == 0
 
 
+def test_where_each_box_sits_in_its_rack_is_kept_and_a_move_recorded(
+    sim_manager: FabricManager,
+) -> None:
+    inventory_sync(manager=sim_manager)
+    assert Rack.objects.get(name="rack-a").height_u == 52
+    host = Host.objects.get(external_id="host-a-01")
+    assert (host.rack_unit, host.height_u) == (14, 2)  # above the boxes stacked below
+    switch = Switch.objects.get(external_id="cxl-leaf-a")
+    assert (switch.rack_unit, switch.height_u) == (50, 1)  # under the two spines
+    element = _element("host-a-01")
+    element.data = {**element.data, "rack_unit": 40}
+    element.save()
+    inventory_sync(manager=sim_manager)
+    host.refresh_from_db()
+    assert host.rack_unit == 40
+    [record] = _records(target_id=host.pk, target_type="host", action=ChangeAction.CHANGED)
+    assert record.changes["rack_unit"][1] == 40
+
+
+def test_a_unit_outside_a_rack_or_out_of_range_is_not_kept(
+    sim_manager: FabricManager,
+) -> None:
+    element = _element("host-a-01")
+    element.data = {**element.data, "rack_id": None, "rack_unit": 7, "height_u": 0}
+    element.save()
+    box = _element("gpu-a-01")
+    box.data = {**box.data, "rack_unit": 10**6, "height_u": -3}
+    box.save()
+    result = inventory_sync(manager=sim_manager)
+    assert result.warnings == []
+    host = Host.objects.get(external_id="host-a-01")
+    assert (host.rack_id, host.rack_unit, host.height_u) == (None, None, 1)
+    enclosure = Enclosure.objects.get(external_id="gpu-a-01")
+    assert (enclosure.rack_unit, enclosure.height_u) == (32767, 1)
+
+
 def test_references_to_unknown_elements_are_skipped_with_a_warning(
     sim_manager: FabricManager,
 ) -> None:

@@ -75,20 +75,35 @@ def test_the_redfish_driver_finds_the_inventory_the_simulated_driver_finds(
                 for d in inventory.devices
             ),
             *(
-                (e.name, feeds[e.power_feed_id or ""], racks[e.rack_id or ""])
+                (e.name, feeds[e.power_feed_id or ""], racks[e.rack_id or ""], f"U{e.rack_unit}")
                 for e in inventory.enclosures
             ),
             *(
-                (h.name, feeds[h.power_feed_id or ""], racks.get(h.rack_id or "", "no rack"))
+                (
+                    h.name,
+                    feeds[h.power_feed_id or ""],
+                    racks.get(h.rack_id or "", "no rack"),
+                    f"U{h.rack_unit}",
+                )
                 for h in inventory.hosts
             ),
-            *((s.name, racks.get(s.rack_id or "", "no rack")) for s in inventory.switches),
+            *(
+                (s.name, racks.get(s.rack_id or "", "no rack"), f"U{s.rack_unit}")
+                for s in inventory.switches
+            ),
+            # The units each box takes, and each rack's.
+            *((e.name, f"{e.height_u}U") for e in inventory.enclosures),
+            *((h.name, f"{h.height_u}U") for h in inventory.hosts),
+            *((s.name, f"{s.height_u}U") for s in inventory.switches),
+            *((r.name, f"{r.height_u}U") for r in inventory.racks),
             *((f.name, racks[f.rack_id or ""]) for f in inventory.power_feeds),
         }
 
     assert placed(got, names) == placed(want, wanted_names)
-    # The world puts every host and switch in a rack and every device in a slot.
+    # The world puts every host and switch in a rack, at a unit, and every device in a slot.
     assert all(h.rack_id for h in want.hosts) and all(s.rack_id for s in want.switches)
+    assert all(h.rack_unit for h in want.hosts) and all(s.rack_unit for s in want.switches)
+    assert all(e.rack_unit for e in want.enclosures)
     assert all(d.slot for d in want.devices)
 
     # Cabling: the same pairs of (owner name, port name), each link once.

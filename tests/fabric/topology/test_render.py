@@ -39,7 +39,7 @@ def test_nodes_carry_label_health_state_url_and_kind_attributes() -> None:
         "device_kind": "gpu",
         "model": "H100",
     }
-    assert data["rack:2"]["url"] == "/fabric/devices/?rack=2"
+    assert data["rack:2"]["url"] == "/fabric/racks/2/"
     assert data["host:3"]["url"] == "/fabric/hosts/3/"
     assert data["switch:1"]["url"] == "/fabric/switches/1/"
     assert data["enclosure:1"]["url"] == "/fabric/enclosures/1/"

@@ -221,3 +221,16 @@ def test_component_lists_cost_the_same_queries_for_few_and_many_rows(
     with CaptureQueriesContext(connection) as many:
         client.get(url)
     assert len(many.captured_queries) == len(few.captured_queries)
+
+
+@pytest.mark.parametrize("name", ["host", "enclosure", "switch"])
+def test_a_list_that_matches_nothing_says_so(
+    name: str, small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """An empty page of results is still a page: its table says why it is empty (it used
+    to be left out, leaving an empty card)."""
+    response = client_as(admin_user).get(reverse(f"fabric:{name}_list"), {"q": "nowhere"})
+    body = response.content.decode()
+    noun = {"host": "hosts", "enclosure": "enclosures", "switch": "switches"}[name]
+    assert f"No {noun} match these filters." in body
+    assert f"of 0 {noun}" not in body  # no footer counting nothing

@@ -150,6 +150,8 @@ def test_the_failure_domain_list_shows_counts_and_filters_by_kind(
     searched = client.get(reverse("fabric:failure_domain_list"), {"q": "pdu-b"}).content.decode()
     searched = searched.split('id="domain-table"', 1)[1]
     assert "pdu-b" in searched and "pdu-a" not in searched and "sw-a" not in searched
+    nothing = client.get(reverse("fabric:failure_domain_list"), {"q": "nowhere"})
+    assert "No failure domains match these filters." in nothing.content.decode()
 
 
 def test_a_bad_kind_on_the_failure_domain_list_is_a_400(
@@ -184,6 +186,9 @@ def test_what_if_a_switch_fails_lists_devices_hosts_and_links_with_reasons(
     switches = body.split('id="what-if-switches"', 1)[1].split('id="what-if-enclosures"', 1)[0]
     assert reverse("fabric:switch_detail", args=[domains.switches[0].pk]) in switches
     assert f'href="{reverse("fabric:topology")}?domains={sw_a.pk}"' in body
+    links = body.split('id="what-if-links"', 1)[1]
+    for link in domains.links[:2]:  # sw-a to host-a and to gpu-a, each to its page
+        assert f'href="{reverse("fabric:link_detail", args=[link.pk])}"' in links
 
 
 def test_what_if_two_domains_fail_is_their_union_and_links_the_topology(
