@@ -101,7 +101,8 @@ def filtered_list(
         rows = rows.order_by(*(rows.query.order_by or order), "pk")
         export = request.GET.get("export")
         if export:
-            return export_response(rows, (*columns, *exported), export=export, filename=noun)
+            filename = noun.replace(" ", "-")
+            return export_response(rows, (*columns, *exported), export=export, filename=filename)
         try:
             page = paginate(rows, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
         except BadPage as exc:

@@ -65,6 +65,8 @@ def test_a_list_sorts_by_a_column_and_says_so_in_its_header(
         ("fabric:enclosure_list", "enclosures", "gpu-a"),
         ("fabric:switch_list", "switches", "sw-a"),
         ("fabric:manager_list", "managers", "fm-small"),
+        ("fabric:rack_list", "racks", "rack-a"),
+        ("fabric:power_feed_list", "power-feeds", "pdu-a"),
     ],
 )
 def test_every_fabric_list_exports_csv_and_json(
@@ -204,3 +206,21 @@ def test_failure_domains_sort_by_what_they_take_down_and_export(
         ("rack-x", "9", "1"),
         ("rack-y", "3", "2"),
     ]
+
+
+def test_links_sort_by_latency_and_export_their_ends(
+    small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    client = client_as(admin_user)
+    page = client.get(reverse("fabric:link_list"), {"ordering": "-latency"})
+    latencies = [link.latency_ns for link in page.context["page"]]
+    assert latencies == sorted(latencies, reverse=True)
+    rows = _csv(client.get(reverse("fabric:link_list"), {"export": "csv", "ordering": "id"}))
+    assert len(rows) == len(small.links)
+    first = small.links[0]
+    assert (rows[0]["id"], rows[0]["end_a"], rows[0]["end_b"]) == (
+        str(first.pk),
+        "sw-a:p00",
+        "host-a:up0",
+    )
+    assert rows[0]["lanes"] == "16" and rows[0]["present"] == "True"
