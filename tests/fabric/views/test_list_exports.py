@@ -224,3 +224,33 @@ def test_links_sort_by_latency_and_export_their_ends(
         "host-a:up0",
     )
     assert rows[0]["lanes"] == "16" and rows[0]["present"] == "True"
+
+
+@pytest.mark.parametrize(
+    ("columns", "endpoint"),
+    [
+        ("fabric.views.devices.COLUMNS", "api:device_list"),
+        ("fabric.views.components.HOST_COLUMNS", "api:host_list"),
+        ("fabric.views.components.ENCLOSURE_COLUMNS", "api:enclosure_list"),
+        ("fabric.views.components.SWITCH_COLUMNS", "api:switch_list"),
+        ("fabric.views.links.LINK_COLUMNS", "api:link_list"),
+        ("fabric.views.racks.RACK_COLUMNS", "api:rack_list"),
+        ("fabric.views.racks.FEED_COLUMNS", "api:power_feed_list"),
+        ("fabric.views.managers.MANAGER_COLUMNS", "api:fabric_manager_list"),
+        ("fabric.views.topology.DOMAIN_COLUMNS", "api:failure_domain_list"),
+    ],
+)
+def test_every_sort_a_page_offers_the_api_offers_too(
+    small: SmallFabric, admin_user: Any, api_as: Any, columns: str, endpoint: str
+) -> None:
+    """A page's sortable column and the API's `ordering` are the same values."""
+    from importlib import import_module
+
+    module, name = columns.rsplit(".", 1)
+    sorts = [c.sort for c in getattr(import_module(module), name) if c.sort]
+    assert sorts
+    client = api_as(admin_user)
+    for sort in sorts:
+        for value in (sort, f"-{sort}"):
+            response = client.get(reverse(endpoint), {"ordering": value})
+            assert response.status_code == 200, (endpoint, value, response.content[:200])
