@@ -129,6 +129,9 @@ def elevation(height: int, occupants: Iterable[Occupant]) -> Elevation:
             result.unplaced.append(Unplaced(occupant, "absent: no longer reported"))
         elif occupant.unit is None:
             result.unplaced.append(Unplaced(occupant, "its fabric manager gives no unit"))
+        elif occupant.unit < 1:
+            # Units count from 1 at the bottom; sync never stores less, the admin might.
+            result.unplaced.append(Unplaced(occupant, f"U{occupant.unit} is below the first unit"))
         elif occupant.top > height:
             result.unplaced.append(
                 Unplaced(occupant, f"{occupant.units} is past the rack's top unit (U{height})")

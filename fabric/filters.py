@@ -31,6 +31,7 @@ from fabric.choices import (
 )
 from fabric.forms import MAX_ID
 from fabric.models import (
+    LINK_END_OWNERS,
     Device,
     Enclosure,
     FabricManager,
@@ -270,9 +271,7 @@ class SwitchFilterSet(DiscoveredFilterSet):
 
 
 # What a link's two ends belong to: `q` searches their names, `rack` their racks.
-_LINK_OWNERS = tuple(
-    f"{end}__{owner}" for end in ("a_port", "b_port") for owner in ("switch", "host", "enclosure")
-)
+_LINK_OWNERS = LINK_END_OWNERS
 
 
 class LinkFilterSet(DiscoveredFilterSet):

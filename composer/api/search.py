@@ -50,8 +50,9 @@ class SearchResultSerializer(serializers.Serializer):
 @extend_schema(
     summary="Search everything",
     description=(
-        "Everything the caller may see whose name (operators: also serial number, model, "
-        "vendor or the manager's id) contains `q`, or whose id is `q` (`17` or `#17`), "
+        "Everything the caller may see whose name contains `q` (devices: also model and "
+        "vendor; operators: also serial numbers and the manager's id; a member's alerts: "
+        "the words the member is shown), or whose id is `q` (`17` or `#17`), "
         "grouped by kind, best matches first: an exact name or id, then names that start "
         "with `q`, then the rest by name. Operators search every kind; tenant members their "
         "compositions, jobs, tenants and the alerts that hurt them, and devices and pools "

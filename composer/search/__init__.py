@@ -65,18 +65,21 @@ def search_kinds(*, operator: bool) -> list[Finder]:
 
 def ranked(finder: Finder, *, user: Any, text: str) -> QuerySet[Any]:
     """The kind's matches the viewer may see, best first: the id or exact name, then names
-    that start with the text, then the rest by name (and id, so pages are stable)."""
-    rows = finder.rows(user, text, is_operator(user))
+    that start with the text, then the rest in the kind's order (the id last, so that pages
+    are stable). A member is never ranked or sorted on a name in operators' words."""
+    operator = is_operator(user)
+    rows = finder.rows(user, text, operator)
+    name = finder.name if operator or not finder.private_name else None
     whens = []
     ident = id_of(text)
     if ident is not None:
         whens.append(When(pk=ident, then=Value(0)))
-    if finder.name != "pk":
-        whens.append(When(**{f"{finder.name}__iexact": text}, then=Value(0)))
-        whens.append(When(**{f"{finder.name}__istartswith": text}, then=Value(1)))
+    if name:
+        whens.append(When(**{f"{name}__iexact": text}, then=Value(0)))
+        whens.append(When(**{f"{name}__istartswith": text}, then=Value(1)))
     rank = Case(*whens, default=Value(2), output_field=IntegerField()) if whens else Value(2)
-    order = ["search_rank", finder.name, "pk"] if finder.name != "pk" else ["search_rank", "pk"]
-    return rows.annotate(search_rank=rank).order_by(*order)
+    order = finder.order or ((name,) if name else ())
+    return rows.annotate(search_rank=rank).order_by("search_rank", *order, "pk")
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,21 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.urls import reverse
 
+from fabric.forms import MAX_ID
+
+__all__ = [
+    "MAX_QUERY_LENGTH",
+    "Finder",
+    "Hit",
+    "each",
+    "id_of",
+    "joined",
+    "page_url",
+    "serial_words",
+    "text_match",
+]
+
 MAX_QUERY_LENGTH = 100
-# The largest id a database integer column holds: a longer number is not an id.
-_MAX_ID = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -40,17 +52,23 @@ class Finder:
     """How one kind is searched.
 
     `rows(user, text, operator)` is the kind's matching rows the viewer may see (unordered);
-    `name` is the field the ranking compares with the text; `hits(rows, operator)` says a
-    page of rows (all at once, so that a kind can fetch what its lines need in one query).
+    `name` is the field the ranking compares with the text (None: the id only); `hits(rows,
+    operator)` says a page of rows (all at once, so that a kind can fetch what its lines
+    need in one query). `order` breaks ties after the ranking (default: the name, then the
+    id). `private_name`: the name is in operators' words (an alert's message names the
+    element), so members are ranked on the id only: ranking or sorting on a field they may
+    not read would tell them its letters.
     """
 
     kind: str
     title: str
     icon: str
     operator_only: bool
-    name: str
+    name: str | None
     rows: Callable[[Any, str, bool], QuerySet[Any]]
     hits: Callable[[list[Any], bool], list[Hit]]
+    order: tuple[str, ...] = ()
+    private_name: bool = False
 
 
 def each(hit: Callable[[Any, bool], Hit]) -> Callable[[list[Any], bool], list[Hit]]:
@@ -63,14 +81,16 @@ def each(hit: Callable[[Any, bool], Hit]) -> Callable[[list[Any], bool], list[Hi
 
 
 def id_of(text: str) -> int | None:
-    """The id the text names ("17" or "#17"), or None."""
+    """The id the text names ("17" or "#17"), or None (ASCII digits only: "²" is a digit to
+    Python but no number to `int`, and no id)."""
     digits = text[1:] if text.startswith("#") else text
-    if digits.isdigit() and len(digits) < 20 and int(digits) <= _MAX_ID:
+    if digits.isascii() and digits.isdigit() and len(digits) < 20 and int(digits) <= MAX_ID:
         return int(digits)
     return None
 
 
 def text_match(text: str, fields: tuple[str, ...]) -> Q:
+    """Rows where one of `fields` contains the text (any case), or whose id it is."""
     match = Q()
     for field in fields:
         match |= Q(**{f"{field}__icontains": text})
@@ -81,12 +101,15 @@ def text_match(text: str, fields: tuple[str, ...]) -> Q:
 
 
 def page_url(name: str, pk: int) -> str:
+    """The console page `name` of the row `pk`."""
     return reverse(name, args=[pk])
 
 
 def serial_words(serial: str) -> str:
+    """ "serial SN-1" in a hit's line (a bare number reads as anything), or nothing."""
     return f"serial {serial}" if serial else ""
 
 
 def joined(*parts: object) -> str:
+    """A hit's line: the parts that are there, between middle dots."""
     return " · ".join(str(p) for p in parts if p not in (None, ""))

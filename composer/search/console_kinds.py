@@ -186,6 +186,26 @@ CONSOLE_FINDERS = (
     ),
     Finder("pool", "Pools", "bi-collection", False, "name", _pool_rows, _pool_hits),
     Finder("tenant", "Tenants", "bi-people", False, "name", _tenant_rows, each(_tenant_hit)),
-    Finder("alert", "Alerts", "bi-bell", False, "message", _alert_rows, each(_alert_hit)),
-    Finder("job", "Jobs", "bi-list-task", False, "kind", _job_rows, each(_job_hit)),
+    # Newest first among equals; a member's rank never reads the operators' message.
+    Finder(
+        "alert",
+        "Alerts",
+        "bi-bell",
+        False,
+        "message",
+        _alert_rows,
+        each(_alert_hit),
+        order=("-opened_at",),
+        private_name=True,
+    ),
+    Finder(
+        "job",
+        "Jobs",
+        "bi-list-task",
+        False,
+        "kind",
+        _job_rows,
+        each(_job_hit),
+        order=("-created_at",),
+    ),
 )

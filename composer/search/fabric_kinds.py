@@ -9,7 +9,16 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from composer.search.base import Finder, Hit, each, joined, page_url, serial_words, text_match
-from fabric.models import Enclosure, FabricManager, Host, Link, PowerFeed, Rack, Switch
+from fabric.models import (
+    LINK_END_OWNERS,
+    Enclosure,
+    FabricManager,
+    Host,
+    Link,
+    PowerFeed,
+    Rack,
+    Switch,
+)
 
 
 def _component_rows(model: Any, *related: str) -> Callable[[Any, str, bool], QuerySet[Any]]:
@@ -70,32 +79,19 @@ def _switch_hit(switch: Switch, operator: bool) -> Hit:
     )
 
 
-_END_NAMES = ("switch__name", "host__name", "enclosure__name")
-
-
 def _link_rows(user: Any, text: str, operator: bool) -> QuerySet[Any]:
     """Links by the name of what either end plugs into, or by id."""
-    fields = tuple(f"{end}__{name}" for end in ("a_port", "b_port") for name in _END_NAMES)
-    return Link.objects.filter(text_match(text, fields)).select_related(
-        *(f"{end}__{owner}" for end in ("a_port", "b_port") for owner in _OWNERS)
-    )
-
-
-_OWNERS = ("switch", "host", "enclosure")
-
-
-def _port_label(port: Any) -> str:
-    owner = port.switch or port.host or port.enclosure
-    return f"{owner.name}:{port.name}" if owner else port.name
+    fields = tuple(f"{owner}__name" for owner in LINK_END_OWNERS)
+    return Link.objects.filter(text_match(text, fields)).select_related(*LINK_END_OWNERS)
 
 
 def _link_hit(link: Link, operator: bool) -> Hit:
     return Hit(
         "link",
         link.pk,
-        f"{_port_label(link.a_port)} ↔ {_port_label(link.b_port)}",
+        f"{link.a_port} ↔ {link.b_port}",
         joined(
-            link.get_state_display(), f"{link.bandwidth_gbps:g} Gb/s", link.get_health_display()
+            link.get_state_display(), f"{link.bandwidth_gbps:g} GB/s", link.get_health_display()
         ),
         page_url("fabric:link_detail", link.pk),
     )
@@ -177,7 +173,7 @@ FABRIC_FINDERS = (
         _component_rows(Switch),
         each(_switch_hit),
     ),
-    Finder("link", "Links", "bi-link-45deg", True, "pk", _link_rows, each(_link_hit)),
+    Finder("link", "Links", "bi-link-45deg", True, None, _link_rows, each(_link_hit)),
     Finder("rack", "Racks", "bi-bricks", True, "name", _rack_rows, each(_rack_hit)),
     Finder("power_feed", "Power feeds", "bi-plug", True, "name", _feed_rows, each(_feed_hit)),
     Finder(

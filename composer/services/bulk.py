@@ -37,7 +37,9 @@ def compositions_decompose_all(
         )
     jobs = []
     with transaction.atomic():
-        for composition in compositions:
+        # Locked in id order, whatever order they were ticked in: two bulk decomposes over
+        # the same compositions queue behind each other instead of deadlocking.
+        for composition in sorted(compositions, key=lambda c: c.pk):
             try:
                 jobs.append(
                     composition_decompose(

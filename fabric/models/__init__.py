@@ -7,9 +7,10 @@ from fabric.models.domains import DeviceDomain, FailureDomain
 from fabric.models.health import Alert, HealthCondition, HealthSample
 from fabric.models.history import ChangeRecord
 from fabric.models.inventory import Device, Enclosure, Host, Pool, PowerFeed, Rack
-from fabric.models.links import Link
+from fabric.models.links import LINK_END_OWNERS, Link
 
 __all__ = [
+    "LINK_END_OWNERS",
     "Alert",
     "ChangeRecord",
     "Device",

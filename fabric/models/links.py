@@ -7,6 +7,12 @@ from django.db import models
 from fabric.choices import LinkState
 from fabric.models.base import DiscoveredModel
 
+# What a link's two ends belong to, as lookups from the link: what searches and filters on
+# "either end" join, and what a list of links selects with its rows.
+LINK_END_OWNERS = tuple(
+    f"{end}__{owner}" for end in ("a_port", "b_port") for owner in ("switch", "host", "enclosure")
+)
+
 
 class Link(DiscoveredModel):
     """A link between two ports. Its latency and bandwidth decide which paths placement may use.

@@ -275,7 +275,9 @@ def maintenance_set_all(
         )
     changed = []
     with transaction.atomic():
-        for target in targets:
+        # Rows are locked in id order, whatever order they were ticked in: two bulk changes
+        # over the same elements then queue behind each other instead of deadlocking.
+        for target in sorted(targets, key=lambda t: t.pk):
             try:
                 if maintenance_set(
                     target=target,

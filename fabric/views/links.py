@@ -12,16 +12,14 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 
 from fabric.filters import LinkFilterSet
-from fabric.models import Enclosure, Host, Link, Port, Switch
+from fabric.models import LINK_END_OWNERS, Enclosure, Host, Link, Port, Switch
 from fabric.views.common import display_settings, operator_required
 from fabric.views.health import health_context
 from fabric.views.listing import Column, attr
 from fabric.views.lists import filtered_list, history_page
 
 # Each end's port, what it belongs to, and (on the link's page) where that sits.
-_OWNERS = [
-    f"{end}__{owner}" for end in ("a_port", "b_port") for owner in ("switch", "host", "enclosure")
-]
+_OWNERS = list(LINK_END_OWNERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +40,10 @@ def _end(label: str, port: Port) -> LinkEnd:
     return LinkEnd(label=label, port=port, kind="", owner=None)
 
 
-def _end_label(port: Port) -> str:
-    """ "sw-a:p00": what the port belongs to, and the port."""
-    end = _end("", port)
-    return f"{end.owner.name}:{port.name}" if end.owner is not None else port.name
-
-
 LINK_COLUMNS = (
     Column("Link", "id", attr("pk"), sort="id"),
-    Column("End A", "end_a", lambda link: _end_label(link.a_port)),
-    Column("End B", "end_b", lambda link: _end_label(link.b_port)),
+    Column("End A", "end_a", lambda link: str(link.a_port)),
+    Column("End B", "end_b", lambda link: str(link.b_port)),
     Column("Width", "lanes", lambda link: min(link.a_port.lanes, link.b_port.lanes), numeric=True),
     Column("Latency", "latency_ns", attr("latency_ns"), sort="latency", numeric=True),
     Column("Bandwidth", "bandwidth_gbps", attr("bandwidth_gbps"), sort="bandwidth", numeric=True),

@@ -131,11 +131,27 @@ class _Echo:
         return value
 
 
+# A text cell starting with one of these is a formula to a spreadsheet that opens the file.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: empty for None, ISO 8601 for a time, and a text that a spreadsheet would
+    run as a formula (a name a fabric manager or a tenant chose: "=HYPERLINK(…)") quoted
+    with a leading apostrophe, as OWASP advises; numbers stay numbers."""
+    if value is None:
+        return ""
+    value = _plain(value)
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def csv_lines(rows: Iterable[Sequence[Any]]) -> Iterator[str]:
     """Each row as one CSV line (the first row is the header)."""
     writer = csv.writer(_Echo())
     for row in rows:
-        yield writer.writerow(["" if v is None else _plain(v) for v in row])
+        yield writer.writerow([_cell(v) for v in row])
 
 
 def json_array(objects: Iterable[dict[str, Any]]) -> Iterator[str]:

@@ -80,3 +80,32 @@ document.addEventListener("change", (event) => {
   }
   composerBulkRefresh(form);
 });
+
+// A live redraw of a list (a device's health changed) must not drop what the operator has
+// ticked: the ticks are noted before htmx swaps and put back on the rows still there.
+let composerTicks = null;
+document.addEventListener("htmx:beforeSwap", () => {
+  composerTicks = new Map();
+  for (const form of document.querySelectorAll("form[data-bulk-form]")) {
+    const values = Array.from(form.querySelectorAll("input[data-bulk-row]:checked"), (box) => box.value);
+    if (values.length) {
+      composerTicks.set(form.id, new Set(values));
+    }
+  }
+});
+document.addEventListener("htmx:afterSettle", () => {
+  if (!composerTicks || !composerTicks.size) {
+    return;
+  }
+  for (const [id, values] of composerTicks) {
+    const form = document.getElementById(id);
+    if (!form) {
+      continue;
+    }
+    for (const box of form.querySelectorAll("input[data-bulk-row]")) {
+      box.checked = box.checked || values.has(box.value);
+    }
+    composerBulkRefresh(form);
+  }
+  composerTicks = null;
+});

@@ -49,6 +49,14 @@ def test_an_operator_puts_two_switches_in_maintenance_at_once(
     Device.objects.filter(pk=gpu.pk).update(state=DeviceState.MAINTENANCE)
     page.goto("/fabric/devices/?state=maintenance")
     page.check(f"#device-bulk-form input[data-bulk-row][value='{gpu.pk}']")
+    # A live redraw of the table (a device's health changed) keeps the tick.
+    with page.expect_response(lambda r: "/fabric/devices/" in r.url):
+        page.evaluate("htmx.trigger('#device-table-rows', 'refresh')")
+    page.wait_for_timeout(300)
+    expect(
+        page.locator(f"#device-bulk-form input[data-bulk-row][value='{gpu.pk}']")
+    ).to_be_checked()
+    expect(page.locator("[data-bulk-count]")).to_have_text("1 ticked")
     page.click("#bulk-service")
     expect(page.locator("#bulk-title")).to_have_text("Take 1 device out of maintenance?")
     page.click("#bulk-confirm")

@@ -44,7 +44,7 @@ def test_an_operator_searches_from_the_navbar_with_the_slash_key(
     page.screenshot(path="/tmp/search-operator.png", full_page=True)
     page.click("#search-device .search-more")
     expect(page).to_have_url(re.compile(r"kind=device"))
-    expect(page.locator("#search-total")).to_have_text("6 devices")
+    expect(page.locator("#search-total")).to_have_text("Devices: 6")
     # "/" on the search page goes to the page's own box; Escape leaves it.
     page.locator("body").click(position={"x": 5, "y": 300})
     page.keyboard.press("/")

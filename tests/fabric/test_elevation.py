@@ -56,3 +56,11 @@ def test_a_rack_said_to_be_thousands_of_units_tall_is_drawn_at_most_100() -> Non
     drawing = elevation(4000, [_box("host-a", 1), _box("host-z", 3999)])
     assert drawing.height == MAX_DRAWN_UNITS and len(drawing.cells) == MAX_DRAWN_UNITS
     assert [u.occupant.name for u in drawing.unplaced] == ["host-z"]
+
+
+def test_a_box_below_the_first_unit_is_listed_not_lost() -> None:
+    drawing = elevation(4, [_box("h0", 0), _box("h1", 1)])
+    assert [(u.occupant.name, u.reason) for u in drawing.unplaced] == [
+        ("h0", "U0 is below the first unit")
+    ]
+    assert [o.name for o in drawing.drawn] == ["h1"]

@@ -194,7 +194,7 @@ def test_one_kind_pages_through_every_match(
     assert response.status_code == 200
     assert response.context["page"].paginator.count == 8
     assert [h.label for h in response.context["hits"]][:2] == ["gpu-a-0", "gpu-a-1"]
-    assert "8 devices" in response.content.decode()
+    assert "Devices: 8</span> match “gpu-”" in response.content.decode()
     past = client_as(admin_user).get(SEARCH, {"q": "gpu-", "kind": "device", "page": "9"})
     assert past.status_code == 404
 
@@ -237,3 +237,36 @@ def test_a_search_is_one_query_per_kind(
     searched = [q for q in queries.captured_queries if "search_rank" in q["sql"]]
     assert len(searched) == 13
     assert len(queries.captured_queries) <= len(searched) + 8
+
+
+@pytest.mark.parametrize("text", ["²", "#²", "①", "1" * 25])
+def test_digits_that_are_no_number_are_text_not_an_error(
+    client_as: Any, admin_user: Any, alice: Any, small: SmallFabric, text: str
+) -> None:
+    for user in (admin_user, alice):
+        assert client_as(user).get(SEARCH, {"q": text}).status_code == 200
+
+
+def test_a_members_alerts_keep_the_same_order_whatever_the_operators_message_says(
+    client_as: Any, alice: Any, small: SmallFabric, acme: Any
+) -> None:
+    """Ranking on the message a member cannot read would tell its first letters."""
+    older = _alert(small, tenant=acme)
+    newer = _alert(small, tenant=acme, rule=rules.TEMPERATURE)
+    Alert.objects.filter(pk=older.pk).update(message="aa-one failed")
+    Alert.objects.filter(pk=newer.pk).update(message="ys-two failed")
+    client = client_as(alice)
+    for text in ("a", "y", "A device"):
+        page = client.get(SEARCH, {"q": text, "kind": "alert"})
+        assert [h.id for h in page.context["hits"]] == [newer.pk, older.pk], text
+
+
+def test_jobs_come_newest_first(
+    client_as: Any, alice: Any, boxes: dict[str, Any], acme: Any
+) -> None:
+    jobs = [
+        JobFactory.create(kind=JobKind.COMPOSE, tenant=acme, target_label="train-acme")
+        for _ in range(3)
+    ]
+    found = client_as(alice).get(SEARCH, {"q": "train-acme", "kind": "job"})
+    assert [h.id for h in found.context["hits"]] == [j.pk for j in reversed(jobs)]

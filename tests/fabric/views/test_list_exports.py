@@ -254,3 +254,15 @@ def test_every_sort_a_page_offers_the_api_offers_too(
         for value in (sort, f"-{sort}"):
             response = client.get(reverse(endpoint), {"ordering": value})
             assert response.status_code == 200, (endpoint, value, response.content[:200])
+
+
+def test_a_csv_cell_a_spreadsheet_would_run_is_quoted(
+    small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    HostFactory.create(manager=small.manager, name='=HYPERLINK("http://x.example","go")', cores=4)
+    rows = _csv(client_as(admin_user).get(reverse("fabric:host_list"), {"export": "csv"}))
+    assert rows[0]["name"] == '\'=HYPERLINK("http://x.example","go")'
+    assert rows[0]["cores"] == "4"
+    # JSON is data, not a sheet: as it is.
+    as_json = _json(client_as(admin_user).get(reverse("fabric:host_list"), {"export": "json"}))
+    assert as_json[0]["name"].startswith("=HYPERLINK")
