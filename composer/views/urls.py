@@ -12,6 +12,7 @@ from django.urls import include, path
 from composer.views import (
     alerts,
     audit,
+    composition_list,
     compositions,
     dashboard,
     holds,
@@ -21,6 +22,7 @@ from composer.views import (
     quotas,
     reconcile,
     search,
+    templates,
 )
 
 app_name = "composer"
@@ -28,7 +30,8 @@ urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("pools/", pools.pool_list, name="pool_list"),
     path("pools/<slug:slug>/", pools.pool_detail, name="pool_detail"),
-    path("compositions/", compositions.composition_list, name="composition_list"),
+    path("compositions/", composition_list.composition_list, name="composition_list"),
+    path("templates/", templates.template_list, name="composition_templates"),
     path("compositions/new/", compositions.composition_create, name="composition_create"),
     path("compositions/quotas/", quotas.composition_quotas, name="composition_quotas"),
     path(
