@@ -102,9 +102,10 @@ def _field(name: str | None) -> str | None:
 @extend_schema_view(
     list=extend_schema(
         summary="List compositions",
-        description="Operators see every composition; members their tenants'. Filters: "
-        "`state` (several allowed), `tenant` and `template` (slugs), `q` (name, host, "
-        "template). `job` is the URL of the latest compose or decompose job.",
+        description="Operators see every composition; members their tenants'. Newest first "
+        "unless `ordering` says otherwise. Filters: `state` (several allowed), `tenant` and "
+        "`template` (slugs), `q` (name, host, template). `job` is the URL of the latest "
+        "compose or decompose job.",
     ),
     retrieve=extend_schema(
         summary="One composition",

@@ -1,26 +1,15 @@
-"""FilterSets of composer's API (compositions' is shared with the page: composer.filters)."""
+"""FilterSets of composer's API (compositions', jobs' and templates' are shared with their
+pages: composer.filters)."""
 
 from __future__ import annotations
 
 import django_filters
 
-from composer.choices import JobKind, JobStatus
-from composer.filters import CompositionFilterSet
-from composer.models import Job, Quota
+from composer.filters import CompositionFilterSet, JobFilterSet, TemplateFilterSet
+from composer.models import Quota
 from fabric.choices import DeviceKind
 
-__all__ = ["CompositionFilterSet", "JobFilterSet", "QuotaFilterSet"]
-
-
-class JobFilterSet(django_filters.FilterSet):
-    """Jobs by status and kind (several of each allowed: `?status=queued&status=running`)."""
-
-    status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices, distinct=False)
-    kind = django_filters.MultipleChoiceFilter(choices=JobKind.choices, distinct=False)
-
-    class Meta:
-        model = Job
-        fields: list[str] = []
+__all__ = ["CompositionFilterSet", "JobFilterSet", "QuotaFilterSet", "TemplateFilterSet"]
 
 
 class QuotaFilterSet(django_filters.FilterSet):

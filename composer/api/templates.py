@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_view
 
+from composer.api.filters import TemplateFilterSet
 from composer.api.serializers import TemplateSerializer
 from composer.api.viewsets import OperatorWrites, WritableViewSet
 from composer.models import Template
@@ -37,7 +38,9 @@ TEMPLATE_EXAMPLE = {
 @extend_schema_view(
     list=extend_schema(
         summary="List templates",
-        description="Named request shapes. Tenant members see the active ones; operators all.",
+        description="Named request shapes, by name unless `ordering` says otherwise. Tenant "
+        "members see the active ones; operators all. Filters: `q` (name, slug, description), "
+        "`is_active`.",
         examples=[OpenApiExample("Templates", value=TEMPLATE_EXAMPLE, response_only=True)],
     ),
     retrieve=extend_schema(summary="One template", description="By slug."),
@@ -65,6 +68,7 @@ class TemplateViewSet(WritableViewSet):
     """Templates by slug; writes for operators only."""
 
     serializer_class = TemplateSerializer
+    filterset_class = TemplateFilterSet
     permission_classes = [OperatorWrites]
     lookup_field = "slug"
     lookup_value_regex = "[^/]+"

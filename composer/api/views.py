@@ -49,9 +49,9 @@ logger = logging.getLogger(__name__)
     list=extend_schema(
         summary="List jobs",
         description=(
-            "Jobs the caller may see, newest first: operators see every job; tenant members "
-            "their tenants' jobs (fabric work such as inventory sync has no tenant and is "
-            "operators' only)."
+            "Jobs the caller may see, newest first unless `ordering` says otherwise: "
+            "operators see every job; tenant members their tenants' jobs (fabric work such as "
+            "inventory sync has no tenant and is operators' only)."
         ),
     ),
     retrieve=extend_schema(

@@ -19,8 +19,11 @@ STATE_ALL = "all"
 
 
 class AlertFilterForm(forms.Form):
-    """State (open, closed or all), severity and source type, the last two several at once;
+    """State (open, closed or all), severity and source type, the last two several at once,
+    and free text (matched against what the viewer is shown: `AlertFilterSet.filter_text`);
     an unknown value is an error naming the field."""
+
+    q = forms.CharField(required=False, max_length=100, label="Search")
 
     state = forms.ChoiceField(
         choices=[(STATE_ALL, "All"), *AlertState.choices], required=False, label="State"
@@ -32,9 +35,17 @@ class AlertFilterForm(forms.Form):
         choices=AlertSource.choices, required=False, label="Source"
     )
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, operator: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["state"].widget.attrs["class"] = "form-select form-select-sm"
+        self.fields["q"].widget.attrs.update(
+            {
+                "class": "form-control form-control-sm",
+                "placeholder": "Message or source" if operator else "Message",
+                "type": "search",
+                "autocomplete": "off",
+            }
+        )
 
     def filter_query(self) -> QueryDict:
         """The valid filters as the API's query string (`AlertFilterSet`'s parameters)."""
@@ -46,11 +57,7 @@ class AlertFilterForm(forms.Form):
             values = self.cleaned_data.get(name) or []
             if values:
                 query.setlist(name, values)
+        text = (self.cleaned_data.get("q") or "").strip()
+        if text:
+            query["q"] = text
         return query
-
-    @property
-    def is_filtered(self) -> bool:
-        """True when a valid filter narrows the list (for the "no alerts match" wording)."""
-        if not self.is_valid():
-            return False
-        return bool(self.filter_query())

@@ -12,8 +12,7 @@ from composer.models import Composition, Job, Tenant
 from composer.search.base import Finder, Hit, each, joined, page_url, serial_words, text_match
 from composer.selectors.alerts import tenant_alerts
 from fabric.choices import AlertSource
-from fabric.health.rules import RULES
-from fabric.health.wording import tenant_alert_message
+from fabric.health.wording import tenant_wordings_with
 from fabric.kinds import find as find_kind
 from fabric.models import Alert, Device, Pool
 from fabric.selectors import pool_capacities
@@ -119,11 +118,8 @@ def _alert_rows(user: Any, text: str, operator: bool) -> QuerySet[Any]:
     if operator:
         return Alert.objects.filter(text_match(text, ("message", "source_name", "rule")))
     match = text_match(text, ())
-    needle = text.casefold()
-    for source in AlertSource.values:
-        for rule in RULES:
-            if needle in tenant_alert_message(source, rule).casefold():
-                match |= Q(source_type=source, rule=rule)
+    for source, rule in tenant_wordings_with(text, AlertSource.values):
+        match |= Q(source_type=source, rule=rule)
     return tenant_alerts(user, Alert.objects.filter(match)) if match else Alert.objects.none()
 
 

@@ -12,32 +12,46 @@ template draws the first page and every update.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, QueryDict, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import Resolver404, resolve, reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.text import capfirst
 from django.views.decorators.http import require_GET, require_POST
 
 from composer.events import blast_radius_for
-from composer.forms.alerts import AlertFilterForm
+from composer.forms.alerts import STATE_ALL, AlertFilterForm
 from composer.models import Membership, Tenant
-from fabric.api.alerts import AlertFilterSet
+from composer.views.lists import filter_words, list_problems, ordering_of
+from fabric.api.alert_filters import AlertFilterSet
 from fabric.health.blast import stored_counts
 from fabric.models import Alert
 from fabric.permissions import is_operator
 from fabric.services.alerts import alert_acknowledge, alerts_visible_to
 from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
+from fabric.views.listing import (
+    EXPORT_BATCH,
+    Column,
+    attr,
+    export_query,
+    export_response,
+    headers,
+    visible,
+)
 
 TABLE_TARGET = "alert-table"
+DEFAULT_ORDERING = "-opened"
 
 
 @dataclass(frozen=True)
@@ -119,58 +133,138 @@ def _rows(alerts: list[Alert], *, operator: bool, tenant_ids: Collection[int]) -
     return rows
 
 
+def _blast_words(row: AlertRow, *, operator: bool) -> str:
+    """The blast radius column in words: the figures for operators, the effect for members
+    (whose compositions are exported in a column of their own)."""
+    if not operator:
+        return {"at_risk": "At risk", "frozen": "Bindings frozen"}.get(row.effect, "")
+    words = f"At risk: {row.headline}" if row.effect == "at_risk" else capfirst(row.headline)
+    return f"{words} (bindings frozen)" if row.effect == "frozen" else words
+
+
+def _names(links: list[CompositionLink]) -> str:
+    return ", ".join(link.name for link in links)
+
+
+def _columns(*, operator: bool) -> tuple[list[Column], list[Column]]:
+    """The table's columns and the export's, in the viewer's words: a member's message is
+    the alert's `tenant_message`, and never the source's name, the tenants it hurts or who
+    acknowledged it."""
+    if operator:
+        message = Column("Message", "message", attr("alert.message"))
+    else:
+        message = Column("Message", "message", attr("alert.tenant_message"))
+    table = [
+        Column("Severity", "severity", attr("alert.severity"), sort="severity"),
+        Column("Source", "source_type", attr("alert.source_type"), sort="source"),
+        message,
+        Column("Opened", "opened_at", attr("alert.opened_at"), sort="opened"),
+        Column("Closed", "closed_at", attr("alert.closed_at"), sort="closed"),
+        Column("Seen", "occurrences", attr("alert.occurrences"), sort="seen", numeric=True),
+        Column("Blast radius", "blast_radius", partial(_blast_words, operator=operator)),
+        Column(
+            "Acknowledged", "acknowledged_at", attr("alert.acknowledged_at"), sort="acknowledged"
+        ),
+    ]
+    extra = [
+        Column("Source name", "source_name", attr("alert.source_name"), operator_only=True),
+        Column("Rule", "rule", attr("alert.rule")),
+        Column("State", "state", attr("alert.state")),
+        Column("Last seen", "last_seen_at", attr("alert.last_seen_at")),
+        Column("Flapping", "is_flapping", attr("alert.is_flapping")),
+        Column("Compositions", "compositions", lambda r: _names(r.compositions)),
+        Column(
+            "Compositions degraded",
+            "compositions_degraded",
+            lambda r: _names(r.compositions_degraded),
+        ),
+        Column("Tenants", "tenants", lambda r: ", ".join(r.tenants), operator_only=True),
+        Column(
+            "Acknowledged by",
+            "acknowledged_by",
+            attr("alert.acknowledged_by.username"),
+            operator_only=True,
+        ),
+    ]
+    exported = [Column("Id", "id", attr("alert.pk")), *table, *visible(extra, operator=operator)]
+    return table, exported
+
+
+def _export_rows(
+    alerts: QuerySet[Alert], *, operator: bool, tenant_ids: list[int]
+) -> Iterator[AlertRow]:
+    """Every alert of `alerts` as a row, read in batches (one query for the rows and at most
+    one for the tenants' names per batch), whatever the count."""
+    batch: list[Alert] = []
+    for alert in alerts.iterator(chunk_size=EXPORT_BATCH):
+        batch.append(alert)
+        if len(batch) == EXPORT_BATCH:
+            yield from _rows(batch, operator=operator, tenant_ids=tenant_ids)
+            batch = []
+    if batch:
+        yield from _rows(batch, operator=operator, tenant_ids=tenant_ids)
+
+
 @login_required
 @require_GET
-def alert_list(request: HttpRequest) -> HttpResponse:
-    """The alerts the viewer may see, newest first, filtered by state, severity and source.
+def alert_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
+    """The alerts the viewer may see, newest first unless sorted otherwise, filtered by state,
+    severity, source and text; `?export=csv|json` gives every alert the filters select.
 
     Bad filter values are a 400 naming the field; a page past the end a 404. htmx asks for
     the table alone (HX-Target: alert-table) when filtering, paging or when live.js says an
     alert changed.
     """
-    operator = is_operator(request.user)
-    form = AlertFilterForm(request.GET)
-    status = 200
-    errors: list[str] = []
+    user = request.user
+    assert user.is_authenticated  # login_required
+    operator = is_operator(user)
+    form = AlertFilterForm(request.GET, operator=operator)
+    query = form.filter_query() if form.is_valid() else QueryDict(mutable=True)
+    if ordering_of(request):
+        query["ordering"] = ordering_of(request)
+    visible_alerts = alerts_visible_to(user)
+    filterset = AlertFilterSet(
+        query,
+        queryset=visible_alerts.select_related("manager", "acknowledged_by"),
+        request=request,
+    )
+    errors = list_problems(request, form, filterset.form)
+    status = 400 if errors else 200
+    table, exported = _columns(operator=operator)
     page = None
     rows: list[AlertRow] = []
-    if not form.is_valid():
-        status = 400
-        for name, problems in form.errors.items():
-            label = form.fields[name].label if name in form.fields else name
-            errors.extend(f"{label or name.capitalize()}: {p}" for p in problems)
-    else:
-        alerts = AlertFilterSet(
-            form.filter_query(),
-            queryset=alerts_visible_to(request.user).select_related("manager", "acknowledged_by"),
-        ).qs
+    tenant_ids: list[int] = []
+    if not operator:
+        tenant_ids = list(Membership.objects.filter(user=user).values_list("tenant_id", flat=True))
+    if not errors:
+        alerts = filterset.qs
+        alerts = alerts.order_by(*(alerts.query.order_by or ("-opened_at", "-id")), "pk")
+        export = request.GET.get("export")
+        if export:
+            every = _export_rows(alerts, operator=operator, tenant_ids=tenant_ids)
+            return export_response(every, exported, export=export, filename="alerts")
         try:
-            page = paginate(
-                alerts.order_by("-opened_at", "-id"),
-                page=request.GET.get("page"),
-                per_page=DEFAULT_PAGE_SIZE,
-            )
+            page = paginate(alerts, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
         except BadPage as exc:
             status = exc.status
             errors.append(exc.message)
         else:
-            tenant_ids: list[int] = []
-            if not operator:
-                user = request.user
-                assert user.is_authenticated  # login_required
-                tenant_ids = list(
-                    Membership.objects.filter(user=user).values_list("tenant_id", flat=True)
-                )
             rows = _rows(list(page.object_list), operator=operator, tenant_ids=tenant_ids)
-    context = {
+    context: dict[str, Any] = {
         "form": form,
         "page": page,
         "rows": rows,
         "errors": errors,
         "can_acknowledge": operator,
+        "headers": headers(table, ordering_of(request), default=DEFAULT_ORDERING),
+        "export_query": export_query(request),
+        "ordering": ordering_of(request),
     }
-    partial = is_htmx_partial(request, TABLE_TARGET)
-    template = "composer/_alert_rows.html" if partial else "composer/alert_list.html"
+    if page is not None and not page.paginator.count:
+        context["total"] = visible_alerts.count()
+        context["active_filters"] = filter_words(form, unfiltered={"state": STATE_ALL})
+    partial_table = is_htmx_partial(request, TABLE_TARGET)
+    template = "composer/_alert_rows.html" if partial_table else "composer/alert_list.html"
     response = render(request, template, context, status=status)
     patch_vary_headers(response, ["HX-Request", "HX-Target"])
     return response

@@ -1,5 +1,5 @@
-"""Composition pages: the list, the request form with its preview, one composition's page
-(polled while it changes) and its decompose action.
+"""Composition pages: the request form with its preview, one composition's page (polled
+while it changes) and its decompose action (the list: `composer.views.composition_list`).
 
 Reads start from `Composition.objects.for_user`: another tenant's composition is
 a 404; a read-only member gets 403 on every write (the request form, preview, decompose).
@@ -18,14 +18,12 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST
 
 from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, Role
 from composer.errors import ComposerError
-from composer.filters import CompositionFilterSet
-from composer.forms.compositions import CompositionFilterForm, CompositionRequestForm
-from composer.models import Composition, Job, Membership, Tenant
+from composer.forms.compositions import CompositionRequestForm
+from composer.models import Composition, Job, Membership, Template, Tenant
 from composer.placement.audience import plan_for
 from composer.selectors.health import composition_device_status
 from composer.selectors.jobs import job_log
@@ -41,12 +39,10 @@ from composer.services.heal import heal_request
 from fabric.kinds import requestable
 from fabric.models import Device
 from fabric.permissions import is_operator
-from fabric.views.common import DEFAULT_PAGE_SIZE, BadPage, is_htmx_partial, paginate
 from fabric.views.responses import htmx_redirect, is_htmx, remote_addr
 
 logger = logging.getLogger(__name__)
 
-TABLE_TARGET = "composition-table"
 LOG_LINES_SHOWN = 200
 # States a composition stays in until someone acts: the page stops polling there.
 SETTLED_STATES = frozenset(
@@ -85,61 +81,6 @@ def can_write(user: Any, composition: Composition) -> bool:
         .exclude(role=Role.READONLY)
         .exists()
     )
-
-
-# --- the list ------------------------------------------------------------------------------
-
-
-@login_required
-def composition_list(request: HttpRequest) -> HttpResponse:
-    """The compositions the viewer may see, newest first, filtered and paginated."""
-    operator = is_operator(request.user)
-    form = CompositionFilterForm(request.GET, operator=operator)
-    status = 200
-    errors: list[str] = []
-    page = None
-    if not form.is_valid():
-        status = 400
-        for name, messages in form.errors.items():
-            label = form.fields[name].label if name in form.fields else name
-            errors.extend(f"{label or name.capitalize()}: {m}" for m in messages)
-    else:
-        # The form checks and draws the filters; the API's FilterSet applies them, so a
-        # filter means the same on the page and in /api/v1/compositions/.
-        query = request.GET.copy()
-        if not operator:
-            query.pop("tenant", None)
-        compositions = CompositionFilterSet(
-            query,
-            queryset=Composition.objects.for_user(request.user).select_related(
-                "tenant", "host", "template", "requested_by"
-            ),
-        ).qs
-        try:
-            page = paginate(
-                compositions.order_by("-created_at", "-id"),
-                page=request.GET.get("page"),
-                per_page=DEFAULT_PAGE_SIZE,
-            )
-        except BadPage as exc:
-            status = exc.status
-            errors.append(exc.message)
-    user = request.user
-    assert user.is_authenticated  # login_required
-    context = {
-        "form": form,
-        "page": page,
-        # Polled while live updates are down, as long as a composition shown is on its way.
-        "unsettled": page is not None and any(c.state not in SETTLED_STATES for c in page),
-        "errors": errors,
-        "can_request": writable_tenants(user).exists(),
-        "show_tenant": operator or Membership.objects.filter(user=user).count() > 1,
-    }
-    partial = is_htmx_partial(request, TABLE_TARGET)
-    template = "composer/_composition_table.html" if partial else "composer/composition_list.html"
-    response = render(request, template, context, status=status)
-    patch_vary_headers(response, ["HX-Request", "HX-Target"])
-    return response
 
 
 # --- the request form and its preview ------------------------------------------------------
@@ -202,8 +143,29 @@ def composition_create(request: HttpRequest) -> HttpResponse:
         return render(
             request, "composer/composition_form.html", _page_context(request, form), status=400
         )
-    blank = CompositionRequestForm(tenants=tenants, operator=operator) if tenants.exists() else None
-    return render(request, "composer/composition_form.html", _page_context(request, blank))
+    blank, template_error = None, ""
+    if tenants.exists():  # read-only members get a notice, whatever template is asked for
+        picked, template_error = _picked_template(request)
+        initial: dict[str, Any] = {}
+        if picked is not None:  # "Request" on the templates page: that template, its default
+            initial = {"template": picked.pk, "self_heal": bool(picked.spec.get("self_heal"))}
+        blank = CompositionRequestForm(tenants=tenants, operator=operator, initial=initial)
+    context = {**_page_context(request, blank), "template_error": template_error}
+    return render(
+        request, "composer/composition_form.html", context, status=400 if template_error else 200
+    )
+
+
+def _picked_template(request: HttpRequest) -> tuple[Template | None, str]:
+    """The active template `?template=<slug>` picks for a blank form, or the error naming it
+    (the form is still drawn, with no template picked)."""
+    slug = request.GET.get("template", "").strip()
+    if not slug:
+        return None, ""
+    template = Template.objects.filter(is_active=True, slug=slug).first()
+    if template is None:
+        return None, f"No active template “{slug[:60]}” to request from: pick one here."
+    return template, ""
 
 
 def _page_context(request: HttpRequest, form: CompositionRequestForm | None) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from composer.views import (
     alerts,
     audit,
     bulk,
+    composition_list,
     compositions,
     dashboard,
     holds,
@@ -22,6 +23,7 @@ from composer.views import (
     quotas,
     reconcile,
     search,
+    templates,
 )
 
 app_name = "composer"
@@ -29,7 +31,8 @@ urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("pools/", pools.pool_list, name="pool_list"),
     path("pools/<slug:slug>/", pools.pool_detail, name="pool_detail"),
-    path("compositions/", compositions.composition_list, name="composition_list"),
+    path("compositions/", composition_list.composition_list, name="composition_list"),
+    path("templates/", templates.template_list, name="composition_templates"),
     path("compositions/new/", compositions.composition_create, name="composition_create"),
     path(
         "compositions/decompose/",

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
-from django.db.models import Q, QuerySet
-from drf_spectacular.types import OpenApiTypes
+from django.db.models import QuerySet
 from drf_spectacular.utils import (
     OpenApiExample,
     extend_schema,
@@ -29,9 +27,9 @@ from rest_framework.reverse import reverse
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from fabric.api.alert_filters import AlertFilterSet
 from fabric.api.serializers import NamedRefSerializer, for_caller
-from fabric.choices import AlertSeverity, AlertSource, AlertState
-from fabric.filters import IdFilter, StrictBooleanFilter
+from fabric.choices import AlertSource
 from fabric.health.rules import RULES
 from fabric.models import Alert
 from fabric.permissions import is_operator
@@ -214,45 +212,6 @@ class TenantAlertSerializer(serializers.ModelSerializer):
         return dict(scope.blast_radius(request.user, alert.blast_radius or {}))
 
 
-# --- filters ------------------------------------------------------------------------------------
-
-
-class AlertFilterSet(django_filters.FilterSet):
-    """Alerts by state, severity, source, rule, manager, acknowledgement and time."""
-
-    state = django_filters.ChoiceFilter(choices=AlertState.choices)
-    severity = django_filters.MultipleChoiceFilter(choices=AlertSeverity.choices, distinct=False)
-    source_type = django_filters.MultipleChoiceFilter(choices=AlertSource.choices, distinct=False)
-    source_id = IdFilter()
-    rule = django_filters.CharFilter(max_length=40)
-    manager = IdFilter(field_name="manager_id")
-    is_acknowledged = StrictBooleanFilter(method="filter_acknowledged")
-    since = extend_schema_field(OpenApiTypes.DATETIME)(
-        django_filters.IsoDateTimeFilter(
-            method="filter_since",
-            help_text="Opened, seen again or closed at or after (ISO 8601).",
-        )
-    )
-
-    class Meta:
-        model = Alert
-        fields: list[str] = []
-
-    def filter_acknowledged(
-        self, queryset: QuerySet[Alert], name: str, value: bool | None
-    ) -> QuerySet[Alert]:
-        if value is None:
-            return queryset
-        return queryset.filter(acknowledged_at__isnull=not value)
-
-    def filter_since(self, queryset: QuerySet[Alert], name: str, value: Any) -> QuerySet[Alert]:
-        if value is None:
-            return queryset
-        return queryset.filter(
-            Q(opened_at__gte=value) | Q(last_seen_at__gte=value) | Q(closed_at__gte=value)
-        )
-
-
 # --- alerts -------------------------------------------------------------------------------------
 
 
@@ -313,9 +272,9 @@ ALERT_EXAMPLE = {
     list=extend_schema(
         summary="List alerts",
         description=(
-            "Newest first. Operators see every alert; tenant members only those that hurt "
-            "their compositions, in the `TenantAlert` shape, once the console enables it "
-            "(until then they get 404)."
+            "Newest first unless `ordering` says otherwise. Operators see every alert; tenant "
+            "members only those that hurt their compositions, in the `TenantAlert` shape, "
+            "once the console enables it (until then they get 404)."
         ),
         responses=for_caller("AlertForCaller", AlertSerializer, TenantAlertSerializer, many=True),
         examples=[

@@ -9,9 +9,11 @@ Python, like the rules whose keys it reads.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from fabric.health import rules
 
-__all__ = ["tenant_alert_message"]
+__all__ = ["tenant_alert_message", "tenant_wordings_with"]
 
 # "A switch", "An enclosure": what a tenant is told failed.
 _SOURCES = {
@@ -44,3 +46,18 @@ def tenant_alert_message(source_type: str, rule: str) -> str:
     source = _SOURCES.get(source_type, "A fabric element")
     what = _RULES.get(rule) or f"has a problem ({rules.RULES.get(rule, 'health').lower()})"
     return f"{source} your compositions depend on {what}."
+
+
+def tenant_wordings_with(text: str, source_types: Iterable[str]) -> list[tuple[str, str]]:
+    """The (source type, rule) pairs whose tenant sentence holds `text` (case aside): how a
+    tenant's text search matches alerts by the words the tenant is shown, never by the
+    element's name or the manager's own message."""
+    needle = text.strip().casefold()
+    if not needle:
+        return []
+    return [
+        (source, rule)
+        for source in source_types
+        for rule in rules.RULES
+        if needle in tenant_alert_message(source, rule).casefold()
+    ]

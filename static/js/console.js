@@ -48,15 +48,19 @@ document.addEventListener("keydown", (event) => {
 });
 
 // Bulk actions (form[data-bulk-form], fabric/_bulk_toolbar.html): the header box ticks every
-// row on the page; the buttons wake up once a row is ticked, and the toolbar counts them.
+// row on the page; the buttons wake up once a row is ticked, and the toolbar counts them. The
+// boxes belong to the form by nesting or by their form="…" attribute (the alert table's rows
+// hold forms of their own, which a form may not contain).
+function composerBulkBoxes(form, selector) {
+  return Array.from(form.elements).filter((box) => box.matches(selector));
+}
 function composerBulkRefresh(form) {
-  const rows = Array.from(form.querySelectorAll("input[data-bulk-row]"));
+  const rows = composerBulkBoxes(form, "input[data-bulk-row]");
   const ticked = rows.filter((box) => box.checked).length;
   for (const button of form.querySelectorAll("[data-bulk-action]")) {
     button.disabled = ticked === 0;
   }
-  const all = form.querySelector("input[data-bulk-all]");
-  if (all) {
+  for (const all of composerBulkBoxes(form, "input[data-bulk-all]")) {
     all.checked = ticked > 0 && ticked === rows.length;
     all.indeterminate = ticked > 0 && ticked < rows.length;
   }
@@ -69,12 +73,12 @@ function composerBulkRefresh(form) {
 }
 document.addEventListener("change", (event) => {
   const box = event.target;
-  const form = box instanceof HTMLInputElement ? box.closest("form[data-bulk-form]") : null;
-  if (!form) {
+  const form = box instanceof HTMLInputElement ? box.form : null;
+  if (!form || !form.matches("[data-bulk-form]")) {
     return;
   }
   if (box.matches("[data-bulk-all]")) {
-    for (const row of form.querySelectorAll("input[data-bulk-row]")) {
+    for (const row of composerBulkBoxes(form, "input[data-bulk-row]")) {
       row.checked = box.checked;
     }
   }
@@ -87,7 +91,9 @@ let composerTicks = null;
 document.addEventListener("htmx:beforeSwap", () => {
   composerTicks = new Map();
   for (const form of document.querySelectorAll("form[data-bulk-form]")) {
-    const values = Array.from(form.querySelectorAll("input[data-bulk-row]:checked"), (box) => box.value);
+    const values = composerBulkBoxes(form, "input[data-bulk-row]")
+      .filter((box) => box.checked)
+      .map((box) => box.value);
     if (values.length) {
       composerTicks.set(form.id, new Set(values));
     }
@@ -102,7 +108,7 @@ document.addEventListener("htmx:afterSettle", () => {
     if (!form) {
       continue;
     }
-    for (const box of form.querySelectorAll("input[data-bulk-row]")) {
+    for (const box of composerBulkBoxes(form, "input[data-bulk-row]")) {
       box.checked = box.checked || values.has(box.value);
     }
     composerBulkRefresh(form);

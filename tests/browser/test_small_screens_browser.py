@@ -1,8 +1,8 @@
 """Every page at 390 px wide (a phone) in a real browser: nothing makes the page scroll
 sideways (wide tables scroll inside their card), and the navbar is a menu that opens.
 
-The world is the small fabric of tests/factories/fabric.py with a composition, a job and an
-alert, so that tables, badges and detail pages have rows to draw.
+The world is the small fabric of tests/factories/fabric.py with a composition, a job, an alert
+and a template, so that tables, badges and detail pages have rows to draw.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind
-from composer.models import AlertAudience, Composition
+from composer.models import AlertAudience, Composition, Template
 from fabric.choices import AlertSeverity, AlertSource
 from fabric.health import rules
 from fabric.models import Alert
@@ -59,6 +59,14 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
         last_seen_at=now,
     )
     AlertAudience.objects.create(alert=alert, tenant=acme)
+    template = Template(
+        name="inference-2gpu-bigmem",
+        slug="inference-2gpu-bigmem",
+        description="Two GPUs and a terabyte of CXL memory, for large-context inference",
+        spec={"items": [{"kind": "gpu", "count": 2}], "memory_gib": 1024, "policy": "enclosure"},
+    )
+    template.full_clean()
+    template.save()
     return {"small": small, "box": box, "job": job}
 
 
@@ -122,6 +130,7 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:dashboard"),
         reverse("composer:composition_list"),
         reverse("composer:composition_create"),
+        reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
         reverse("composer:pool_list"),
         reverse("composer:pool_detail", args=[small.pools[0].slug]),
@@ -168,6 +177,7 @@ def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
         reverse("composer:dashboard"),
         reverse("composer:composition_list"),
         reverse("composer:composition_create"),
+        reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
         reverse("composer:pool_list"),
         reverse("fabric:device_list"),

@@ -147,3 +147,25 @@ def test_members_do_not_acknowledge(
     assert client_as(alice).post(ACKNOWLEDGE, {"ids": _ids(alert)}).status_code == 403
     alert.refresh_from_db()
     assert alert.acknowledged_at is None
+
+
+def test_the_lists_offer_ticks_only_where_the_viewer_may_act(
+    client_as: Callable[[Any], Client],
+    admin_user: Any,
+    alice: Any,
+    bob: Any,
+    small: SmallFabric,
+    boxes: dict[str, Composition],
+) -> None:
+    _alert(small, 0)
+    compositions = reverse("composer:composition_list")
+    alerts = reverse("composer:alert_list")
+    operator = client_as(admin_user)
+    assert 'id="composition-bulk-form"' in operator.get(compositions).content.decode()
+    assert 'id="alert-bulk-form"' in operator.get(alerts).content.decode()
+    member = client_as(alice).get(compositions).content.decode()
+    assert 'id="composition-bulk-form"' in member
+    assert f'name="ids" value="{boxes["a1"].pk}"' in member
+    assert 'id="alert-bulk-form"' not in client_as(alice).get(alerts).content.decode()
+    read_only = client_as(bob).get(compositions).content.decode()
+    assert 'id="composition-bulk-form"' not in read_only and 'name="ids"' not in read_only
