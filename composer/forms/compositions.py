@@ -1,4 +1,4 @@
-"""The forms of the composition pages: the list's filters and the request form.
+"""The request form of the composition pages (the list's filters: `composition_filters`).
 
 The request form checks only what a form can (choices, lengths); the spec itself is checked
 by `composer.specs` and `composer.services.compositions`, whose errors (`SpecError`,
@@ -17,7 +17,6 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 import composer.placement.policies as policies
-from composer.choices import CompositionState
 from composer.errors import ComposerError
 from composer.models import Template, Tenant
 from composer.specs import DEVICE_KINDS
@@ -45,43 +44,6 @@ SCALAR_FIELDS = (
 )
 _ITEM_FIELD = re.compile(r"^items\[(\d+)\](?:\.(kind|model|count|minima|share)(?:\.(\w+))?)?$")
 SHARE_ROW = -1  # the spec item the GPU share field makes, in `_item_row_of`
-
-
-class CompositionFilterForm(forms.Form):
-    """State, tenant (operators only), template and a search in the name."""
-
-    state = forms.ChoiceField(
-        choices=[("", "Any state"), *CompositionState.choices], required=False
-    )
-    tenant = forms.ModelChoiceField(
-        queryset=Tenant.objects.order_by("name"),
-        required=False,
-        empty_label="Any tenant",
-        to_field_name="slug",
-    )
-    template = forms.ModelChoiceField(
-        queryset=Template.objects.order_by("name"),
-        required=False,
-        empty_label="Any template",
-        to_field_name="slug",
-    )
-    q = forms.CharField(required=False, max_length=100, label="Search")
-
-    def __init__(self, *args: Any, operator: bool, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if not operator:
-            del self.fields["tenant"]
-        for name in ("state", "tenant", "template"):
-            if name in self.fields:
-                self.fields[name].widget.attrs["class"] = "form-select form-select-sm"
-        self.fields["q"].widget.attrs.update(
-            {
-                "class": "form-control form-control-sm",
-                "placeholder": "Name",
-                "type": "search",
-                "autocomplete": "off",
-            }
-        )
 
 
 def _number_input(placeholder: str = "", *, whole: bool = True) -> forms.TextInput:

@@ -18,7 +18,7 @@ from django.utils.cache import patch_vary_headers
 
 from composer.choices import Role
 from composer.filters import CompositionFilterSet
-from composer.forms.compositions import CompositionFilterForm
+from composer.forms.composition_filters import CompositionFilterForm
 from composer.models import Composition, Membership
 from composer.views.compositions import SETTLED_STATES, writable_tenants
 from composer.views.lists import filter_words, list_problems, ordering_of
