@@ -30,6 +30,7 @@ from django.views.decorators.http import require_GET, require_POST
 from composer.events import blast_radius_for
 from composer.forms.alerts import AlertFilterForm
 from composer.models import Membership, Tenant
+from composer.notifications import can_manage_any
 from fabric.api.alerts import AlertFilterSet
 from fabric.health.blast import stored_counts
 from fabric.models import Alert
@@ -168,6 +169,7 @@ def alert_list(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "errors": errors,
         "can_acknowledge": operator,
+        "can_silence": operator or can_manage_any(request.user),
     }
     partial = is_htmx_partial(request, TABLE_TARGET)
     template = "composer/_alert_rows.html" if partial else "composer/alert_list.html"
