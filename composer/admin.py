@@ -317,3 +317,7 @@ class ChangeAudienceAdmin(ReadOnlyAdmin):
     list_display = ("record", "tenant")
     list_select_related = ("record", "tenant")
     show_full_result_count = False
+
+
+# Notification routes, webhooks, silences and deliveries: read-only (their own module).
+import composer.notifications.admin  # noqa: E402, F401

@@ -46,3 +46,9 @@ class ComposerConfig(AppConfig):
 
         register_alert_scope(TENANT_ALERT_SCOPE)
         register_ack_listener(alert_acknowledged_record)
+
+        # Webhooks' signing secrets use the managers' keys: one rotation re-encrypts both.
+        from composer.notifications.webhooks import webhooks_secrets_rotate
+        from fabric.services.managers.rotate import register_secret_rotation
+
+        register_secret_rotation("webhook signing secret(s)", webhooks_secrets_rotate)

@@ -198,6 +198,36 @@ def reconcile_task(run_id: int | None = None) -> int | None:
     return run.pk if run is not None else None
 
 
+@shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
+def notification_deliver_task(delivery_id: int) -> bool | None:
+    """One attempt at a notification (an e-mail or a webhook POST): claimed by
+    compare-and-set, so a duplicate message does nothing; a failure is recorded with its
+    next attempt, which beat's dispatch pass sends when it is due. Returns whether it was
+    delivered (None: no attempt was due)."""
+    from composer.notifications import delivery_attempt
+
+    outcome = delivery_attempt(delivery_id=delivery_id)
+    return None if outcome is None else outcome.ok
+
+
+@shared_task(acks_late=True, soft_time_limit=30, time_limit=45, expires=30)
+def notifications_dispatch_task() -> int:
+    """Beat, every COMPOSER_NOTIFY_DISPATCH_S: send the notifications that are due and that
+    no worker holds (retries whose back-off is over, those the broker refused or lost, an
+    attempt whose worker died). Returns how many."""
+    from composer.notifications import deliveries_dispatch
+
+    return deliveries_dispatch()
+
+
+@shared_task(acks_late=True, soft_time_limit=300, time_limit=360)
+def notifications_prune_task() -> int:
+    """Beat, hourly: delete finished deliveries older than COMPOSER_NOTIFY_RETENTION_DAYS."""
+    from composer.notifications import deliveries_prune
+
+    return deliveries_prune()
+
+
 @shared_task(**COMPOSITION_JOB_TASK)
 def composition_compose_task(self: Any, job_id: int) -> None:
     """Run compose job `job_id`: bind, verify, ready; roll back on a permanent failure."""

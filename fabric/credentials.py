@@ -125,6 +125,24 @@ def decrypt(manager: FabricManager) -> dict[str, str]:
     return {str(key): str(value) for key, value in loaded.items()}
 
 
+def encrypt_text(plain: str) -> str:
+    """The ciphertext of one secret string (a webhook's signing secret), with the newest key.
+
+    The same keys as managers' credentials, so one rotation covers both. Raises
+    NoCredentialsKey or BadCredentialsKey (the caller names the field).
+    """
+    return _fernet().encrypt(plain.encode()).decode()
+
+
+def decrypt_text(ciphertext: str) -> str:
+    """The plain text of `encrypt_text`'s ciphertext.
+
+    Raises NoCredentialsKey, BadCredentialsKey, or InvalidToken when no configured key
+    opens it; the caller says what could not be read, never the ciphertext.
+    """
+    return _fernet().decrypt(ciphertext.encode()).decode()
+
+
 def reencrypt(ciphertext: str) -> str:
     """The same credentials encrypted with the newest key (`MultiFernet.rotate`).
 

@@ -14,6 +14,7 @@ from composer.api import (
     audit,
     compositions,
     events,
+    notifications,
     quotas,
     reconcile,
     search,
@@ -31,6 +32,12 @@ router.register("templates", templates.TemplateViewSet, basename="template")
 router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
 router.register("reconcile/runs", reconcile.ReconcileRunViewSet, basename="reconcile_run")
+router.register("notification-routes", notifications.RouteViewSet, basename="notification_route")
+router.register("webhooks", notifications.WebhookViewSet, basename="webhook")
+router.register(
+    "notification-deliveries", notifications.DeliveryViewSet, basename="notification_delivery"
+)
+router.register("silences", notifications.SilenceViewSet, basename="silence")
 
 
 def _root_dict() -> dict[str, str]:

@@ -5,6 +5,15 @@ from __future__ import annotations
 from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.events import AlertAudience, ChangeAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
+from composer.models.notifications import (
+    DeliveryChannel,
+    DeliveryEvent,
+    DeliveryStatus,
+    NotificationDelivery,
+    NotificationRoute,
+    Silence,
+    Webhook,
+)
 from composer.models.reconcile import (
     FindingKind,
     FindingOutcome,
@@ -23,6 +32,9 @@ __all__ = [
     "Allocation",
     "ChangeAudience",
     "Composition",
+    "DeliveryChannel",
+    "DeliveryEvent",
+    "DeliveryStatus",
     "Event",
     "EventAudience",
     "FindingKind",
@@ -30,14 +42,18 @@ __all__ = [
     "Job",
     "JobLogLine",
     "Membership",
+    "NotificationDelivery",
+    "NotificationRoute",
     "Quota",
     "ReconcileFinding",
     "ReconcileRun",
     "ReconcileStatus",
     "ReconcileTrigger",
     "RedfishSession",
+    "Silence",
     "StateChange",
     "Template",
     "Tenant",
     "UnbindPending",
+    "Webhook",
 ]

@@ -38,7 +38,7 @@ from django.urls import NoReverseMatch, reverse
 
 from composer.models import ChangeAudience, Job, ReconcileRun, StateChange
 from composer.services.api_tokens import API_TOKEN
-from composer.services.changes import AUDITED_KINDS, TENANT_CHANGE_KINDS
+from composer.services.changes import AUDITED_KIND_LABELS, TENANT_CHANGE_KINDS
 from composer.templatetags.composer_tags import change_rows
 from fabric.models import ChangeRecord
 from fabric.permissions import is_operator
@@ -65,7 +65,7 @@ KIND_LABELS: dict[str, str] = {
     **{kind: kind.replace("_", " ").capitalize() for kind in TARGET_TYPES.values()},
     "alert": "Alert",
     "redfishsession": "Redfish session",
-    **{kind: kind.capitalize() for kind in AUDITED_KINDS},
+    **AUDITED_KIND_LABELS,
     API_TOKEN: "API token",
 }
 TENANT_KINDS = ("composition", "job", *TENANT_CHANGE_KINDS)
@@ -84,8 +84,14 @@ _PAGES: dict[str, str] = {
     "power_feed": "fabric:power_feed_detail",
     "link": "fabric:link_detail",
     "fabric_manager": "fabric:manager_detail",
+    "webhook": "composer:webhook_detail",
 }
-_LIST_PAGES = {"alert": "composer:alert_list", "reconcile": "composer:reconcile_list"}
+_LIST_PAGES = {
+    "alert": "composer:alert_list",
+    "reconcile": "composer:reconcile_list",
+    "notificationroute": "composer:route_list",
+    "silence": "composer:silence_list",
+}
 
 
 # How a job and a reconcile run are named, in SQL too so that filters match what is shown.

@@ -1,10 +1,12 @@
-"""The audit of the composer's own settings: templates, quotas, tenants and memberships.
+"""The audit of the composer's own settings: templates, quotas, tenants, memberships, and the
+notification routes, webhooks and silences.
 
 These rows are written by operators through the API and the admin rather than by a state
 machine, so they have no trail of their own: each add, change or delete is a fabric
 `ChangeRecord` (`fabric.services.history.change_record`, the same shape and the same audit
 page as the fabric's changes), with `target_type` the model's name ("template", "quota",
-"tenant", "membership"). A change to a tenant's own thing (a quota) also gets a
+"tenant", "membership", "notificationroute", "webhook", "silence"). A change to a tenant's
+own thing (a quota, its notification routes, webhooks and silences) also gets a
 `ChangeAudience` row naming that tenant, which is how its members may read it.
 
 Callers write the record in the transaction of the change, so neither exists without the
@@ -18,13 +20,14 @@ from typing import Any
 
 from django.db import models
 
-from composer.models import ChangeAudience, Quota
+from composer.models import ChangeAudience
 from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord
-from fabric.services.history import change_record, json_value
+from fabric.services.history import change_record, json_value, target_type_of
 
 __all__ = [
     "AUDITED_KINDS",
+    "AUDITED_KIND_LABELS",
     "TENANT_CHANGE_KINDS",
     "audited_values",
     "change_audience_add",
@@ -33,12 +36,21 @@ __all__ = [
 ]
 
 # The composer's kinds in the ChangeRecord trail, and those a tenant's members may read.
-AUDITED_KINDS = ("template", "quota", "tenant", "membership")
-TENANT_CHANGE_KINDS = ("quota",)
+AUDITED_KIND_LABELS = {
+    "template": "Template",
+    "quota": "Quota",
+    "tenant": "Tenant",
+    "membership": "Membership",
+    "notificationroute": "Notification route",
+    "webhook": "Webhook",
+    "silence": "Silence",
+}
+AUDITED_KINDS = tuple(AUDITED_KIND_LABELS)
+TENANT_CHANGE_KINDS = ("quota", "notificationroute", "webhook", "silence")
 
-# Never in `changes`: bookkeeping, not a setting anyone changed. (None of these models holds
-# a secret; a model that does lists it here before it is audited.)
-_NOT_AUDITED = frozenset({"id", "created_at", "updated_at"})
+# Never in `changes`: bookkeeping, not a setting anyone changed, and secrets (a webhook's
+# signing secret, even encrypted: its record says that it changed, never what it is).
+_NOT_AUDITED = frozenset({"id", "created_at", "updated_at", "secret_ciphertext"})
 
 
 def audited_values(obj: models.Model) -> dict[str, Any]:
@@ -67,14 +79,16 @@ def changed_fields(
 
 
 def change_audience_add(*, record: ChangeRecord, obj: models.Model) -> None:
-    """Let the tenant whose own thing `record` is about read it: a quota's tenant. A quota
-    moved to another tenant is the operators' alone (either tenant would read the other's
-    name). Call in the transaction that saved the record."""
-    if not isinstance(obj, Quota) or not obj.tenant_id:
+    """Let the tenant whose own thing `record` is about read it: a quota's tenant, a
+    notification route's, webhook's or silence's. One moved to another tenant is the
+    operators' alone (either tenant would read the other's name). Call in the transaction
+    that saved the record."""
+    tenant_id = getattr(obj, "tenant_id", None)
+    if target_type_of(obj) not in TENANT_CHANGE_KINDS or not tenant_id:
         return
     if record.action == ChangeAction.CHANGED and "tenant" in record.changes:
         return
-    ChangeAudience.objects.get_or_create(record=record, tenant_id=obj.tenant_id)
+    ChangeAudience.objects.get_or_create(record=record, tenant_id=tenant_id)
 
 
 def composer_change_record(

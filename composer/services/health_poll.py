@@ -10,7 +10,9 @@ commit together or not at all):
    become READY again, and a heal job starts where the composition opted in
    (`composer.services.health.compositions_react_to_health`);
 2. each alert opened, changed or closed becomes a `fabric.alert` event for the operators
-   and for every tenant in its blast radius (each tenant sees only its own compositions);
+   and for every tenant in its blast radius (each tenant sees only its own compositions),
+   and the e-mails and webhooks its notification routes ask for are written, to be sent
+   after commit (`composer.notifications`);
 3. the poll's health changes become one `device.health` event (coalesced: a failed power
    feed changes a hundred elements at once, and a browser wants one message, not a hundred),
    heard by operators and by every tenant whose compositions hold a changed device (each
@@ -88,6 +90,7 @@ def health_poll_run(*, manager: FabricManager) -> PollOutcome:
             alert = alerts.get(alert_id)
             if alert is not None:
                 alert_event_record(alert)
+        _notifications(outcome, alerts)
         if outcome.health_changes:
             _health_event_record(outcome.health_changes)
     if outcome.opened or outcome.closed:
@@ -99,6 +102,24 @@ def health_poll_run(*, manager: FabricManager) -> PollOutcome:
             len(outcome.health_changes),
         )
     return outcome
+
+
+def _notifications(outcome: PollOutcome, alerts: dict[int, Alert]) -> None:
+    """The e-mails and webhooks the notification routes ask for (`composer.notifications`),
+    sent after commit. After the events, which let the tenants each alert hurt see it
+    (AlertAudience). In a savepoint of its own: whatever goes wrong with a notification
+    never undoes the poll, which keeps the alerts and the compositions' states."""
+    from composer.notifications import notifications_for_alerts
+
+    try:
+        with transaction.atomic():
+            notifications_for_alerts(
+                opened=[alerts[i] for i in outcome.opened if i in alerts],
+                updated=[alerts[i] for i in outcome.updated if i in alerts],
+                closed=[alerts[i] for i in outcome.closed if i in alerts],
+            )
+    except Exception:
+        logger.exception("the notifications of alerts %s failed", sorted(alerts))
 
 
 def _compositions_react(outcome: PollOutcome, alerts: dict[int, Alert]) -> None:

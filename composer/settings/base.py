@@ -255,6 +255,16 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.jobs_dispatch_task",
         "schedule": env_int("COMPOSER_JOB_DISPATCH_S", 5),
     },
+    # The notifications' outbox (composer.notifications.delivery): retries whose back-off
+    # is over, deliveries the broker refused or lost, attempts whose worker died.
+    "notifications-dispatch": {
+        "task": "composer.tasks.notifications_dispatch_task",
+        "schedule": env_int("COMPOSER_NOTIFY_DISPATCH_S", 5),
+    },
+    "notifications-prune": {
+        "task": "composer.tasks.notifications_prune_task",
+        "schedule": crontab(minute=41),
+    },
 }
 # Housekeeping (beat's periodic tasks and the health polls) runs on a queue of its own,
 # consumed by a worker of its own: behind a backlog of slow compose jobs on the default
@@ -272,6 +282,8 @@ COMPOSER_HOUSEKEEPING_TASKS = [
     "composer.tasks.inventory_sync_all_task",
     "composer.tasks.jobs_lease_sweep_task",
     "composer.tasks.reconcile_task",
+    "composer.tasks.notifications_dispatch_task",
+    "composer.tasks.notifications_prune_task",
 ]
 CELERY_TASK_ROUTES = {
     name: {"queue": COMPOSER_HOUSEKEEPING_QUEUE} for name in COMPOSER_HOUSEKEEPING_TASKS
@@ -381,6 +393,12 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "composer.choices.JobStatus",
         "CompositionStateEnum": "composer.choices.CompositionState",
         "AllocationStateEnum": "composer.choices.AllocationState",
+        "SeverityEnum": "fabric.choices.AlertSeverity",
+        "SourceTypeEnum": "fabric.choices.AlertSource",
+        "AlertRuleEnum": "composer.api.serializers.notifications.RULE_CHOICES",
+        "DeliveryEventEnum": "composer.models.notifications.DeliveryEvent",
+        "DeliveryChannelEnum": "composer.models.notifications.DeliveryChannel",
+        "DeliveryStatusEnum": "composer.models.notifications.DeliveryStatus",
     },
     # The shared error shape and each operation's error responses (composer.api.schema).
     "POSTPROCESSING_HOOKS": [
@@ -388,6 +406,38 @@ SPECTACULAR_SETTINGS = {
         "composer.api.schema.add_error_responses",
     ],
 }
+
+# Notifications (composer.notifications, docs/notifications.md). E-mail goes through
+# Django's mail backend: SMTP by default, configured by these variables; `make run` prints
+# messages on the console instead (settings/dev.py).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "composer@localhost")
+COMPOSER_NOTIFY_FROM_EMAIL = env_str("COMPOSER_NOTIFY_FROM_EMAIL", "")
+# The console's address as people reach it, for links in e-mails and webhook bodies
+# (https://composer.example.com); empty: no links.
+COMPOSER_CONSOLE_URL = env_str("COMPOSER_CONSOLE_URL", "")
+# A webhook POST waits this long for an answer; a failed delivery is tried again after each
+# of these waits in turn (seconds), then given up (one attempt more than there are waits).
+COMPOSER_WEBHOOK_TIMEOUT_S = env_int("COMPOSER_WEBHOOK_TIMEOUT_S", 5)
+_RETRY_S = env_list("COMPOSER_NOTIFY_RETRY_S", ["30", "120", "600", "1800", "7200", "21600"])
+if not all(value.isdigit() and int(value) > 0 for value in _RETRY_S):
+    raise ImproperlyConfigured(
+        "COMPOSER_NOTIFY_RETRY_S must be whole seconds above 0, comma-separated "
+        f"(30,120,600); got {','.join(_RETRY_S)!r}"
+    )
+COMPOSER_NOTIFY_RETRY_S = [int(value) for value in _RETRY_S]
+# Tenants' webhooks may post to private, loopback and link-local addresses only when this is
+# on (a lab); operators' webhooks always may.
+COMPOSER_WEBHOOK_ALLOW_PRIVATE = env_bool("COMPOSER_WEBHOOK_ALLOW_PRIVATE", False)
+# Finished deliveries (delivered, failed, cancelled) are kept this long in the logs.
+COMPOSER_NOTIFY_RETENTION_DAYS = env_int("COMPOSER_NOTIFY_RETENTION_DAYS", 30)
 
 COMPOSER_DEMO_PASSWORD = env_str("COMPOSER_DEMO_PASSWORD", "demo")
 # Fernet keys that encrypt fabric managers' credentials (fabric/credentials.py), newest

@@ -7,6 +7,7 @@ address gets the console's own 404, not Django's debug page with the URL map.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 
@@ -26,6 +27,10 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # Nothing is collected here, so STATIC_ROOT does not exist: WhiteNoise's warning about it
 # would only alarm whoever reads the console's output.
 warnings.filterwarnings("ignore", message=f"No directory at: {re.escape(str(STATIC_ROOT))}")
+
+# Notification e-mails are printed by the workers (on the console `make run` shows) rather
+# than sent, unless EMAIL_BACKEND names another backend.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.console.EmailBackend"
 
 # The SQLite file and the embedded Redis live here; a fresh clone has no var/ yet.
 VAR_DIR.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,7 @@ from django.views.decorators.http import require_GET, require_POST
 from composer.events import blast_radius_for
 from composer.forms.alerts import STATE_ALL, AlertFilterForm
 from composer.models import Membership, Tenant
+from composer.notifications import can_manage_any
 from composer.views.lists import filter_words, list_problems, ordering_of
 from fabric.api.alert_filters import AlertFilterSet
 from fabric.health.blast import stored_counts
@@ -259,6 +260,7 @@ def alert_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         "headers": headers(table, ordering_of(request), default=DEFAULT_ORDERING),
         "export_query": export_query(request),
         "ordering": ordering_of(request),
+        "can_silence": operator or can_manage_any(request.user),
     }
     if page is not None and not page.paginator.count:
         context["total"] = visible_alerts.count()

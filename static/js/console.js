@@ -115,3 +115,16 @@ document.addEventListener("htmx:afterSettle", () => {
   }
   composerTicks = null;
 });
+
+// A button with data-copy="#field" copies that field's value (a secret shown once).
+document.addEventListener("click", (event) => {
+  const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
+  const field = button ? document.querySelector(button.getAttribute("data-copy")) : null;
+  if (!field) {
+    return;
+  }
+  field.select();
+  if (navigator.clipboard) {
+    navigator.clipboard.writeText(field.value).catch(() => {});
+  }
+});

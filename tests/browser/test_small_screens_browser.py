@@ -8,6 +8,7 @@ and a template, so that tables, badges and detail pages have rows to draw.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind
 from composer.models import AlertAudience, Composition, Template
+from composer.notifications import Actor, route_create, silence_create, webhook_create
 from fabric.choices import AlertSeverity, AlertSource
 from fabric.health import rules
 from fabric.models import Alert
@@ -67,7 +69,22 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
     )
     template.full_clean()
     template.save()
-    return {"small": small, "box": box, "job": job}
+    actor = Actor(user=alice, source="test")
+    hook, _ = webhook_create(
+        tenant=acme, name="acme-pager", url="https://pager.acme.example/hooks/composer", actor=actor
+    )
+    route_create(
+        tenant=acme, name="acme-on-call", emails=["oncall@acme.example"], webhook=hook, actor=actor
+    )
+    silence_create(
+        tenant=acme,
+        alert=alert,
+        match_element=True,
+        duration=timedelta(hours=4),
+        reason="the GPU is being replaced",
+        actor=actor,
+    )
+    return {"small": small, "box": box, "job": job, "alert": alert, "hook": hook}
 
 
 def _overflow(page: Any) -> list[str]:
@@ -160,6 +177,13 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:audit_list"),
         reverse("composer:reconcile_list"),
         reverse("composer:search") + "?q=a",
+        reverse("composer:route_list"),
+        reverse("composer:route_create"),
+        reverse("composer:webhook_list"),
+        reverse("composer:webhook_create"),
+        reverse("composer:webhook_detail", args=[world["hook"].pk]),
+        reverse("composer:silence_list"),
+        reverse("composer:silence_create") + f"?alert={world['alert'].pk}",
     ]
     found = _survey(page, paths, tmp_path)
     assert not found, _report(found)
@@ -186,6 +210,11 @@ def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
         reverse("composer:job_detail", args=[world["job"].pk]),
         reverse("composer:audit_list"),
         reverse("composer:search") + "?q=train",
+        reverse("composer:route_list"),
+        reverse("composer:webhook_list"),
+        reverse("composer:webhook_detail", args=[world["hook"].pk]),
+        reverse("composer:silence_list"),
+        reverse("composer:silence_create") + f"?alert={world['alert'].pk}",
     ]
     found = _survey(page, paths, tmp_path)
     assert not found, _report(found)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,15 +24,19 @@ from composer.models import (
     Job,
     JobLogLine,
     Membership,
+    NotificationDelivery,
+    NotificationRoute,
     Quota,
     ReconcileFinding,
     ReconcileRun,
     ReconcileTrigger,
     RedfishSession,
+    Silence,
     StateChange,
     Template,
     Tenant,
     UnbindPending,
+    Webhook,
 )
 from fabric.models import Alert, ChangeRecord, FabricManager
 from tests.factories.fabric import DeviceFactory, HostFactory
@@ -84,9 +89,23 @@ def operator_client(db: None) -> Client:
         user=user,
         last_used_at=now,
     )
+    hook = Webhook.objects.create(
+        tenant=tenant, name="hook", url="https://h.example/", secret_ciphertext="gAAAA-secret"
+    )
+    route = NotificationRoute.objects.create(tenant=tenant, name="route", webhook=hook)
+    Silence.objects.create(rule="temperature", ends_at=now + timedelta(hours=1), reason="work")
+    NotificationDelivery.objects.create(
+        route=route, webhook=hook, channel="webhook", event="test", body="{}", body_sha256="0"
+    )
     client = Client()
     client.force_login(user)
     return client
+
+
+def test_the_webhook_page_shows_no_secret(operator_client: Client) -> None:
+    hook = Webhook.objects.get()
+    response = operator_client.get(reverse("admin:composer_webhook_change", args=[hook.pk]))
+    assert response.status_code == 200 and b"gAAAA-secret" not in response.content
 
 
 def test_every_composer_model_is_registered() -> None:

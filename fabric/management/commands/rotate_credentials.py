@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from fabric.credentials import BadCredentialsKey, NoCredentialsKey
-from fabric.services.managers.rotate import credentials_rotate
+from fabric.services.managers.rotate import credentials_rotate, secret_rotations
 
 
 class Command(BaseCommand):
@@ -26,9 +26,13 @@ class Command(BaseCommand):
             f"Re-encrypted the credentials of {len(result.rotated)} fabric manager(s)"
             + (f": {', '.join(result.rotated)}." if result.rotated else ".")
         )
-        if result.unreadable:
+        unreadable = [f"fabric manager {name}" for name in result.unreadable]
+        for what, rotate in secret_rotations().items():
+            done = rotate()
+            self.stdout.write(f"Re-encrypted {len(done.rotated)} {what}.")
+            unreadable += done.unreadable
+        if unreadable:
             raise CommandError(
-                "No configured key opens the credentials of "
-                f"{', '.join(result.unreadable)}: keep the key they were saved with in "
-                "COMPOSER_CREDENTIALS_KEYS, or enter their credentials again."
+                f"No configured key opens the secrets of {', '.join(unreadable)}: keep the "
+                "key they were saved with in COMPOSER_CREDENTIALS_KEYS, or enter them again."
             )

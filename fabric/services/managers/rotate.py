@@ -1,4 +1,6 @@
-"""Key rotation: every manager's credentials re-encrypted with the newest key.
+"""Key rotation: every manager's credentials re-encrypted with the newest key, and every
+other secret encrypted with the same keys (the layer above registers its own: webhooks'
+signing secrets, `register_secret_rotation`).
 
 Run after putting a new key first in COMPOSER_CREDENTIALS_KEYS (the old ones still listed,
 so the stored credentials still open); once it has run, the old keys can be dropped.
@@ -7,6 +9,7 @@ so the stored credentials still open); once it has run, the old keys can be drop
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cryptography.fernet import InvalidToken
@@ -73,3 +76,21 @@ def credentials_rotate(
         len(result.unreadable),
     )
     return result
+
+
+# --- other secrets under the same keys ------------------------------------------------------
+
+SecretRotation = Callable[[], RotationResult]
+_ROTATIONS: dict[str, SecretRotation] = {}
+
+
+def register_secret_rotation(what: str, rotate: SecretRotation) -> None:
+    """Have `manage.py rotate_credentials` also run `rotate()`, which re-encrypts `what`
+    (say, "webhook signing secrets") with the newest key (fabric never imports the layers
+    that keep such secrets: they register here from their AppConfig.ready())."""
+    _ROTATIONS[what] = rotate
+
+
+def secret_rotations() -> dict[str, SecretRotation]:
+    """The registered rotations, by what they re-encrypt."""
+    return dict(_ROTATIONS)
