@@ -77,7 +77,12 @@ from fabric.permissions import is_operator
 
 logger = logging.getLogger(__name__)
 
-BUSY_STATES = {CompositionState.REQUESTED, CompositionState.PLACING, CompositionState.BINDING}
+BUSY_STATES = {
+    CompositionState.REQUESTED,
+    CompositionState.PLACING,
+    CompositionState.BINDING,
+    CompositionState.RESIZING,
+}
 # Fields of the request body itself; every other field a service names is inside `spec`.
 BODY_FIELDS = {"name", "tenant", "template", "host", "spec", "idempotency_key"}
 
