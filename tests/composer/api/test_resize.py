@@ -187,3 +187,29 @@ def test_the_schema_documents_both_operations_with_examples(api_as: Any, alice: 
     assert {"202", "422"} <= set(resize["responses"])
     entry = schema["components"]["schemas"]["ResizeRequestRequest"]["properties"]["add"]["items"]
     assert "cxl_memory" in entry["properties"]["kind"]["enum"] and "gib" in entry["properties"]
+
+
+def test_the_resize_is_in_the_audit_trail_of_its_tenant_only(
+    ready: Composition,
+    alice: Any,
+    carol: Any,
+    admin_user: Any,
+    api_as: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        api_as(alice).post(f"{URL}{ready.pk}/resize/", ADD_GPU, format="json")
+
+    entries = api_as(alice).get("/api/v1/audit/?page_size=100").json()["results"]
+    moves = [e for e in entries if e["kind"] == "composition" and e["object_id"] == ready.pk]
+    resizing = next(e for e in moves if e["changes"][0]["after"] == "resizing")
+    assert resizing["who"] == "alice" and resizing["source"] == "api"
+    assert resizing["message"].startswith("Resize requested: add 1 GPU")
+    assert resizing["remote_addr"] is None  # addresses are the operators' to read
+    back = next(e for e in moves if e["changes"][0]["before"] == "resizing")
+    assert back["changes"][0]["after"] == "ready" and "Resized: added " in back["message"]
+    assert any(e["kind"] == "job" and e["label"].endswith("Resize: a1") for e in entries)
+    operator = api_as(admin_user).get("/api/v1/audit/?page_size=100").json()["results"]
+    assert any(e.get("remote_addr") == "127.0.0.1" for e in operator if e["kind"] == "composition")
+    others = api_as(carol).get("/api/v1/audit/?page_size=100").json()["results"]
+    assert not [e for e in others if e.get("object_id") == ready.pk]

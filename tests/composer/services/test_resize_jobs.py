@@ -14,8 +14,10 @@ import pytest
 from django.utils import timezone
 
 from composer.choices import AllocationState, CompositionState, JobKind, JobStatus
-from composer.models import Allocation, Composition, Job, UnbindPending
+from composer.models import Allocation, Composition, Job, Quota, UnbindPending
 from composer.runner import JobRetry
+from composer.selectors.quotas import quota_usage
+from composer.services.heal import heal_request
 from composer.services.job_leases import jobs_lease_sweep
 from composer.services.reconcile import compositions_reconcile
 from composer.services.resize import RESIZING_KEY, composition_resize_run, resize_request
@@ -27,6 +29,7 @@ from fabric.models import Device, FabricManager
 from fabric.simulator import store
 from fabric.simulator.driver import SimulatedDriver
 from tests.composer.services.test_composition_jobs import fail_after_first_bind
+from tests.composer.services.test_heal import degrade
 from tests.composer.services.test_health import compose
 from tests.composer.services.test_resize import bound, held
 
@@ -309,3 +312,35 @@ def test_a_share_added_beside_another_compositions_share_binds_nothing_more(
     assert share.device_id == shared.pk
     assert share.binding_id == other.allocations.get().binding_id
     assert Job.objects.filter(kind=JobKind.RESIZE).count() == 1
+
+
+def test_heal_and_quotas_see_the_new_shape(
+    ready: Composition,
+    synced: FabricManager,
+    acme: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=True):
+        resize_request(
+            composition=ready,
+            add=[{"kind": "gpu", "model": "L40S 48GB"}],
+            remove=[],
+            requested_by=alice,
+        )
+    added = Allocation.objects.get(composition=ready, device__model="L40S 48GB")
+    quota = Quota.objects.create(tenant=acme, kind="gpu", max_count=8)
+    assert quota_usage([quota])[quota.pk]["count"] == 2
+
+    degrade(synced, ready, added.device.name)
+    with django_capture_on_commit_callbacks(execute=True):
+        heal_request(composition=ready, actor=alice)
+
+    ready.refresh_from_db()
+    assert ready.state == CompositionState.READY, ready.failure_reason
+    # Replaced like for like: the resized request's L40S item, not any GPU.
+    models = set(
+        ready.allocations.filter(released_at__isnull=True).values_list("device__model", flat=True)
+    )
+    assert models == {"H100 PCIe 80GB", "L40S 48GB"}
+    assert added.device.name not in held(ready)
