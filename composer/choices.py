@@ -16,6 +16,7 @@ class JobKind(models.TextChoices):
     COMPOSE = "compose", "Compose"  # bind a composition's reserved devices, verify, ready
     DECOMPOSE = "decompose", "Decompose"  # unbind a composition's devices and release them
     HEAL = "heal", "Self-heal"  # replace a degraded composition's failed devices from spares
+    RESIZE = "resize", "Resize"  # bind what a ready composition gains, unbind what it drops
 
 
 class CompositionState(models.TextChoices):
@@ -30,6 +31,9 @@ class CompositionState(models.TextChoices):
     READY = "ready", "Ready"  # every device is bound to the host and verified
     DEGRADED = "degraded", "Degraded"  # ready, but a device or the path to it is unhealthy
     HEALING = "healing", "Healing"  # a self-heal job replaces the unhealthy devices
+    # ready and in use with what it keeps, while a resize job binds the devices it gains
+    # and unbinds those it drops (-> READY, resized or rolled back to what it had)
+    RESIZING = "resizing", "Resizing"
     DECOMPOSING = "decomposing", "Decomposing"  # the decompose job unbinds and releases
     RELEASED = "released", "Released"  # nothing bound, nothing held: the end of a good life
     FAILED = "failed", "Failed"  # compose failed; what it bound was undone (see failure_reason)
@@ -47,6 +51,7 @@ ACTIVE_COMPOSITION_STATES = frozenset(
         CompositionState.READY,
         CompositionState.DEGRADED,
         CompositionState.HEALING,
+        CompositionState.RESIZING,
         CompositionState.DECOMPOSING,
     }
 )

@@ -95,12 +95,16 @@ COMPOSITION_ALLOWED: dict[CompositionState, frozenset[CompositionState]] = {
     # BINDING -> FAILED only after the compose job undid what it bound.
     _C.BINDING: frozenset({_C.READY, _C.FAILED}),
     # READY -> DEGRADED: a device it holds (or the path to it) failed or degraded.
-    _C.READY: frozenset({_C.DECOMPOSING, _C.DEGRADED}),
+    # READY -> RESIZING: devices are added or removed (composer.services.resize).
+    _C.READY: frozenset({_C.DECOMPOSING, _C.DEGRADED, _C.RESIZING}),
     # DEGRADED -> READY: the fault cleared by itself; -> HEALING: a self-heal job started.
     _C.DEGRADED: frozenset({_C.READY, _C.HEALING, _C.DECOMPOSING}),
     # HEALING -> READY: the failed devices were replaced; -> DEGRADED: no spare, or the
     # replacement failed and was rolled back (the composition keeps what still works).
     _C.HEALING: frozenset({_C.READY, _C.DEGRADED}),
+    # RESIZING -> READY: resized, or the additions rolled back (it keeps what it had); a
+    # device lost meanwhile degrades it afterwards (the health pass looks at READY ones).
+    _C.RESIZING: frozenset({_C.READY}),
     _C.DECOMPOSING: frozenset({_C.RELEASED}),
     _C.RELEASED: frozenset(),
     # FAILED -> DECOMPOSING: a rollback that could not unbind everything left allocations

@@ -25,6 +25,7 @@ from composer.services.holds import holds_expire
 from composer.services.job_leases import job_lease_expired, job_take_over, jobs_lease_sweep
 from composer.services.jobs import inventory_sync_request, inventory_sync_run
 from composer.services.reconcile import reconcile_run
+from composer.services.resize import composition_resize_run
 from fabric.models import FabricManager
 from fabric.services.domains import domains_refresh_outdated
 
@@ -245,3 +246,10 @@ def composition_heal_task(self: Any, job_id: int) -> None:
     """Run heal job `job_id`: replace lost devices from spares, READY; roll back to DEGRADED
     on a permanent failure or when no spare exists. Transient errors retry with back-off."""
     _run_job(self, job_id, composition_heal_run, "heal")
+
+
+@shared_task(**COMPOSITION_JOB_TASK)
+def composition_resize_task(self: Any, job_id: int) -> None:
+    """Run resize job `job_id`: bind what is added, verify, unbind what goes, READY; undo
+    the additions on a permanent failure (READY with what it had). Transient errors retry."""
+    _run_job(self, job_id, composition_resize_run, "resize")

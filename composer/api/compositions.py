@@ -1,4 +1,4 @@
-"""Compositions: the API through which tenants compose, preview, decompose and heal.
+"""Compositions: the API through which tenants compose, preview, decompose, heal, resize.
 
 Every queryset starts from the caller's own compositions: outsiders get 404, read-only
 members 403 on writes. Composing and decomposing call the services and answer 202 with the
@@ -42,7 +42,7 @@ from composer.api.composition_examples import (
 )
 from composer.api.errors import CompositionBusy, ErrorSerializer, error_body
 from composer.api.filters import CompositionFilterSet
-from composer.api.holds import CompositionHoldActions
+from composer.api.resize import CompositionResizeActions
 from composer.api.serializers import (
     CompositionDetailSerializer,
     CompositionRequestSerializer,
@@ -77,7 +77,8 @@ from fabric.permissions import is_operator
 
 logger = logging.getLogger(__name__)
 
-BUSY_STATES = {CompositionState.REQUESTED, CompositionState.PLACING, CompositionState.BINDING}
+_S = CompositionState
+BUSY_STATES = {_S.REQUESTED, _S.PLACING, _S.BINDING, _S.RESIZING}
 # Fields of the request body itself; every other field a service names is inside `spec`.
 BODY_FIELDS = {"name", "tenant", "template", "host", "spec", "idempotency_key"}
 
@@ -116,7 +117,7 @@ def _field(name: str | None) -> str | None:
         examples=[OpenApiExample("Placing", value=COMPOSITION_EXAMPLE, response_only=True)],
     ),
 )
-class CompositionViewSet(CompositionHoldActions, mixins.CreateModelMixin, ReadOnlyViewSet):
+class CompositionViewSet(CompositionResizeActions, mixins.CreateModelMixin, ReadOnlyViewSet):
     """Compositions: each caller sees its own tenants' (operators every tenant's)."""
 
     filterset_class = CompositionFilterSet
@@ -146,7 +147,7 @@ class CompositionViewSet(CompositionHoldActions, mixins.CreateModelMixin, ReadOn
             return CompositionSerializer
         if self.action in ("create", "preview"):
             return CompositionRequestSerializer
-        if self.action in ("decompose", "heal", "apply"):
+        if self.action in ("decompose", "heal", "apply", "resize"):
             return JobSerializer
         return CompositionDetailSerializer
 

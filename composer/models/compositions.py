@@ -27,6 +27,9 @@ class Composition(TimeStampedModel):
         REQUESTED | PLACING -> REJECTED          (no placement; reason and funnel kept)
         REQUESTED | PLACING | BINDING -> FAILED  (after the rollback of what was bound)
         READY -> DEGRADED -> HEALING -> READY    (a device failed; self-heal replaced it)
+        READY -> RESIZING -> READY               (devices added or removed, or the
+                                                  additions rolled back:
+                                                  composer.services.resize)
         DEGRADED -> READY | DECOMPOSING          (the fault cleared; or the tenant let go)
         PLACING -> HELD -> PLACING | RELEASED    (a hold: claimed, not bound, until
                                                   `hold_expires_at`; applied, or let go

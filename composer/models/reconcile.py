@@ -123,6 +123,7 @@ class FindingKind(models.TextChoices):
     UNBIND_PENDING = "unbind_pending", "Unbind being retried"  # an UnbindPending row
     UNFINISHED_COMPOSE = "unfinished_compose", "Compose left unfinished"
     UNFINISHED_DECOMPOSE = "unfinished_decompose", "Decompose left unfinished"
+    UNFINISHED_RESIZE = "unfinished_resize", "Resize left unfinished"
     HELD_LAPSED = "held_lapsed", "Held past expiry"  # a hold still claiming after its time
     HEALTH = "health", "Out of line with health"  # degraded, recovered, heal requeued
     ALLOCATED_GIB = "allocated_gib", "Allocated memory recounted"

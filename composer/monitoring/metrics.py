@@ -60,7 +60,7 @@ JOB_RUNS = Counter(
 JOB_ROLLED_BACK = Counter(
     "composer_jobs_rolled_back_total",
     "Jobs that failed and undid what they had bound (a failed compose is rolled back, a "
-    "failed heal goes back to degraded).",
+    "failed heal goes back to degraded, a failed resize back to what the composition had).",
     ["kind"],
 )
 HTTP_REQUESTS = Counter(
@@ -114,7 +114,7 @@ def process_dead_mark_at_exit() -> None:
 
 
 # A failed job of these kinds undid what it had bound (docs/architecture.md).
-ROLLED_BACK_KINDS = frozenset({"compose", "heal"})
+ROLLED_BACK_KINDS = frozenset({"compose", "heal", "resize"})
 
 
 def job_run_observe(*, kind: str, outcome: str, created_at: datetime | None = None) -> None:

@@ -39,6 +39,7 @@ SYSTEM_STATE: dict[str, str] = {
     S.READY: "Enabled",
     S.DEGRADED: "Enabled",
     S.HEALING: "Enabled",
+    S.RESIZING: "Enabled",
     S.DECOMPOSING: "Disabled",
     S.RELEASED: "Absent",
     S.FAILED: "UnavailableOffline",
@@ -47,7 +48,7 @@ SYSTEM_STATE: dict[str, str] = {
 SYSTEM_HEALTH: dict[str, str] = {S.DEGRADED: "Warning", S.HEALING: "Warning", S.FAILED: "Critical"}
 # Moves after which the composition's blocks are composed (READY) or free again.
 BLOCKS_MOVE: dict[str, frozenset[str]] = {
-    S.READY: frozenset({S.BINDING, S.HEALING}),
+    S.READY: frozenset({S.BINDING, S.HEALING, S.RESIZING}),
     S.RELEASED: frozenset(S),
     S.FAILED: frozenset(S),
 }

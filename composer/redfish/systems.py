@@ -49,6 +49,7 @@ LIFECYCLE: dict[str, tuple[str, str, str]] = {
     S.READY: ("Enabled", "OK", "On"),
     S.DEGRADED: ("Enabled", "Warning", "On"),
     S.HEALING: ("Updating", "Warning", "On"),
+    S.RESIZING: ("Updating", "OK", "On"),
     S.DECOMPOSING: ("Disabled", "OK", "PoweringOff"),
     S.RELEASED: ("Disabled", "OK", "Off"),
     S.FAILED: ("Disabled", "Critical", "Off"),

@@ -300,6 +300,7 @@ def composition_decompose(
             CompositionState.PLACING,
             CompositionState.BINDING,
             CompositionState.HEALING,
+            CompositionState.RESIZING,
         ):
             raise InvalidTransition(
                 f"Composition {locked.name} is still {state.label.lower()}; decompose it once "

@@ -61,6 +61,7 @@ JOB_TASKS: dict[str, str] = {
     JobKind.COMPOSE: "composition_compose_task",
     JobKind.DECOMPOSE: "composition_decompose_task",
     JobKind.HEAL: "composition_heal_task",
+    JobKind.RESIZE: "composition_resize_task",
 }
 
 WAITING_FOR_WORKER = "Waiting for a worker"

@@ -165,7 +165,7 @@ def _undo_half_done(job: Job, reason: str) -> None:
     """What a failed job's own rollback would have done, for a job whose worker died."""
     from composer.models import Composition
 
-    if job.kind not in (JobKind.COMPOSE, JobKind.HEAL) or job.target_id is None:
+    if job.kind not in (JobKind.COMPOSE, JobKind.HEAL, JobKind.RESIZE) or job.target_id is None:
         return  # a decompose can be asked again; a sync leaves nothing half-done
     composition = Composition.objects.select_related("host__manager").filter(pk=job.target_id)
     target = composition.first()
@@ -179,6 +179,10 @@ def _undo_half_done(job: Job, reason: str) -> None:
             composition_rollback(
                 composition=target, driver=None, reason=f"{reason} Rolled back.", source=source
             )
+        elif job.kind == JobKind.RESIZE:
+            from composer.services.resize import resize_rollback
+
+            resize_rollback(target, None, reason, source)
         else:
             from composer.services.heal.undo import heal_rollback
 

@@ -279,6 +279,7 @@ _COMPOSITION_STYLE: dict[str, tuple[str, str]] = {
     CompositionState.READY: ("success", "check-circle"),
     CompositionState.DEGRADED: ("warning", "exclamation-triangle"),
     CompositionState.HEALING: ("info", "bandaid"),
+    CompositionState.RESIZING: ("primary", "arrows-angle-expand"),
     CompositionState.DECOMPOSING: ("warning", "box-arrow-up"),
     CompositionState.RELEASED: ("dark", "archive"),
     CompositionState.FAILED: ("danger", "x-octagon"),

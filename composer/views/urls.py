@@ -24,6 +24,7 @@ from composer.views import (
     pools,
     quotas,
     reconcile,
+    resize,
     search,
     templates,
 )
@@ -63,6 +64,16 @@ urlpatterns = [
         "compositions/<int:pk>/release/",
         holds.composition_hold_release_view,
         name="composition_hold_release",
+    ),
+    path(
+        "compositions/<int:pk>/resize/",
+        resize.composition_resize,
+        name="composition_resize",
+    ),
+    path(
+        "compositions/<int:pk>/resize/preview/",
+        resize.composition_resize_preview,
+        name="composition_resize_preview",
     ),
     path(
         "compositions/<int:pk>/heal/",

@@ -83,3 +83,31 @@ def test_a_stale_instance_loses_the_compare_and_set(composition: Composition) ->
     composition.refresh_from_db()
     assert composition.state == S.PLACING
     assert StateChange.objects.filter(composition=composition).count() == 1
+
+
+def test_a_resize_leaves_ready_and_comes_back_to_ready_and_nothing_else(
+    composition: Composition,
+) -> None:
+    for to in (S.PLACING, S.BINDING, S.READY, S.RESIZING):
+        composition_transition(composition, to, reason=f"to {to}")
+
+    for refused in (S.DECOMPOSING, S.DEGRADED, S.HEALING, S.FAILED, S.RELEASED):
+        with pytest.raises(InvalidTransition):
+            composition_transition(composition, refused, reason="nope")
+    composition_transition(composition, S.READY, reason="Resized")
+    assert composition.state == S.READY
+
+
+def test_every_state_is_shown_and_served_through_redfish() -> None:
+    from composer.choices import ACTIVE_COMPOSITION_STATES, LIVE_COMPOSITION_STATES
+    from composer.redfish.event_records import SYSTEM_STATE
+    from composer.redfish.systems import LIFECYCLE, SYSTEM_STATES
+    from composer.templatetags.composer_tags import composition_badge
+
+    # Every state a composed system can be in (a hold is none) has its Redfish status.
+    assert set(LIFECYCLE) >= SYSTEM_STATES and set(SYSTEM_STATE) >= SYSTEM_STATES
+    assert LIFECYCLE[S.RESIZING] == ("Updating", "OK", "On")
+    assert S.RESIZING in ACTIVE_COMPOSITION_STATES and S.RESIZING in LIVE_COMPOSITION_STATES
+    assert S.RESIZING in SYSTEM_STATES  # still a composed system while it resizes
+    for state in S:
+        assert "bi-dot" not in composition_badge(state), state

@@ -141,6 +141,15 @@ def spec_type_errors(spec: Any) -> dict[str, list[str]]:
     return errors
 
 
+def schema_type_errors(schema: dict[str, Any], value: Any, where: str) -> dict[str, list[str]]:
+    """{"add[0].count": ["Must be a whole number."]} for every value in `value` (found at
+    `where`) whose JSON type `schema` does not allow: the check `SpecField` makes, for the
+    other bodies that carry spec items (a resize's `add`)."""
+    errors: dict[str, list[str]] = {}
+    _check(schema, value, where, errors)
+    return errors
+
+
 def _check(schema: dict[str, Any], value: Any, where: str, errors: dict[str, list[str]]) -> None:
     if value is None and schema.get("nullable"):
         return

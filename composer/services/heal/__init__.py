@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from composer.services.heal.common import HEALING_KEY, HealRejected
 from composer.services.heal.job import composition_heal_run, heal_reconcile, heal_request
-from composer.services.heal.spares import spare_exclusions
+from composer.services.heal.spares import pick_words, snapshot_without, spare_exclusions
 
 __all__ = [
     "HEALING_KEY",
@@ -56,5 +56,7 @@ __all__ = [
     "composition_heal_run",
     "heal_reconcile",
     "heal_request",
+    "pick_words",
+    "snapshot_without",
     "spare_exclusions",
 ]

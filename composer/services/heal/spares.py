@@ -35,6 +35,8 @@ from fabric.models import Device, Host
 
 logger = logging.getLogger(__name__)
 
+__all__ = ["pick_words", "snapshot_without", "spare_claim", "spare_exclusions"]
+
 
 def _placement_lock() -> None:
     """The request path's lock (held to commit): one placement decision at a time."""
@@ -160,10 +162,11 @@ def _item_for(
     return DeviceItem(device.kind, 1, device.model or None, {}, share), None
 
 
-def _without(snapshot: Snapshot, drop: set[str]) -> Snapshot:
+def snapshot_without(snapshot: Snapshot, drop: set[str]) -> Snapshot:
     """`snapshot` with the devices `drop` out of reach: whole ones taken, partly shared ones
     with all of their free shares taken (`Snapshot.taking` never takes a shared device
-    whole: its other shares are held)."""
+    whole: its other shares are held). Used by heal and by resize, which place on the
+    composition's host with some devices ruled out by its own rules."""
     devices = snapshot.devices
     shared = {d: devices[d] for d in drop if d in devices and devices[d].shared_host}
     return snapshot.taking(
@@ -292,7 +295,7 @@ def _replacement_request(
         drop |= {f"device:{a.device_id}" for a in kept}
     drop &= set(snapshot.devices)
     if drop:
-        snapshot = _without(snapshot, drop)
+        snapshot = snapshot_without(snapshot, drop)
     request = PlacementRequest(
         items=(item,) if item is not None else (),
         memory_gib=lost.gib or 0,

@@ -6,13 +6,15 @@ a worker that merely died is the lease's, which resumes the job. A composition s
 DECOMPOSING likewise (a decompose whose unbind met a permanent error fails and leaves it
 there). This step finds them and
 finishes the work: an unfinished compose is rolled back (unbind what the manager reports,
-release, FAILED with the reason), an unfinished decompose is queued again.
+release, FAILED with the reason), an unfinished decompose is queued again, an unfinished
+resize is rolled back to what the composition had, or finished when its additions were
+already bound and verified (`composer.services.resize.resize_reconcile`).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -25,6 +27,7 @@ from composer.errors import ComposerError
 from composer.models import Composition, Job
 from composer.services.composition_jobs import composition_rollback
 from composer.services.compositions import COMPOSITION_TARGET, composition_decompose
+from composer.services.resize import resize_reconcile
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +42,7 @@ UNFINISHED_COMPOSE = (
 class ReconcileResult:
     rolled_back: list[int]
     decompose_requeued: list[int]
+    resize_ended: list[int] = field(default_factory=list)
 
 
 def _pending_job(kind: JobKind) -> Exists:
@@ -83,8 +87,11 @@ def compositions_reconcile(*, now: Any = None) -> ReconcileResult:
             logger.exception("composition %s: could not queue its decompose again", composition.pk)
             continue
         requeued.append(composition.pk)
+    resized = resize_reconcile(now=now)
     if rolled_back or requeued:
         logger.warning(
             "reconciliation: rolled back %s, decompose queued again for %s", rolled_back, requeued
         )
-    return ReconcileResult(rolled_back=rolled_back, decompose_requeued=requeued)
+    return ReconcileResult(
+        rolled_back=rolled_back, decompose_requeued=requeued, resize_ended=resized
+    )

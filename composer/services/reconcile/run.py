@@ -3,7 +3,8 @@
 Steps, in this order (each one's failure is recorded and the others still run):
 
 1. bindings still to undo (`UnbindPending`): unbind again, give the device back when done;
-2. compositions no job works on (`compositions_reconcile`): roll back, queue decompose again;
+2. compositions no job works on (`compositions_reconcile`): roll back, queue decompose again,
+   end resizes;
    holds past their time (`holds_lapsed_release`): released, or reported when that fails;
 3. per fabric manager, its bindings against the claims (`manager_reconcile`): orphans
    unbound, missing bindings bound again, in-flight binds left alone;
@@ -191,6 +192,17 @@ def _unfinished() -> list[ReconcileFinding]:
                 host=composition.host,
                 outcome=FindingOutcome.REPAIRED,
                 action="Rolled back a compose no job was working on",
+                detail=composition.failure_reason,
+            )
+        )
+    for composition in Composition.objects.filter(pk__in=result.resize_ended):
+        out.append(
+            ReconcileFinding(
+                kind=FindingKind.UNFINISHED_RESIZE,
+                composition=composition,
+                outcome=FindingOutcome.REPAIRED,
+                action="Ended a resize no job was working on: rolled back, or finished when "
+                "what it added was already bound",
                 detail=composition.failure_reason,
             )
         )
