@@ -353,91 +353,9 @@ if COMPOSER_LOG_FORMAT not in ("plain", "json"):
 # answers 413 before it is read (composer.api.parsers).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("COMPOSER_MAX_BODY_BYTES", 1024 * 1024)
 
-REST_FRAMEWORK = {
-    # JSON bodies only, bounded (composer.api.parsers); forms and multipart answer 415.
-    "DEFAULT_PARSER_CLASSES": ["composer.api.parsers.JSONParser"],
-    "TEST_REQUEST_DEFAULT_FORMAT": "json",
-    "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
-        # DRF's token auth with malformed keys refused before the database (composer.api).
-        "composer.api.authentication.TokenAuthentication",
-    ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "composer.api.pagination.Pagination",
-    "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "composer.api.schema.AutoSchema",
-    "EXCEPTION_HANDLER": "composer.api.errors.exception_handler",
-    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
-}
-
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Composer API",
-    "DESCRIPTION": "Inventory, topology and compositions of a composable data centre.",
-    "VERSION": "1",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "COMPONENT_SPLIT_REQUEST": True,
-    # Several models have a `kind` or `state` with different choices: name each enum.
-    "ENUM_NAME_OVERRIDES": {
-        "DeviceKindEnum": "fabric.choices.DeviceKind",
-        "DeviceStateEnum": "fabric.choices.DeviceState",
-        "EnclosureKindEnum": "fabric.choices.EnclosureKind",
-        "ComponentStateEnum": "fabric.choices.ComponentState",
-        "LinkStateEnum": "fabric.choices.LinkState",
-        "AlertStateEnum": "fabric.choices.AlertState",
-        "HealthEnum": "fabric.choices.Health",
-        "JobKindEnum": "composer.choices.JobKind",
-        "JobStatusEnum": "composer.choices.JobStatus",
-        "CompositionStateEnum": "composer.choices.CompositionState",
-        "AllocationStateEnum": "composer.choices.AllocationState",
-        "SeverityEnum": "fabric.choices.AlertSeverity",
-        "SourceTypeEnum": "fabric.choices.AlertSource",
-        "AlertRuleEnum": "composer.api.serializers.notifications.RULE_CHOICES",
-        "DeliveryEventEnum": "composer.models.notifications.DeliveryEvent",
-        "DeliveryChannelEnum": "composer.models.notifications.DeliveryChannel",
-        "DeliveryStatusEnum": "composer.models.notifications.DeliveryStatus",
-    },
-    # The shared error shape and each operation's error responses (composer.api.schema).
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "composer.api.schema.add_error_responses",
-    ],
-}
-
-# Notifications (composer.notifications, docs/notifications.md). E-mail goes through
-# Django's mail backend: SMTP by default, configured by these variables; `make run` prints
-# messages on the console instead (settings/dev.py).
-EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
-EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("EMAIL_PORT", 25)
-EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
-EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
-EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
-EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
-EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_S", 10)
-DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "composer@localhost")
-COMPOSER_NOTIFY_FROM_EMAIL = env_str("COMPOSER_NOTIFY_FROM_EMAIL", "")
-# The console's address as people reach it, for links in e-mails and webhook bodies
-# (https://composer.example.com); empty: no links.
-COMPOSER_CONSOLE_URL = env_str("COMPOSER_CONSOLE_URL", "")
-# A webhook POST waits this long for an answer; a failed delivery is tried again after each
-# of these waits in turn (seconds), then given up (one attempt more than there are waits).
-COMPOSER_WEBHOOK_TIMEOUT_S = env_int("COMPOSER_WEBHOOK_TIMEOUT_S", 5)
-_RETRY_S = env_list("COMPOSER_NOTIFY_RETRY_S", ["30", "120", "600", "1800", "7200", "21600"])
-if not all(value.isdigit() and int(value) > 0 for value in _RETRY_S):
-    raise ImproperlyConfigured(
-        "COMPOSER_NOTIFY_RETRY_S must be whole seconds above 0, comma-separated "
-        f"(30,120,600); got {','.join(_RETRY_S)!r}"
-    )
-COMPOSER_NOTIFY_RETRY_S = [int(value) for value in _RETRY_S]
-# Tenants' webhooks may post to private, loopback and link-local addresses only when this is
-# on (a lab); operators' webhooks always may.
-COMPOSER_WEBHOOK_ALLOW_PRIVATE = env_bool("COMPOSER_WEBHOOK_ALLOW_PRIVATE", False)
-# Finished deliveries (delivered, failed, cancelled) are kept this long in the logs.
-COMPOSER_NOTIFY_RETENTION_DAYS = env_int("COMPOSER_NOTIFY_RETENTION_DAYS", 30)
+# The REST API's and its schema's settings; the notifications' (mail, webhooks).
+from composer.settings.api import *  # noqa: E402, F403
+from composer.settings.notifications import *  # noqa: E402, F403
 
 COMPOSER_DEMO_PASSWORD = env_str("COMPOSER_DEMO_PASSWORD", "demo")
 # Fernet keys that encrypt fabric managers' credentials (fabric/credentials.py), newest
