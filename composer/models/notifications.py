@@ -29,7 +29,45 @@ from fabric.models.base import TimeStampedModel
 from fabric.validators import check_text_fields
 
 
-class Webhook(TimeStampedModel):
+def _one_name_per_owner(prefix: str, noun: str) -> list[models.BaseConstraint]:
+    """A name is unique among one tenant's (or the operators') rows of a kind."""
+    message = f"Another {noun} of the same owner has this name."
+    return [
+        models.UniqueConstraint(
+            fields=["tenant", "name"],
+            condition=Q(tenant__isnull=False),
+            name=f"{prefix}_name_per_tenant",
+            violation_error_message=message,
+        ),
+        models.UniqueConstraint(
+            fields=["name"],
+            condition=Q(tenant__isnull=True),
+            name=f"{prefix}_name_operators",
+            violation_error_message=message,
+        ),
+    ]
+
+
+class _NamedOwned(TimeStampedModel):
+    """A tenant's, or the operators' (no tenant), with a name checked like any other."""
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return str(getattr(self, "name", ""))
+
+    def clean(self) -> None:
+        super().clean()
+        check_text_fields(names={"name": getattr(self, "name", "")})
+
+    @property
+    def owner_label(self) -> str:
+        tenant = getattr(self, "tenant", None)
+        return tenant.name if tenant is not None else "Operators"
+
+
+class Webhook(_NamedOwned):
     """An HTTPS (or HTTP) endpoint that receives alerts as signed JSON POSTs.
 
     The signing secret is stored only encrypted (`secret_ciphertext`, Fernet, with the keys
@@ -57,34 +95,10 @@ class Webhook(TimeStampedModel):
 
     class Meta:
         ordering = ["tenant__name", "name", "id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "name"],
-                condition=Q(tenant__isnull=False),
-                name="composer_webhook_name_per_tenant",
-                violation_error_message="Another webhook of the same owner has this name.",
-            ),
-            models.UniqueConstraint(
-                fields=["name"],
-                condition=Q(tenant__isnull=True),
-                name="composer_webhook_name_operators",
-                violation_error_message="Another webhook of the same owner has this name.",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def clean(self) -> None:
-        super().clean()
-        check_text_fields(names={"name": self.name})
-
-    @property
-    def owner_label(self) -> str:
-        return self.tenant.name if self.tenant_id and self.tenant else "Operators"
+        constraints = _one_name_per_owner("composer_webhook", "webhook")
 
 
-class NotificationRoute(TimeStampedModel):
+class NotificationRoute(_NamedOwned):
     """Which alerts go where: a severity floor (and optionally rules and kinds of source),
     to e-mail addresses, a webhook, or both."""
 
@@ -121,31 +135,7 @@ class NotificationRoute(TimeStampedModel):
 
     class Meta:
         ordering = ["tenant__name", "name", "id"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["tenant", "name"],
-                condition=Q(tenant__isnull=False),
-                name="composer_route_name_per_tenant",
-                violation_error_message="Another route of the same owner has this name.",
-            ),
-            models.UniqueConstraint(
-                fields=["name"],
-                condition=Q(tenant__isnull=True),
-                name="composer_route_name_operators",
-                violation_error_message="Another route of the same owner has this name.",
-            ),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def clean(self) -> None:
-        super().clean()
-        check_text_fields(names={"name": self.name})
-
-    @property
-    def owner_label(self) -> str:
-        return self.tenant.name if self.tenant_id and self.tenant else "Operators"
+        constraints = _one_name_per_owner("composer_route", "route")
 
 
 class SilenceQuerySet(TenantScopedQuerySet):
