@@ -12,9 +12,12 @@ from fabric.models import Device, FabricManager
 from fabric.secrets import mask_endpoint
 from fabric.selectors import ManagerCounts, change_history, manager_inventory_counts
 from fabric.views.common import (
+    DEFAULT_PAGE_SIZE,
     HISTORY_PAGE_SIZE,
+    BadPage,
     display_settings,
     operator_required,
+    paginate,
     paginate_or_raise,
 )
 from fabric.views.listing import (
@@ -42,27 +45,44 @@ MANAGER_COLUMNS = (
 )
 
 
+def _with_counts(managers: list[FabricManager]) -> list[FabricManager]:
+    """The managers, each with its inventory `counts` (one query for all of them)."""
+    counts = manager_inventory_counts(manager_ids=[m.pk for m in managers])
+    for manager in managers:
+        manager.counts = counts.get(manager.pk, ManagerCounts())  # type: ignore[attr-defined]
+    return managers
+
+
 @operator_required
 def manager_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """Every fabric manager with its driver, endpoint (passwords masked), last sync and
-    inventory counts; filtered, sorted and exported like every list."""
+    inventory counts; filtered, sorted, paged and exported like every list."""
     filterset = FabricManagerFilterSet(
         request.GET, queryset=FabricManager.objects.all(), request=request
     )
     errors = list_errors(filterset.form, request)
     managers: list[FabricManager] = []
+    page = None
+    status = 400 if errors else 200
     if not errors:
         rows = filterset.qs
-        managers = list(rows.order_by(*(rows.query.order_by or ("name",)), "pk"))
-        # A handful of managers: their counts in one query, whatever the page or export.
-        counts = manager_inventory_counts(manager_ids=[m.pk for m in managers])
-        for manager in managers:
-            manager.counts = counts.get(manager.pk, ManagerCounts())  # type: ignore[attr-defined]
+        rows = rows.order_by(*(rows.query.order_by or ("name",)), "pk")
         export = request.GET.get("export")
         if export:
-            return export_response(managers, MANAGER_COLUMNS, export=export, filename="managers")
+            return export_response(
+                _with_counts(list(rows)), MANAGER_COLUMNS, export=export, filename="managers"
+            )
+        try:
+            page = paginate(rows, page=request.GET.get("page"), per_page=DEFAULT_PAGE_SIZE)
+        except BadPage as exc:
+            errors.append(exc.message)
+            status = exc.status
+        else:
+            managers = _with_counts(list(page.object_list))
     context = {
         "managers": managers,
+        "page": page,
+        "noun": "fabric managers",
         "filter": filterset,
         "errors": errors,
         "headers": headers(MANAGER_COLUMNS, request.GET.get("ordering", ""), default="name"),
@@ -72,7 +92,7 @@ def manager_list(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
         ),
         "any_manager": FabricManager.objects.exists(),
     }
-    return render(request, "fabric/manager_list.html", context, status=400 if errors else 200)
+    return render(request, "fabric/manager_list.html", context, status=status)
 
 
 @operator_required

@@ -16,12 +16,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from composer.choices import CompositionState, JobKind
-from composer.models import AlertAudience, Composition, Template
+from composer.choices import AllocationState, CompositionState, JobKind
+from composer.models import AlertAudience, Allocation, Composition, Template
 from composer.notifications import Actor, route_create, silence_create, webhook_create
 from fabric.choices import AlertSeverity, AlertSource
 from fabric.health import rules
-from fabric.models import Alert
+from fabric.models import Alert, Device
 from tests.factories.composer import JobFactory
 from tests.factories.fabric import fabric_small
 
@@ -40,6 +40,11 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
         state=CompositionState.READY,
         spec={"items": [{"kind": "gpu", "count": 2}]},
     )
+    for gpu in small.gpus[:2]:  # held and bound, so the page draws its devices' paths
+        Allocation.objects.create(
+            composition=box, device=gpu, state=AllocationState.BOUND, binding_id=f"b-{gpu.pk}"
+        )
+        Device.objects.filter(pk=gpu.pk).update(state="bound", bound_host=small.hosts[0])
     job = JobFactory.create(
         kind=JobKind.COMPOSE,
         tenant=acme,

@@ -266,3 +266,23 @@ def test_a_csv_cell_a_spreadsheet_would_run_is_quoted(
     # JSON is data, not a sheet: as it is.
     as_json = _json(client_as(admin_user).get(reverse("fabric:host_list"), {"export": "json"}))
     assert as_json[0]["name"].startswith("=HYPERLINK")
+
+
+def test_the_manager_list_pages_and_exports_every_page(
+    small: SmallFabric, admin_user: Any, client_as: Callable[[Any], Client]
+) -> None:
+    from tests.factories.fabric import FabricManagerFactory
+
+    for i in range(55):
+        FabricManagerFactory.create(name=f"fm-{i:02}")
+    client = client_as(admin_user)
+    first = client.get(reverse("fabric:manager_list"))
+    assert len(first.context["managers"]) == 50
+    assert first.context["page"].paginator.count == 56
+    second = client.get(reverse("fabric:manager_list"), {"page": "2"})
+    assert [m.name for m in second.context["managers"]] == [f"fm-{i}" for i in range(50, 55)] + [
+        "fm-small"
+    ]
+    assert second.context["managers"][-1].counts.switches == 2
+    assert client.get(reverse("fabric:manager_list"), {"page": "9"}).status_code == 404
+    assert len(_json(client.get(reverse("fabric:manager_list"), {"export": "json"}))) == 56
