@@ -14,7 +14,6 @@ from typing import Any, cast
 
 from django import forms
 from django.db.models import QuerySet
-from django.urls import reverse
 
 import composer.placement.policies as policies
 from composer.errors import ComposerError
@@ -164,16 +163,9 @@ class CompositionRequestForm(forms.Form):
             self.fields["tenant"].required = False
             self.fields["tenant"].widget = forms.HiddenInput()
         else:
-            # Picking another tenant redraws the quota panel beside the form for it.
-            self.fields["tenant"].widget.attrs.update(
-                {
-                    "hx-get": reverse("composer:composition_quotas"),
-                    "hx-trigger": "change",
-                    "hx-target": "#quota-panel",
-                    "hx-swap": "outerHTML",
-                    "aria-controls": "quota-panel",
-                }
-            )
+            # Picking another tenant redraws the quota panel beside the form: the panel
+            # listens for the change and reads this field itself (_quota_panel.html).
+            self.fields["tenant"].widget.attrs["aria-controls"] = "quota-panel"
         if operator:
             hosts = list(
                 Host.objects.exclude(state=ComponentState.ABSENT)

@@ -26,7 +26,9 @@ def composition_quotas(request: HttpRequest) -> HttpResponse:
     # isascii: str.isdigit() takes digits such as "²" that int() refuses.
     if not (raw.isascii() and raw.isdigit()):
         error = "Tenant: choose the tenant whose quotas to show."
-        return render(request, PANEL_TEMPLATE, {"error": error}, status=400)
+        # `asked` is echoed as the panel's tenant so the page sees it answered what its
+        # field holds, and does not ask again.
+        return render(request, PANEL_TEMPLATE, {"error": error, "asked": raw}, status=400)
     entry = quotas_of_tenant(request.user, int(raw))
     if entry is None:
         raise Http404("No such tenant.")

@@ -116,4 +116,23 @@
       clearStaleErrors();
     }
   });
+  // The quota panel shows the tenant the form's tenant field shows: when they differ, the
+  // panel asks for itself again, reading the field as it is now (_quota_panel.html). Checked
+  // when the field changes (listened for on the document: a preview or a form sent back with
+  // errors draws the field anew) and whenever a swap settles, because a panel htmx has just
+  // swapped in does not hear "refresh" until it settles: a change in that instant would
+  // otherwise be lost.
+  function syncQuotaPanel() {
+    const panel = document.getElementById("quota-panel");
+    const field = document.getElementById("id_tenant");
+    if (panel && field && window.htmx && panel.getAttribute("data-tenant") !== field.value) {
+      window.htmx.trigger(panel, "refresh");
+    }
+  }
+  document.addEventListener("change", (event) => {
+    if (event.target && event.target.id === "id_tenant") {
+      syncQuotaPanel();
+    }
+  });
+  document.addEventListener("htmx:afterSettle", syncQuotaPanel);
 })();

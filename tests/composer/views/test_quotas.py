@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils.html import escape
 
 from composer.choices import Role
 from composer.models import Quota, Tenant
@@ -160,11 +161,16 @@ def test_a_member_of_two_tenants_sees_each_and_the_form_shows_the_one_picked(
     assert {int(pk) for pk, _ in _rows(card)} == {q.pk for q in quotas.values()}
 
     form = client.get(FORM).content.decode()
-    # The first tenant is the one the select shows picked; changing it asks for the panel.
+    # The first tenant is the one the select shows picked; the panel asks for itself again,
+    # with the select's value, when the select changes.
     assert f'id="quota-panel" data-tenant="{acme.pk}"' in form
     select = re.search(r'<select name="tenant"[^>]*>', form)
-    assert select is not None
-    assert f'hx-get="{PANEL}"' in select.group(0) and 'hx-target="#quota-panel"' in select.group(0)
+    assert select is not None and 'id="id_tenant"' in select.group(0)
+    panel_tag = re.search(r'<div class="card console-card" id="quota-panel"[^>]*>', form)
+    assert panel_tag is not None
+    assert f'hx-get="{PANEL}"' in panel_tag.group(0)
+    assert 'hx-include="#id_tenant"' in panel_tag.group(0)
+    assert 'hx-sync="this:replace"' in panel_tag.group(0)
     panel = client.get(PANEL, {"tenant": globex.pk}, **HTMX).content.decode()
     assert "Quotas of Globex" in panel and "GPU (B200)" in panel
     assert {int(pk) for pk, _ in _rows(panel)} == {quotas["globex_gpu"].pk}
@@ -215,7 +221,11 @@ def test_the_panel_names_the_field_for_a_tenant_that_is_not_an_id(
 ) -> None:
     response = client_as(alice).get(PANEL, {"tenant": value}, **HTMX)
     assert response.status_code == 400
-    assert "Tenant: choose the tenant whose quotas to show." in response.content.decode()
+    html = response.content.decode()
+    assert "Tenant: choose the tenant whose quotas to show." in html
+    # The panel says which value it answered, so the page does not ask for it again and again;
+    # and it still carries how to ask, so picking a tenant next redraws it.
+    assert f'data-tenant="{escape(value)}"' in html and "hx-get=" in html
 
 
 def test_the_panel_is_a_404_for_a_tenant_that_does_not_exist(
