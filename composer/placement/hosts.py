@@ -39,6 +39,7 @@ class Hosts:
         # Hosts holding a partly shared device with a share item's share free: planned
         # first, so that shares fill devices already shared before whole ones are broken.
         self.first: set[str] = set()
+        self._starts: dict[int, int] = {}
 
     def hold(self, want: ShareWant, groups: set[int]) -> None:
         """Limit the groups of `groups` that serve `want` only through partly shared
@@ -54,8 +55,13 @@ class Hosts:
         )
 
     def _start(self, group: int) -> int:
-        """Where the group's hosts with enough free cores start in `group_by_cores`."""
-        return bisect_left(self.snapshot.group_cores_sorted[group], self.request.cores)
+        """Where the group's hosts with enough free cores start in `group_by_cores`
+        (looked up once per group and decision: the engine counts groups at every step)."""
+        start = self._starts.get(group)
+        if start is None:
+            cores = self.snapshot.group_cores_sorted[group]
+            start = self._starts[group] = bisect_left(cores, self.request.cores)
+        return start
 
     def _members(self, group: int) -> Iterator[str]:
         return islice(self.snapshot.group_by_cores[group], self._start(group), None)

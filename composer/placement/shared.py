@@ -32,12 +32,15 @@ def memoised(
     snapshot: Snapshot, tag: str, anchors: Sequence[object], extra: object, compute: Callable[[], T]
 ) -> T:
     """`compute()` once per snapshot for the objects `anchors` (by identity) and `extra`."""
-    key = (tag, tuple(id(a) for a in anchors), extra)
+    key = (tag, tuple(map(id, anchors)), extra)
     entry = snapshot.memo.get(key)
     if entry is not None:
         # The memo holds entries of many shapes; this tag's entries are (anchors, value).
         kept, value = cast("tuple[tuple[object, ...], T]", entry)
-        if all(a is b for a, b in zip(kept, anchors, strict=True)):
+        if len(kept) == 1 == len(anchors):  # the common case, without a generator
+            if kept[0] is anchors[0]:
+                return value
+        elif all(a is b for a, b in zip(kept, anchors, strict=True)):
             return value
     value = compute()
     snapshot.memo[key] = (tuple(anchors), value)

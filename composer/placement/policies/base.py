@@ -151,12 +151,20 @@ class Policy:
         first element is 0 for the host's own switch). By default one enclosure when one
         holds them all, the fullest (fewest free) that does; otherwise the smallest blocks
         first (fragments first, big blocks kept whole)."""
+        # One enclosure holding them all is the common case: only those are weighed then
+        # (`min` keeps the first of equals, in `per_enclosure`'s order, as a stable sort by
+        # the same key would).
+        fitting = [e for e, devices in per_enclosure.items() if len(devices) >= count]
+        if fitting:
+
+            def weight(e: str) -> tuple[object, ...]:
+                key = order(e)
+                return (key[0], len(per_enclosure[e]), key)
+
+            best = min(fitting, key=weight)
+            return list(per_enclosure[best][:count])
         keys = {e: order(e) for e in per_enclosure}
         ranked = sorted(per_enclosure, key=keys.__getitem__)
-        fitting = [e for e in ranked if len(per_enclosure[e]) >= count]
-        if fitting:
-            best = min(fitting, key=lambda e: (keys[e][0], len(per_enclosure[e]), keys[e]))
-            return list(per_enclosure[best][:count])
         ranked.sort(key=self._fragments_key(per_enclosure, keys))
         chosen: list[DeviceInfo] = []
         for enclosure in ranked:
