@@ -7,6 +7,10 @@ redirect cannot lead a tenant's POST somewhere else), waits at most
 COMPOSER_WEBHOOK_TIMEOUT_S, and reads at most a few KiB of the answer. A tenant's webhook
 may not reach a loopback, private, link-local or reserved address unless
 COMPOSER_WEBHOOK_ALLOW_PRIVATE says so: the console's network is not the tenant's to probe.
+The name is resolved once, every address checked, and the connection made to a checked
+address (TLS still verifies the name): a name that answered a public address to the check
+cannot answer a private one to the connection (DNS rebinding). Such a POST goes through no
+proxy, which would resolve the name again.
 """
 
 from __future__ import annotations
@@ -57,23 +61,84 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirects)
 
 
-def address_problem(host: str) -> str | None:
-    """Why a tenant's webhook may not reach `host` (a name or an address), or None.
+class _Pinned:
+    """Connections that go to `address` whatever the URL's host name resolves to by then
+    (http.client's `_create_connection` is the hook it offers for this)."""
 
-    Every address the name resolves to is checked; a name that does not resolve is left to
-    the attempt (it may resolve later)."""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (OSError, UnicodeError):
-        return None
-    for info in infos:
-        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    def connection(self, base: type[http.client.HTTPConnection]) -> Any:
+        address = self.address
+
+        def create(where: tuple[str, int], *rest: Any) -> socket.socket:
+            return socket.create_connection((address, where[1]), *rest)
+
+        def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+            connection = base(*args, **kwargs)
+            connection._create_connection = create  # type: ignore[attr-defined]
+            return connection
+
+        return make
+
+
+class _PinnedHTTP(urllib.request.HTTPHandler):
+    def __init__(self, pinned: _Pinned) -> None:
+        super().__init__()
+        self.pinned = pinned
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self.pinned.connection(http.client.HTTPConnection), req)
+
+
+class _PinnedHTTPS(urllib.request.HTTPSHandler):
+    def __init__(self, pinned: _Pinned) -> None:
+        super().__init__()
+        self.pinned = pinned
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(
+            self.pinned.connection(http.client.HTTPSConnection),
+            req,
+            context=self._context,  # type: ignore[attr-defined]
+        )
+
+
+def _pinned_opener(address: str) -> urllib.request.OpenerDirector:
+    """An opener that connects to `address` only, through no proxy, following no redirect."""
+    pinned = _Pinned(address)
+    return urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), _NoRedirects, _PinnedHTTP(pinned), _PinnedHTTPS(pinned)
+    )
+
+
+def _resolve(host: str) -> list[str]:
+    """Every address `host` resolves to (an address resolves to itself)."""
+    infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    return list(dict.fromkeys(str(info[4][0]).split("%")[0] for info in infos))
+
+
+def _refused(host: str, addresses: Sequence[str]) -> str | None:
+    for text in addresses:
+        address = ipaddress.ip_address(text)
         if not address.is_global or address.is_multicast:
             return (
                 f"{host} is at {address}, a private or reserved address: a tenant's webhook "
                 "must reach a public one"
             )
     return None
+
+
+def address_problem(host: str) -> str | None:
+    """Why a tenant's webhook may not reach `host` (a name or an address), or None.
+
+    Every address the name resolves to is checked; a name that does not resolve is left to
+    the attempt (it may resolve later)."""
+    try:
+        addresses = _resolve(host)
+    except (OSError, UnicodeError):
+        return None
+    return _refused(host, addresses)
 
 
 def webhook_post(
@@ -88,10 +153,17 @@ def webhook_post(
     timestamp: int | None = None,
 ) -> Outcome:
     """POST `body` to `url`, signed with `secret`; 2xx is success."""
+    opener = _OPENER
     if tenant_owned and not getattr(settings, "COMPOSER_WEBHOOK_ALLOW_PRIVATE", False):
-        problem = address_problem(urlsplit(url).hostname or "")
+        host = urlsplit(url).hostname or ""
+        try:
+            addresses = _resolve(host)
+        except (OSError, UnicodeError) as exc:
+            return Outcome(ok=False, error=f"network error: {host} does not resolve: {exc}")
+        problem = _refused(host, addresses)
         if problem:
             return Outcome(ok=False, error=problem, permanent=True)
+        opener = _pinned_opener(addresses[0])
     stamp = int(time.time()) if timestamp is None else timestamp
     request = urllib.request.Request(
         url,
@@ -111,7 +183,7 @@ def webhook_post(
         return int((time.monotonic() - started) * 1000)
 
     try:
-        with _OPENER.open(request, timeout=timeout_s) as response:
+        with opener.open(request, timeout=timeout_s) as response:
             response.read(_READ_LIMIT)
             status = int(response.status)
     except urllib.error.HTTPError as exc:

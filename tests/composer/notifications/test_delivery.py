@@ -270,3 +270,73 @@ def test_an_e_mail_the_mail_server_refused_is_sent_again_after_the_back_off(
     assert (delivery.status, delivery.attempts) == ("delivered", 2)
     [sent] = mail.outbox
     assert sent.to == ["noc@example.com"] and sent.subject == delivery.subject
+
+
+def test_a_tenant_s_webhook_connects_to_the_address_it_checked(
+    receiver: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding: a name that answers a public address to the check and a private one a
+    moment later still gets the POST at the public address, resolved once. The public
+    address is played by the local receiver (the connection to it is redirected there)."""
+    import socket
+
+    from composer.notifications.send import webhook_post
+
+    server = receiver(200)
+    port = int(server.url.split(":")[2].split("/")[0])
+    settings.COMPOSER_WEBHOOK_ALLOW_PRIVATE = False
+    real_getaddrinfo, real_connect = socket.getaddrinfo, socket.create_connection
+    asked: list[str] = []
+    dialled: list[str] = []
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host != "hooks.example":
+            return real_getaddrinfo(host, *args, **kwargs)
+        asked.append(host)
+        address = "93.184.216.34" if len(asked) == 1 else "127.0.0.1"  # rebound after
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, 0))]
+
+    def create_connection(where: tuple[str, int], *args: Any, **kwargs: Any) -> Any:
+        dialled.append(where[0])
+        return real_connect(("127.0.0.1", port), *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    outcome = webhook_post(
+        url=f"http://hooks.example:{port}/hooks/composer",
+        secret="s" * 32,
+        body=b"{}",
+        delivery_id="1",
+        event="alert.raised",
+        tenant_owned=True,
+        timeout_s=5,
+    )
+    assert outcome.ok, outcome.error
+    assert asked == ["hooks.example"] and dialled == ["93.184.216.34"]
+    assert server.received[0].headers["Host"] == f"hooks.example:{port}"
+
+
+def test_a_tenant_s_webhook_whose_name_does_not_resolve_is_retried(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from composer.notifications.send import webhook_post
+
+    settings.COMPOSER_WEBHOOK_ALLOW_PRIVATE = False
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    outcome = webhook_post(
+        url="https://nowhere.example/hook",
+        secret="s" * 32,
+        body=b"{}",
+        delivery_id="1",
+        event="alert.raised",
+        tenant_owned=True,
+        timeout_s=5,
+    )
+    assert not outcome.ok and not outcome.permanent
+    assert outcome.error.startswith("network error: nowhere.example does not resolve")
