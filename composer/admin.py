@@ -319,5 +319,7 @@ class ChangeAudienceAdmin(ReadOnlyAdmin):
     show_full_result_count = False
 
 
-# Notification routes, webhooks, silences and deliveries: read-only (their own module).
+# Users (who is an operator): Django's user admin, audited; notification routes, webhooks,
+# silences and deliveries: read-only. Each in its own module.
+import composer.admin_users  # noqa: E402
 import composer.notifications.admin  # noqa: E402, F401

@@ -44,6 +44,7 @@ AUDITED_KIND_LABELS = {
     "notificationroute": "Notification route",
     "webhook": "Webhook",
     "silence": "Silence",
+    "user": "User",
 }
 AUDITED_KINDS = tuple(AUDITED_KIND_LABELS)
 TENANT_CHANGE_KINDS = ("quota", "notificationroute", "webhook", "silence")

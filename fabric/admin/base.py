@@ -20,11 +20,16 @@ from django.http import HttpRequest
 
 from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord
-from fabric.services.history import change_record
+from fabric.services.history import change_record, json_value
 
 
 def _remote_addr(request: HttpRequest) -> str | None:
     return request.META.get("REMOTE_ADDR") or None
+
+
+def _by_name(rows: Any) -> list[str]:
+    """A many-to-many field's rows (objects or pks' rows) by name, sorted."""
+    return sorted(str(row) for row in rows or ())
 
 
 def _before(form: forms.ModelForm[Any], name: str) -> Any:
@@ -32,6 +37,9 @@ def _before(form: forms.ModelForm[Any], name: str) -> Any:
     stores the value after (the form's initial value is the row's pk)."""
     value = form.initial.get(name)
     field = form.fields[name]
+    if isinstance(field, forms.ModelMultipleChoiceField):  # initial: the rows (or their pks)
+        pks = [getattr(v, "pk", v) for v in value or ()]
+        return _by_name(field.queryset.filter(pk__in=pks)) if field.queryset is not None else []
     if (
         value is not None
         and isinstance(field, forms.ModelChoiceField)
@@ -50,10 +58,21 @@ def admin_change_record(
     if change and not fields:
         return None
     # After: as stored (a model's clean() may normalise what the form cleaned).
+    # Many-to-many rows are saved after the object: the form says what they will be.
     changes = {
-        name: (_before(form, name), getattr(obj, name, form.cleaned_data.get(name)))
+        name: (
+            _before(form, name),
+            _by_name(form.cleaned_data.get(name))
+            if isinstance(form.fields[name], forms.ModelMultipleChoiceField)
+            else getattr(obj, name, form.cleaned_data.get(name)),
+        )
         for name in fields
     }
+    # A form may call a field changed that reads the same (a time shown to the second):
+    # only what differs as recorded is a change.
+    changes = {k: v for k, v in changes.items() if json_value(v[0]) != json_value(v[1])}
+    if change and not changes:
+        return None
     return change_record(
         obj,
         ChangeAction.CHANGED if change else ChangeAction.ADDED,

@@ -1,16 +1,20 @@
-"""Tenants, memberships, templates and quotas edited in the admin are audited: the operator,
-their address, each field before and after, deletions too (one page, a bulk delete, an
-inline row)."""
+"""Tenants, memberships, templates, quotas and users edited in the admin are audited: the
+operator, their address, each field before and after, deletions too (one page, a bulk
+delete, an inline row). A password set is recorded as set, never with its value or hash."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
+from django.utils.timezone import localtime
 
+from composer.admin_users import HIDDEN
 from composer.choices import Role
 from composer.models import ChangeAudience, Membership, Quota, Template, Tenant
 from fabric.models import ChangeRecord
@@ -120,3 +124,108 @@ def test_a_quota_changed_in_the_admin_is_its_tenants_to_read(
     record = ChangeRecord.objects.get(target_type="quota")
     assert record.changes == {"max_count": [8, 12]}
     assert ChangeAudience.objects.get().tenant == acme
+
+
+# Users: who is an operator is a change of state like any other.
+
+PASSWORD = "Correct-Horse-Battery-9"
+
+
+def _change_form(user: Any, **changes: Any) -> dict[str, Any]:
+    # The form shows whole seconds: the stored time too, or it would read as a change.
+    type(user).objects.filter(pk=user.pk).update(
+        date_joined=user.date_joined.replace(microsecond=0)
+    )
+    user.refresh_from_db()
+    data = {
+        "username": user.username,
+        "first_name": user.first_name,
+        "last_name": user.last_name,
+        "email": user.email,
+        "is_active": "on" if user.is_active else "",
+        "is_staff": "on" if user.is_staff else "",
+        "is_superuser": "on" if user.is_superuser else "",
+        "last_login_0": "",
+        "last_login_1": "",
+        "date_joined_0": localtime(user.date_joined).strftime("%Y-%m-%d"),
+        "date_joined_1": localtime(user.date_joined).strftime("%H:%M:%S"),
+        "groups": [str(g.pk) for g in user.groups.all()],
+    }
+    return {k: v for k, v in (data | changes).items() if v != ""}
+
+
+def test_making_a_user_an_operator_is_audited_with_the_groups_by_name(
+    admin_client: Client, operator: Any, alice: Any
+) -> None:
+    night = Group.objects.create(name="night shift")
+    url = reverse("admin:auth_user_change", args=[alice.pk])
+    response = admin_client.post(url, _change_form(alice, is_staff="on", groups=[str(night.pk)]))
+    assert response.status_code == 302, response.content.decode()[:3000]
+    alice.refresh_from_db()
+    assert alice.is_staff and list(alice.groups.all()) == [night]
+    record = ChangeRecord.objects.get(target_type="user", target_id=alice.pk)
+    assert record.action == "changed"
+    assert record.changes == {"is_staff": [False, True], "groups": [[], ["night shift"]]}
+    assert (record.actor, record.source, record.remote_addr) == (operator, "admin", ADDR)
+
+
+def test_a_user_added_in_the_admin_is_audited_without_the_password(
+    admin_client: Client,
+) -> None:
+    response = admin_client.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": "dave",
+            "password1": PASSWORD,
+            "password2": PASSWORD,
+            "usable_password": "true",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:3000]
+    dave = get_user_model().objects.get(username="dave")
+    record = ChangeRecord.objects.get(target_type="user", target_id=dave.pk)
+    assert record.action == "added"
+    assert record.changes["password"] == ["", HIDDEN]
+    stored = json.dumps(record.changes) + record.message
+    assert PASSWORD not in stored and dave.password not in stored
+    assert "password1" not in record.changes and "password2" not in record.changes
+
+
+def test_a_password_set_in_the_admin_is_audited_as_set(
+    admin_client: Client, operator: Any, alice: Any
+) -> None:
+    url = reverse("admin:auth_user_password_change", args=[alice.pk])
+    response = admin_client.post(url, {"password1": PASSWORD, "password2": PASSWORD})
+    assert response.status_code == 302, response.content.decode()[:3000]
+    alice.refresh_from_db()
+    assert alice.check_password(PASSWORD)
+    record = ChangeRecord.objects.get(target_type="user", target_id=alice.pk)
+    assert record.changes == {"password": ["", HIDDEN]}
+    assert record.message == "password set in the admin"
+    assert (record.actor, record.remote_addr) == (operator, ADDR)
+    assert PASSWORD not in json.dumps(record.changes) and alice.password not in json.dumps(
+        record.changes
+    )
+
+
+def test_a_refused_password_is_not_recorded(admin_client: Client, alice: Any) -> None:
+    url = reverse("admin:auth_user_password_change", args=[alice.pk])
+    response = admin_client.post(url, {"password1": PASSWORD, "password2": "something else"})
+    assert response.status_code == 200
+    assert not ChangeRecord.objects.filter(target_type="user").exists()
+
+
+def test_a_user_deleted_in_the_admin_is_audited(admin_client: Client, alice: Any) -> None:
+    pk = alice.pk
+    response = admin_client.post(reverse("admin:auth_user_delete", args=[pk]), {"post": "yes"})
+    assert response.status_code == 302
+    record = ChangeRecord.objects.get(target_type="user", target_id=pk)
+    assert (record.action, record.target_label) == ("deleted", "alice")
+
+
+def test_users_show_on_the_audit_page(admin_client: Client, alice: Any) -> None:
+    url = reverse("admin:auth_user_change", args=[alice.pk])
+    admin_client.post(url, _change_form(alice, is_staff="on"))
+    page = admin_client.get(reverse("composer:audit_list"), {"kind": "user"}).content.decode()
+    assert '<option value="user" selected>User</option>' in page
+    assert "alice" in page and "is_staff" in page

@@ -1,0 +1,69 @@
+"""The admin's users, audited: who was made an operator (staff), superuser or inactive,
+by whom and from where, like every other change of state.
+
+Django registers its own UserAdmin, which writes no ChangeRecord; this replaces it with one
+built on the fabric's AuditedAdmin. Passwords never reach the trail: the add form's
+password fields and the password page are recorded as "set", with no value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.utils import unquote
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+
+from fabric.admin import AuditedAdmin
+from fabric.choices import ChangeAction
+from fabric.models import ChangeRecord
+from fabric.services.history import change_record
+
+__all__ = ["HIDDEN", "AuditedUserAdmin"]
+
+HIDDEN = "(set, not shown)"
+# The user forms' fields that hold a password: recorded as set, never with a value.
+_SECRET_FIELDS = frozenset({"password", "password1", "password2", "usable_password"})
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class AuditedUserAdmin(AuditedAdmin, UserAdmin):
+    """Django's user admin, every add, change, delete and password set recorded."""
+
+    def keep_record(self, record: ChangeRecord, obj: Any) -> None:
+        secret = _SECRET_FIELDS.intersection(record.changes)
+        for field in secret:
+            record.changes.pop(field)
+        if secret:
+            record.changes["password"] = ["", HIDDEN]
+        record.save()
+
+    def user_change_password(
+        self, request: HttpRequest, id: str, form_url: str = ""
+    ) -> HttpResponse:
+        """The password page: a set password is recorded (never its value), in the
+        transaction that saves it."""
+        with transaction.atomic():
+            response = super().user_change_password(request, id, form_url)
+            if request.method == "POST" and response.status_code == 302:
+                user = self.get_object(request, unquote(id))
+                if user is not None:
+                    record = change_record(
+                        user,
+                        ChangeAction.CHANGED,
+                        {"password": ("", HIDDEN)},
+                        message="password set in the admin",
+                        actor=request.user,
+                        source="admin",
+                        remote_addr=request.META.get("REMOTE_ADDR") or None,
+                    )
+                    record.save()
+        return response
