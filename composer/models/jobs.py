@@ -81,7 +81,12 @@ class Job(TimeStampedModel):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["status", "kind"], name="composer_job_status_kind")]
+        indexes = [
+            models.Index(fields=["status", "kind"], name="composer_job_status_kind"),
+            # The jobs page and the API list newest first: a page of them without a sort
+            # of every job.
+            models.Index(fields=["-created_at", "-id"], name="composer_job_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.pk} {self.kind} ({self.status})"
