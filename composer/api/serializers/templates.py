@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -92,7 +93,8 @@ class QuotaSerializer(StrictModelSerializerMixin, serializers.HyperlinkedModelSe
         return usage.get(quota.pk) or {"count": 0, "memory_gib": 0, "storage_tb": 0.0}
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        instance = self.instance or Quota()
+        # Checked on a copy: the quota itself changes only when it is saved.
+        instance = copy.copy(self.instance) if self.instance is not None else Quota()
         for name, value in attrs.items():
             setattr(instance, name, value)
         try:

@@ -166,3 +166,23 @@ def test_usage_counts_a_gpu_share_as_its_fraction_as_the_quota_check_does(
     assert usage == {"count": 1.25, "memory_gib": 0, "storage_tb": 0.0}
     schema = api_as(alice).get("/api/schema/?format=json").json()
     assert schema["components"]["schemas"]["QuotaUsage"]["properties"]["count"]["type"] == "number"
+
+
+def test_a_refused_change_leaves_the_quota_as_it_was(quotas: dict[str, Quota]) -> None:
+    """The check runs on a copy: a refused change never touches the quota object (which the
+    audit and the answer read)."""
+    from rest_framework.test import APIRequestFactory
+
+    from composer.api.serializers.templates import QuotaSerializer
+
+    quota = quotas["acme_mem"]  # made a second GPU quota of Acme's: refused by the model
+    before = (quota.kind, quota.max_count, quota.max_memory_gib, quota.max_storage_tb)
+    serializer = QuotaSerializer(
+        instance=quota,
+        data={"kind": "gpu", "max_count": 99},
+        partial=True,
+        context={"request": APIRequestFactory().get("/")},
+    )
+    assert not serializer.is_valid()
+    assert "kind" in serializer.errors
+    assert (quota.kind, quota.max_count, quota.max_memory_gib, quota.max_storage_tb) == before
