@@ -19,6 +19,7 @@ from composer.api import (
     quotas,
     reconcile,
     search,
+    server_shapes,
     templates,
     views,
 )
@@ -32,6 +33,7 @@ router.register("jobs", views.JobViewSet, basename="job")
 router.register("templates", templates.TemplateViewSet, basename="template")
 router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
+router.register("server-shapes", server_shapes.ServerShapeViewSet, basename="server_shape")
 router.register("reconcile/runs", reconcile.ReconcileRunViewSet, basename="reconcile_run")
 router.register("notification-routes", notifications.RouteViewSet, basename="notification_route")
 router.register("webhooks", notifications.WebhookViewSet, basename="webhook")
