@@ -164,3 +164,26 @@ def test_an_empty_period_needs_no_server() -> None:
 )
 def test_what_a_composition_held_at_most(held: list[Held], peak: int) -> None:
     assert peak_held(held, until=at(4)).gpu_milli == peak
+
+
+def test_the_replay_and_its_report_import_nothing_that_does_io() -> None:
+    """The selector reads the database; the replay and the answer's figures only compute."""
+    import ast
+    from pathlib import Path
+
+    import composer.counterfactual.replay as replay_module
+    import composer.counterfactual.report as report_module
+
+    for module in (replay_module, report_module):
+        tree = ast.parse(Path(str(module.__file__)).read_text())
+        imported = [
+            name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for name in (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+            )
+        ]
+        assert not [n for n in imported if n.startswith(("django", "composer.models", "fabric"))]

@@ -56,3 +56,37 @@ def test_the_history_replayed_on_one_8_gpu_server(acme: Any) -> None:
     assert result.idle_at_peak == Resources(4500, 36, 288)
     assert result.composable_peak == Resources(3500, 28, 224)
     assert answer.shapes == (shape,)
+
+
+def test_a_composition_composed_and_decomposed_by_the_services_is_a_run(
+    synced: Any, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """What the compose and decompose jobs write is what the counterfactual reads: two GPUs
+    and 256 GiB of CXL memory, 8 cores and 64 GiB of host memory, from ready to released."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from composer.services.compositions import composition_decompose, composition_request
+    from composer.tasks import composition_decompose_task
+
+    spec = {
+        "items": [{"kind": "gpu", "model": "H100 PCIe 80GB", "count": 2}],
+        "memory_gib": 256,
+        "cores": 8,
+        "host_memory_gib": 64,
+    }
+    before = timezone.now() - timedelta(minutes=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        composition = composition_request(tenant=acme, requested_by=alice, spec=spec, name="c1")
+    with django_capture_on_commit_callbacks(execute=True):
+        job = composition_decompose(composition=composition, actor=alice)
+    composition_decompose_task.delay(job.pk)
+    composition.refresh_from_db()
+    assert composition.ready_at is not None and composition.released_at is not None
+
+    after = timezone.now() + timedelta(minutes=1)
+    [run] = counterfactual_runs(start=before, end=after)
+    assert (run.name, run.start, run.end) == ("c1", composition.ready_at, composition.released_at)
+    assert run.demand == Resources(2 * MILLI, 8, 64 + 256)
+    assert run.gpu_models == frozenset({"H100 PCIe 80GB"})
