@@ -53,16 +53,22 @@ def counterfactual_runs(
     GPUs (the kinds placement balances against cores; a share as its fraction), its cores,
     and memory (host memory plus CXL GiB)."""
     now = now or timezone.now()
+    up = Q(ready_at__isnull=False, ready_at__lt=end) & (
+        Q(released_at__isnull=True) | Q(released_at__gt=start)
+    )
     compositions = list(
-        Composition.objects.filter(ready_at__isnull=False, ready_at__lt=end)
-        .filter(Q(released_at__isnull=True) | Q(released_at__gt=start))
+        Composition.objects.filter(up)
         .order_by("ready_at", "pk")
         .values_list("pk", "name", "spec", "ready_at", "released_at")
     )
     held: dict[int, list[Held]] = defaultdict(list)
     models: dict[int, set[str]] = defaultdict(set)
     gpu_kinds = balanced()
-    rows = Allocation.objects.filter(composition_id__in=[c[0] for c in compositions]).values_list(
+    # The same condition through the join, not a list of ids: a year's compositions may
+    # be more than a database takes as parameters of one query.
+    rows = Allocation.objects.filter(
+        composition__in=Composition.objects.filter(up).values("pk")
+    ).values_list(
         "composition_id",
         "device__kind",
         "device__model",

@@ -90,3 +90,11 @@ def test_a_composition_composed_and_decomposed_by_the_services_is_a_run(
     assert (run.name, run.start, run.end) == ("c1", composition.ready_at, composition.released_at)
     assert run.demand == Resources(2 * MILLI, 8, 64 + 256)
     assert run.gpu_models == frozenset({"H100 PCIe 80GB"})
+
+
+def test_the_runs_cost_two_queries_however_many_compositions(
+    acme: Any, django_assert_num_queries: Any
+) -> None:
+    build_history(acme)
+    with django_assert_num_queries(2):
+        counterfactual_runs(start=START, end=END, now=NOW)
