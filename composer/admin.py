@@ -26,6 +26,7 @@ from composer.models import (
     ReconcileFinding,
     ReconcileRun,
     RedfishSession,
+    ServerShape,
     StateChange,
     Template,
     Tenant,
@@ -166,6 +167,15 @@ class TemplateAdmin(ComposerAuditedAdmin):
     list_filter = ("is_active",)
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(ServerShape)
+class ServerShapeAdmin(ComposerAuditedAdmin):
+    """The fixed-ratio server shapes the counterfactual replays onto; `seed_server_shapes`
+    adds the machine shapes of Alibaba's PAI trace."""
+
+    list_display = ("name", "gpu_model", "gpus", "cores", "memory_gib", "machines", "source")
+    search_fields = ("name", "gpu_model")
 
 
 @admin.register(Quota)

@@ -13,11 +13,13 @@ from rest_framework.routers import APIRootView
 from composer.api import (
     audit,
     compositions,
+    counterfactual,
     events,
     notifications,
     quotas,
     reconcile,
     search,
+    server_shapes,
     templates,
     views,
 )
@@ -31,6 +33,7 @@ router.register("jobs", views.JobViewSet, basename="job")
 router.register("templates", templates.TemplateViewSet, basename="template")
 router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
+router.register("server-shapes", server_shapes.ServerShapeViewSet, basename="server_shape")
 router.register("reconcile/runs", reconcile.ReconcileRunViewSet, basename="reconcile_run")
 router.register("notification-routes", notifications.RouteViewSet, basename="notification_route")
 router.register("webhooks", notifications.WebhookViewSet, basename="webhook")
@@ -68,6 +71,7 @@ urlpatterns = [
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("audit/", audit.AuditListView.as_view(), name="audit_list"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("counterfactual/", counterfactual.CounterfactualView.as_view(), name="counterfactual"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.

@@ -24,6 +24,7 @@ from composer.models.reconcile import (
     UnbindPending,
 )
 from composer.models.redfish import RedfishSession
+from composer.models.shapes import ServerShape
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
 
@@ -50,6 +51,7 @@ __all__ = [
     "ReconcileStatus",
     "ReconcileTrigger",
     "RedfishSession",
+    "ServerShape",
     "Silence",
     "StateChange",
     "Template",

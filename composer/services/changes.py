@@ -5,8 +5,8 @@ These rows are written by operators through the API and the admin rather than by
 machine, so they have no trail of their own: each add, change or delete is a fabric
 `ChangeRecord` (`fabric.services.history.change_record`, the same shape and the same audit
 page as the fabric's changes), with `target_type` the model's name ("template", "quota",
-"tenant", "membership", "notificationroute", "webhook", "silence"). A change to a tenant's
-own thing (a quota, its notification routes, webhooks and silences) also gets a
+"tenant", "membership", "notificationroute", "webhook", "silence", "servershape"). A change to
+a tenant's own thing (a quota, its notification routes, webhooks and silences) also gets a
 `ChangeAudience` row naming that tenant, which is how its members may read it.
 
 Callers write the record in the transaction of the change, so neither exists without the
@@ -44,6 +44,7 @@ AUDITED_KIND_LABELS = {
     "notificationroute": "Notification route",
     "webhook": "Webhook",
     "silence": "Silence",
+    "servershape": "Server shape",
     "user": "User",
 }
 AUDITED_KINDS = tuple(AUDITED_KIND_LABELS)

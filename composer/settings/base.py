@@ -297,6 +297,11 @@ COMPOSER_JOB_LEASE_S = env_int("COMPOSER_JOB_LEASE_S", 10)
 # A job whose worker died this many times is failed (and its composition rolled back)
 # instead of being taken over again: the job itself may be what kills its worker.
 COMPOSER_JOB_MAX_RESUMES = env_int("COMPOSER_JOB_MAX_RESUMES", 3)
+# The machine list the server-shape catalogue is seeded from (`seed_server_shapes`): Alibaba's
+# PAI trace (cluster-trace-gpu-v2020), read where it lies, never copied. Empty: the first
+# shared/data/alibaba-gpu-v2020/pai_machine_spec.csv found beside the repository or above it.
+COMPOSER_SERVER_SHAPES_CSV = env_str("COMPOSER_SERVER_SHAPES_CSV", "")
+
 # The reconciler (composer.services.reconcile): a composition left unfinished with no queued
 # or running job is finished (rolled back, decompose queued again) once untouched this long;
 # its runs are kept this long.

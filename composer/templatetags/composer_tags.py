@@ -168,6 +168,15 @@ def slice_use(device: Any) -> str:
 
 
 @register.filter
+def figure(value: Any) -> str:
+    """A figure with at most two decimals and thousands separators: 4.5, 2,048, 0.25."""
+    try:
+        return _number(float(value))
+    except (TypeError, ValueError):
+        return "—"
+
+
+@register.filter
 def percent(value: Any, total: Any = 100) -> str:
     """`value` as a share of `total`, one decimal: {{ used|percent:capacity }} -> "42.5%"."""
     try:

@@ -15,6 +15,7 @@ from composer.views import (
     bulk,
     composition_list,
     compositions,
+    counterfactual,
     dashboard,
     holds,
     jobs,
@@ -145,6 +146,7 @@ urlpatterns = [
     path("jobs/<int:pk>/progress/", jobs.job_progress, name="job_progress"),
     path("managers/<int:pk>/sync/", managers.manager_sync, name="manager_sync"),
     path("reconcile/", reconcile.reconcile_list, name="reconcile_list"),
+    path("counterfactual/", counterfactual.counterfactual_view, name="counterfactual"),
     path("reconcile/run/", reconcile.reconcile_now, name="reconcile_now"),
     *(
         [path("", include("fabric.simulator.console.urls"))]

@@ -31,6 +31,7 @@ from composer.models import (
     ReconcileRun,
     ReconcileTrigger,
     RedfishSession,
+    ServerShape,
     Silence,
     StateChange,
     Template,
@@ -97,6 +98,7 @@ def operator_client(db: None) -> Client:
     NotificationDelivery.objects.create(
         route=route, webhook=hook, channel="webhook", event="test", body="{}", body_sha256="0"
     )
+    ServerShape.objects.create(name="8-GPU", gpus=8, cores=96, memory_gib=512)
     client = Client()
     client.force_login(user)
     return client

@@ -2,8 +2,9 @@
 
 The fabric is written into the *simulated manager's* tables only; the console learns it
 through inventory sync, as it would a real one. It also creates the demo templates and the
-demo tenants' quotas. Everything here is idempotent: running
-it again with the same sizes changes nothing and duplicates nothing.
+demo tenants' quotas, and seeds the server-shape catalogue from Alibaba's PAI machine list
+when it lies beside the repository (`composer.counterfactual.machine_spec`). Everything here
+is idempotent: running it again with the same sizes changes nothing and duplicates nothing.
 
 Part of the simulator's console (`fabric.simulator`): it writes the simulated manager's
 tables directly (`fabric.simulator.builder`), which only a simulator allows.
@@ -21,8 +22,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from composer.counterfactual.machine_spec import machine_spec_path
 from composer.demo_users import DEMO_TENANTS, DEMO_USERS
 from composer.models import Membership, Quota, Template, Tenant
+from composer.services.server_shapes import SeedOutcome, server_shapes_seed
 from composer.specs import spec_normalise
 from fabric.models import FabricManager
 from fabric.services.pools import pools_assign, pools_ensure_defaults
@@ -124,6 +127,8 @@ class DemoSeedResult:
     templates_changed: list[str] = field(default_factory=list)
     quotas_changed: list[str] = field(default_factory=list)
     sync: SyncResult | None = None
+    # The server-shape catalogue from Alibaba's PAI machine list; None when the list is absent.
+    server_shapes: SeedOutcome | None = None
 
 
 def demo_manager_ensure(*, manager_name: str, fabric_name: str) -> tuple[FabricManager, bool]:
@@ -273,6 +278,9 @@ def demo_seed(
         if users:
             demo_users_ensure(result=result)
         demo_catalog_ensure(result=result)
+    shapes_path = machine_spec_path()
+    if shapes_path is not None:
+        result.server_shapes = server_shapes_seed(path=shapes_path, source="seed_demo")
     if sync:
         result.sync = inventory_sync(manager=manager, on_progress=on_progress, source="seed_demo")
         result.pools_created = [p.name for p in pools_ensure_defaults(manager=manager)]

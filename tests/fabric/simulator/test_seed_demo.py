@@ -236,3 +236,34 @@ def test_a_second_seed_changes_no_template_or_quota(db: None, settings: Any) -> 
     second = demo_seed(sync=False)
     assert first.templates_changed and first.quotas_changed
     assert (second.templates_changed, second.quotas_changed) == ([], [])
+
+
+def test_the_demo_seeds_the_server_shapes_from_the_machine_list_once(
+    db: None, settings: Any, tmp_path: Any
+) -> None:
+    from composer.models import ServerShape
+    from fabric.simulator.console.demo import demo_seed
+
+    listing = tmp_path / "pai_machine_spec.csv"
+    listing.write_text("m1,MISC,96,512,8\nm2,MISC,96,512,8\nm3,CPU,96,512,0\n")
+    settings.COMPOSER_SERVER_SHAPES_CSV = str(listing)
+    first = demo_seed(sync=False)
+    second = demo_seed(sync=False)
+    assert first.server_shapes is not None and len(first.server_shapes.added) == 2
+    assert second.server_shapes is not None and second.server_shapes.added == ()
+    misc = ServerShape.objects.get(name="PAI MISC 8x 96c 512 GiB")
+    assert (misc.gpu_model, misc.machines) == ("", 2)  # MISC: GPUs of any model
+
+
+def test_without_the_machine_list_the_demo_says_so_and_seeds_no_shapes(
+    db: None, settings: Any, tmp_path: Any
+) -> None:
+    from io import StringIO
+
+    from composer.models import ServerShape
+
+    settings.COMPOSER_SERVER_SHAPES_CSV = str(tmp_path / "absent.csv")
+    out = StringIO()
+    call_command("seed_demo", "--no-sync", "--no-users", stdout=out)
+    assert "Server shapes: no machine list" in out.getvalue()
+    assert not ServerShape.objects.exists()

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from composer.counterfactual.machine_spec import RELATIVE
 from composer.demo_users import demo_logins
 from fabric.drivers.base import DriverError
 from fabric.simulator.builder import WorldSpec
@@ -105,6 +106,17 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Demo logins: {demo_logins()}; created {created}; "
                 f"password from COMPOSER_DEMO_PASSWORD ({source})."
+            )
+        if result.server_shapes is not None:
+            shapes = result.server_shapes
+            self.stdout.write(
+                f"Server shapes (Alibaba PAI machine list): {len(shapes.added)} added, "
+                f"{len(shapes.changed)} updated."
+            )
+        else:
+            self.stdout.write(
+                f"Server shapes: no machine list at {RELATIVE} beside the repository "
+                "(or COMPOSER_SERVER_SHAPES_CSV); none seeded."
             )
         if result.sync is not None:
             self.stdout.write(f"Inventory sync: {result.sync.summary()}.")
