@@ -49,7 +49,10 @@ def counterfactual_view(request: HttpRequest) -> HttpResponse:
                 now=now,
             )
     else:
-        status = 400
+        # A question that cannot be answered is a 400; an empty catalogue is not a bad
+        # question but a state the page explains (how to add shapes), so a plain 200.
+        empty = not context["catalogue"] and not request.GET.get("shape")
+        status = 200 if empty and set(form.errors) == {"shape"} else 400
         for name, messages in form.errors.items():
             label = form.fields[name].label if name in form.fields else "Period"
             context["errors"].extend(f"{label}: {m}" for m in messages)

@@ -189,6 +189,7 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:webhook_detail", args=[world["hook"].pk]),
         reverse("composer:silence_list"),
         reverse("composer:silence_create") + f"?alert={world['alert'].pk}",
+        reverse("composer:counterfactual"),
     ]
     found = _survey(page, paths, tmp_path)
     assert not found, _report(found)
