@@ -26,6 +26,7 @@ from composer.models.reconcile import (
 from composer.models.redfish import RedfishSession
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
+from composer.models.utilisation import PoolSample, Resolution, TenantSample
 
 __all__ = [
     "AlertAudience",
@@ -44,16 +45,19 @@ __all__ = [
     "Membership",
     "NotificationDelivery",
     "NotificationRoute",
+    "PoolSample",
     "Quota",
     "ReconcileFinding",
     "ReconcileRun",
     "ReconcileStatus",
     "ReconcileTrigger",
     "RedfishSession",
+    "Resolution",
     "Silence",
     "StateChange",
     "Template",
     "Tenant",
+    "TenantSample",
     "UnbindPending",
     "Webhook",
 ]
