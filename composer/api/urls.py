@@ -19,6 +19,7 @@ from composer.api import (
     reconcile,
     search,
     templates,
+    utilisation,
     views,
 )
 from fabric.api.routers import Router
@@ -68,6 +69,7 @@ urlpatterns = [
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("audit/", audit.AuditListView.as_view(), name="audit_list"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("utilisation/", utilisation.UtilisationView.as_view(), name="utilisation"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.
