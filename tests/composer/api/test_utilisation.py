@@ -105,3 +105,24 @@ def test_the_schema_describes_it(api_as: Any, admin_user: Any) -> None:
     schema = api_as(admin_user).get("/api/schema/", {"format": "json"}).json()
     operation = schema["paths"]["/api/v1/utilisation/"]["get"]
     assert {p["name"] for p in operation["parameters"]} >= {"pool", "period"}
+
+
+def test_the_answer_takes_the_same_queries_whatever_the_pools_and_samples(
+    api_as: Any, admin_user: Any, alice: Any, history: Any
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(user: Any) -> int:
+        client = api_as(user)
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(URL).status_code == 200
+        return len(captured.captured_queries)
+
+    few = (queries(admin_user), queries(alice))
+    at = history.utilisation_samples.last().bucket_start
+    for i in range(5):
+        pool = PoolFactory.create(name=f"More {i}", slug=f"more-{i}", kind=DeviceKind.NVME)
+        for minutes in range(10):
+            pool_row(pool, at - timedelta(minutes=minutes))
+    assert (queries(admin_user), queries(alice)) == few
