@@ -8,6 +8,7 @@ series), so it is not paginated.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -27,51 +28,45 @@ def _stamp(at: Any) -> str:
     return str(at.isoformat().replace("+00:00", "Z"))
 
 
-class PointSerializer(serializers.Serializer):
-    """One bucket of a pool's (or of the data centre's pools of one kind) figures."""
-
-    at = serializers.DateTimeField(help_text="The bucket's start (UTC).")
-    capacity = serializers.FloatField(help_text="allocated + free + unavailable.")
-    allocated = serializers.FloatField(help_text="Mean over the bucket's minute samples.")
-    allocated_peak = serializers.FloatField(help_text="Highest allocated in the bucket.")
-    free = serializers.FloatField()
-    unavailable = serializers.FloatField()
-    utilisation_percent = serializers.FloatField(help_text="allocated / capacity, in percent.")
+FIGURES = ("capacity", "allocated", "allocated_peak", "free", "unavailable")
 
 
-class OperatorPointSerializer(PointSerializer):
-    """A bucket as operators see it: also the stranded capacity."""
-
-    stranded = serializers.FloatField(
-        help_text="Free capacity that no usable host could reach (part of `free`)."
-    )
+def _numbers(help_text: str) -> serializers.ListField:
+    return serializers.ListField(child=serializers.FloatField(), help_text=help_text)
 
 
 class SeriesSerializer(serializers.Serializer):
-    """One pool's series, or (`pool` null) the data centre's pools of one kind summed."""
+    """One pool's series, or (`pool` null) the data centre's pools of one kind summed, as
+    columns: the n-th value of each figure belongs to the n-th time of `at`."""
 
     pool = serializers.CharField(allow_null=True, help_text="The pool's slug; null: all pools.")
     label = serializers.CharField()  # type: ignore[assignment]
     kind = serializers.CharField(help_text="The device kind.")
     unit = serializers.CharField(help_text="`GiB` for partitionable memory, else `devices`.")
-    points = PointSerializer(many=True)
+    at = serializers.ListField(
+        child=serializers.DateTimeField(), help_text="Each bucket's start (UTC), oldest first."
+    )
+    capacity = _numbers("allocated + free + unavailable.")
+    allocated = _numbers("Mean over the bucket's minute samples.")
+    allocated_peak = _numbers("Highest allocated of the bucket's minute samples.")
+    free = _numbers("Free (stranded included).")
+    unavailable = _numbers("Failed, in maintenance or critical health.")
+    utilisation_percent = _numbers("allocated / capacity, in percent.")
 
 
 class OperatorSeriesSerializer(SeriesSerializer):
-    points = OperatorPointSerializer(many=True)
+    """A series as operators see it: also the stranded capacity."""
 
-
-class TenantPointSerializer(serializers.Serializer):
-    at = serializers.DateTimeField()
-    compositions = serializers.FloatField(
-        help_text="Compositions holding resources (a rollup: the mean over its samples)."
-    )
+    stranded = _numbers("Free capacity that no usable host could reach (part of `free`).")
 
 
 class TenantSeriesSerializer(serializers.Serializer):
     tenant = serializers.CharField(help_text="The tenant's slug.")
     name = serializers.CharField()
-    points = TenantPointSerializer(many=True)
+    at = serializers.ListField(child=serializers.DateTimeField())
+    compositions = _numbers(
+        "Compositions holding resources (a rollup: the mean over its minute samples)."
+    )
 
 
 class UtilisationSerializer(serializers.Serializer):
@@ -88,30 +83,44 @@ class OperatorUtilisationSerializer(UtilisationSerializer):
 
 
 def utilisation_body(data: Utilisation) -> dict[str, Any]:
-    """The answer: the page's series as JSON (a member's points have no `stranded`)."""
+    """The answer: the page's series as columns (a member's have no `stranded`). Each
+    bucket's time is formatted once, however many series share it."""
+    stamps: dict[datetime, str] = {}
+
+    def stamp(at: datetime) -> str:
+        text = stamps.get(at)
+        if text is None:
+            text = stamps[at] = _stamp(at)
+        return text
+
+    series = []
+    for one in data.pools:
+        points = one.points
+        columns: dict[str, Any] = {
+            "pool": one.pool.slug if one.pool else None,
+            "label": one.label,
+            "kind": one.kind,
+            "unit": one.unit,
+            "at": [stamp(p.at) for p in points],
+        }
+        for name in FIGURES:
+            columns[name] = [round(getattr(p, name), 3) for p in points]
+        columns["utilisation_percent"] = [p.utilisation_percent for p in points]
+        if data.show_stranded:
+            columns["stranded"] = [round(p.stranded or 0.0, 3) for p in points]
+        series.append(columns)
     return {
         "period": data.period,
         "resolution": data.resolution,
         "start": _stamp(data.start),
         "end": _stamp(data.end),
-        "series": [
-            {
-                "pool": series.pool.slug if series.pool else None,
-                "label": series.label,
-                "kind": series.kind,
-                "unit": series.unit,
-                "points": [point.as_dict() for point in series.points],
-            }
-            for series in data.pools
-        ],
+        "series": series,
         "tenants": [
             {
                 "tenant": tenant.slug,
                 "name": tenant.name,
-                "points": [
-                    {"at": _stamp(at), "compositions": round(count, 3)}
-                    for at, count in tenant.points
-                ],
+                "at": [stamp(at) for at, _ in tenant.points],
+                "compositions": [round(count, 3) for _, count in tenant.points],
             }
             for tenant in data.tenants
         ],
@@ -124,11 +133,12 @@ def utilisation_body(data: Utilisation) -> dict[str, Any]:
         "A pool's figures (capacity, allocated, free, unavailable) over the last day, week, "
         "month or year, sampled every minute: a day answers a point a minute, a week a point "
         "an hour, a month or a year a point a day, each the mean of its minute samples. "
-        "Without `pool`, one series per device kind summing every pool of that kind (the "
-        "data centre). Operators also get the stranded capacity: free capacity that no "
-        "usable host could reach. `tenants`: live compositions per tenant across the data "
-        "centre; operators get every tenant with any, members their own tenants only. "
-        "A bad `pool` or `period` answers 400 naming it."
+        "Each series is a set of columns: the n-th value of every figure belongs to the n-th "
+        "time of its `at`. Without `pool`, one series per device kind summing every pool of "
+        "that kind (the data centre). Operators also get the stranded capacity: free "
+        "capacity that no usable host could reach. `tenants`: live compositions per tenant "
+        "across the data centre; operators get every tenant with any, members their own "
+        "tenants only. A bad `pool` or `period` answers 400 naming it."
     ),
     parameters=[
         OpenApiParameter(
@@ -157,25 +167,22 @@ def utilisation_body(data: Utilisation) -> dict[str, Any]:
                         "label": "H100 GPUs",
                         "kind": "gpu",
                         "unit": "devices",
-                        "points": [
-                            {
-                                "at": "2026-12-03T05:21:00Z",
-                                "capacity": 64.0,
-                                "allocated": 40.0,
-                                "allocated_peak": 40.0,
-                                "free": 22.0,
-                                "unavailable": 2.0,
-                                "utilisation_percent": 62.5,
-                                "stranded": 3.0,
-                            }
-                        ],
+                        "at": ["2026-12-03T05:21:00Z", "2026-12-03T05:22:00Z"],
+                        "capacity": [64.0, 64.0],
+                        "allocated": [40.0, 42.0],
+                        "allocated_peak": [40.0, 42.0],
+                        "free": [22.0, 20.0],
+                        "unavailable": [2.0, 2.0],
+                        "utilisation_percent": [62.5, 65.62],
+                        "stranded": [3.0, 3.0],
                     }
                 ],
                 "tenants": [
                     {
                         "tenant": "acme",
                         "name": "Acme",
-                        "points": [{"at": "2026-12-03T05:21:00Z", "compositions": 7.0}],
+                        "at": ["2026-12-03T05:21:00Z", "2026-12-03T05:22:00Z"],
+                        "compositions": [7.0, 8.0],
                     }
                 ],
             },

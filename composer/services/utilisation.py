@@ -30,6 +30,7 @@ from fabric.selectors import pool_capacities
 
 __all__ = [
     "TickResult",
+    "bucket_of",
     "utilisation_prune",
     "utilisation_rollup",
     "utilisation_sample",

@@ -17,6 +17,15 @@ from tests.support.utilisation import pool_row, tenant_row
 pytestmark = pytest.mark.django_db
 
 URL = reverse("api:utilisation")
+FIGURES = (
+    "capacity",
+    "allocated",
+    "allocated_peak",
+    "free",
+    "unavailable",
+    "utilisation_percent",
+    "stranded",
+)
 
 
 @pytest.fixture
@@ -40,17 +49,18 @@ def test_an_operator_gets_the_pools_figures_stranded_included_and_every_tenant(
     assert (body["period"], body["resolution"]) == ("day", "minute")
     (series,) = body["series"]
     assert (series["pool"], series["label"], series["unit"]) == ("h100", "H100 GPUs", "devices")
-    assert [p["allocated"] for p in series["points"]] == [2, 4]
-    assert series["points"][1] == {
-        "at": series["points"][1]["at"],
-        "capacity": 8,
-        "allocated": 4,
-        "allocated_peak": 4,
-        "free": 4,
-        "unavailable": 0,
-        "utilisation_percent": 50,
-        "stranded": 1,
+    assert len(series["at"]) == 2 and series["at"][0].endswith("Z")
+    assert {name: series[name] for name in FIGURES} == {
+        "capacity": [8, 8],
+        "allocated": [2, 4],
+        "allocated_peak": [2, 4],
+        "free": [6, 4],
+        "unavailable": [0, 0],
+        "utilisation_percent": [25, 50],
+        "stranded": [1, 1],
     }
+    acme = body["tenants"][0]
+    assert (acme["at"], acme["compositions"]) == (series["at"], [1, 2])
     assert [t["tenant"] for t in body["tenants"]] == ["acme", "globex"]
 
 
@@ -64,7 +74,7 @@ def test_a_member_gets_no_stranded_figure_and_only_its_own_tenants_compositions(
 
     assert response.status_code == 200
     body = response.json()
-    assert all("stranded" not in p for s in body["series"] for p in s["points"])
+    assert all("stranded" not in s for s in body["series"])
     assert [t["tenant"] for t in body["tenants"]] == tenants
     assert "stranded" not in response.content.decode()
 
@@ -78,7 +88,7 @@ def test_without_a_pool_the_data_centre_is_summed_per_kind(
     (series,) = api_as(admin_user).get(URL).json()["series"]
 
     assert (series["pool"], series["kind"], series["label"]) == (None, "gpu", "All GPUs")
-    assert series["points"][-1]["capacity"] == 10
+    assert series["capacity"][-1] == 10
 
 
 @pytest.mark.parametrize(
