@@ -26,7 +26,7 @@ from composer.models.reconcile import (
 from composer.models.redfish import RedfishSession
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
-from composer.models.utilisation import PoolSample, Resolution, TenantSample
+from composer.models.utilisation import KindSample, PoolSample, Resolution, TenantSample
 
 __all__ = [
     "AlertAudience",
@@ -42,6 +42,7 @@ __all__ = [
     "FindingOutcome",
     "Job",
     "JobLogLine",
+    "KindSample",
     "Membership",
     "NotificationDelivery",
     "NotificationRoute",

@@ -20,19 +20,12 @@ class Resolution(models.TextChoices):
     DAY = "day", "Day"  # the mean of that (UTC) day's hours, weighted by their samples
 
 
-class PoolSample(models.Model):
-    """One pool's figures in one bucket, in the pool's unit (devices, or GiB for a
-    partitionable pool), as `fabric.selectors.pool_capacities` and
-    `composer.monitoring.stranded.stranded_by_pool` count them at sample time.
+class CapacityFigures(models.Model):
+    """The figures of one bucket, in the unit of what they describe (devices, or GiB of a
+    partitionable kind): a minute's sample, or the means of the samples a rollup covers.
+    `allocated_peak`: the highest allocated figure of those samples. `samples`: how many
+    minute samples the bucket holds (1 for a minute)."""
 
-    `kind` and `unit` are copied from the pool so that the data centre's totals sum like with
-    like without a join. `allocated_peak`: the highest allocated figure of the bucket's
-    samples. `samples`: how many minute samples the bucket holds (1 for a minute).
-    """
-
-    pool = models.ForeignKey(
-        "fabric.Pool", on_delete=models.CASCADE, related_name="utilisation_samples"
-    )
     resolution = models.CharField(max_length=8, choices=Resolution.choices)
     bucket_start = models.DateTimeField()
     kind = models.CharField(max_length=16)
@@ -46,6 +39,20 @@ class PoolSample(models.Model):
     samples = models.PositiveIntegerField(default=1)
 
     class Meta:
+        abstract = True
+
+
+class PoolSample(CapacityFigures):
+    """One pool's figures in one bucket, in the pool's unit (devices, or GiB for a
+    partitionable pool), as `fabric.selectors.pool_capacities` and
+    `composer.monitoring.stranded.stranded_by_pool` count them at sample time. `kind` and
+    `unit` are the pool's at that time."""
+
+    pool = models.ForeignKey(
+        "fabric.Pool", on_delete=models.CASCADE, related_name="utilisation_samples"
+    )
+
+    class Meta:
         constraints = [
             models.UniqueConstraint(
                 fields=["pool", "resolution", "bucket_start"], name="composer_pool_sample_bucket"
@@ -57,6 +64,27 @@ class PoolSample(models.Model):
 
     def __str__(self) -> str:
         return f"{self.pool_id} {self.resolution} {self.bucket_start:%Y-%m-%d %H:%M}"
+
+
+class KindSample(CapacityFigures):
+    """The data centre's figures for one device kind (and unit) in one bucket: the sum of
+    its pools' minute samples, written with them, so that reading the data centre's history
+    reads one row a bucket rather than summing every pool's. A rollup's `allocated_peak` is
+    the data centre's own peak (the highest of its minute totals), not a sum of the pools'."""
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "unit", "resolution", "bucket_start"],
+                name="composer_kind_sample_bucket",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["resolution", "bucket_start"], name="composer_kind_sample_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.resolution} {self.bucket_start:%Y-%m-%d %H:%M}"
 
 
 class TenantSample(models.Model):

@@ -2,8 +2,8 @@
 compositions per tenant, for the last day, week, month or year.
 
 The period picks the resolution (a day: minute samples; a week: hourly rollups; a month or a
-year: daily rollups), so a chart never holds more than about 1,500 points. Two queries: the
-pools' rows (the data centre's summed per bucket and kind in SQL) and the tenants'.
+year: daily rollups), so a chart never holds more than about 1,500 points. Three queries: the
+pool's rows (or the data centre's, one per kind and bucket), the tenants' and their names.
 
 Who sees what follows the pools API: every signed-in user sees a pool's capacity,
 allocated, free and unavailable figures; the stranded figure is derived from the fabric's
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Max, Sum
+from django.db.models import QuerySet
 
-from composer.models import PoolSample, Resolution, Tenant, TenantSample
+from composer.models import KindSample, PoolSample, Resolution, Tenant, TenantSample
 from composer.services.utilisation import bucket_of
 from fabric.kinds import is_sliced, plural
 from fabric.models import Pool
@@ -128,32 +128,27 @@ def utilisation_series(
     back, resolution = PERIODS[period]
     start = bucket_of(now - back, resolution)
     operator = is_operator(user)
-    rows = PoolSample.objects.filter(
-        resolution=resolution, bucket_start__gte=start, bucket_start__lte=now
-    )
-    if pool is not None:
-        rows = rows.filter(pool=pool)
-    summed = (
-        rows.values("bucket_start", "kind", "unit")
-        .annotate(
-            **{f"total_{name}": Sum(name) for name in FIGURES if name != "allocated_peak"},
-            # A sum of peaks overstates the data centre's peak when pools peaked apart:
-            # that is the one figure that is not additive; for one pool it is exact.
-            total_allocated_peak=Sum("allocated_peak") if pool is None else Max("allocated_peak"),
-        )
-        .order_by("kind", "unit", "bucket_start")
+    window = {"resolution": resolution, "bucket_start__gte": start, "bucket_start__lte": now}
+    # One pool's rows, or the data centre's per kind (written with them: no sum at read time).
+    rows: QuerySet[Any] = (
+        PoolSample.objects.filter(pool=pool, **window)
+        if pool is not None
+        else KindSample.objects.filter(**window)
     )
     grouped: dict[tuple[str, str], list[PoolPoint]] = defaultdict(list)
-    for row in summed:
-        grouped[(row["kind"], row["unit"])].append(
+    for kind, unit, at, *figures in rows.order_by("kind", "unit", "bucket_start").values_list(
+        "kind", "unit", "bucket_start", *FIGURES
+    ):
+        capacity, allocated, peak, free, unavailable, stranded = figures
+        grouped[(kind, unit)].append(
             PoolPoint(
-                at=row["bucket_start"],
-                capacity=row["total_capacity"],
-                allocated=row["total_allocated"],
-                allocated_peak=row["total_allocated_peak"],
-                free=row["total_free"],
-                unavailable=row["total_unavailable"],
-                stranded=row["total_stranded"] if operator else None,
+                at=at,
+                capacity=capacity,
+                allocated=allocated,
+                allocated_peak=peak,
+                free=free,
+                unavailable=unavailable,
+                stranded=stranded if operator else None,
             )
         )
     if pool is not None:

@@ -6,9 +6,11 @@ pools' figures in two, the stranded capacity in one device query and one topolog
 live compositions per tenant in one), writes the rows in one statement per table, re-rolls
 the hour and the day the sample falls in, and prunes what is past its retention.
 
-Every write is an upsert on (pool or tenant, resolution, bucket start): a duplicate delivery
-in the same minute overwrites its own sample, and a rollup rerun for a bucket writes the same
-row, because a rollup is a function of the rows below it. Buckets are UTC minutes, hours and
+With the pools' samples it writes the data centre's per device kind (their sums), so that
+reading the data centre reads one row a bucket. Every write is an upsert on (pool, kind or
+tenant, resolution, bucket start): a duplicate delivery in the same minute overwrites its
+own sample, and a rollup rerun for a bucket writes the same row, because a rollup is a
+function of the rows below it. Buckets are UTC minutes, hours and
 days. The samples describe the inventory rather than change it, so they are not audited.
 """
 
@@ -24,7 +26,14 @@ from django.db.models import Count, F, FloatField, Max, Sum
 from django.db.models.functions import Cast
 
 from composer.choices import ACTIVE_COMPOSITION_STATES
-from composer.models import Composition, PoolSample, Resolution, Tenant, TenantSample
+from composer.models import (
+    Composition,
+    KindSample,
+    PoolSample,
+    Resolution,
+    Tenant,
+    TenantSample,
+)
 from composer.monitoring.stranded import stranded_by_pool
 from fabric.selectors import pool_capacities
 
@@ -40,6 +49,8 @@ __all__ = [
 POOL_FIGURES = ("capacity", "allocated", "free", "unavailable", "stranded")
 POOL_UPDATE = ("kind", "unit", *POOL_FIGURES, "allocated_peak", "samples")
 POOL_KEY = ("pool", "resolution", "bucket_start")
+KIND_KEY = ("kind", "unit", "resolution", "bucket_start")
+KIND_UPDATE = (*POOL_FIGURES, "allocated_peak", "samples")
 TENANT_KEY = ("tenant", "resolution", "bucket_start")
 TENANT_UPDATE = ("compositions", "samples")
 
@@ -96,6 +107,7 @@ def utilisation_sample(*, now: datetime) -> tuple[int, int]:
         )
         for cap in capacities
     ]
+    kind_rows = _kind_totals(pool_rows, minute)
     live = dict(
         Composition.objects.filter(state__in=ACTIVE_COMPOSITION_STATES)
         .values("tenant_id")
@@ -114,8 +126,29 @@ def utilisation_sample(*, now: datetime) -> tuple[int, int]:
     ]
     with transaction.atomic():
         _upsert_pools(pool_rows)
+        _upsert_kinds(kind_rows)
         _upsert_tenants(tenant_rows)
     return len(pool_rows), len(tenant_rows)
+
+
+def _kind_totals(rows: list[PoolSample], minute: datetime) -> list[KindSample]:
+    """The data centre's minute sample per (kind, unit): the sum of its pools' figures."""
+    totals: dict[tuple[str, str], KindSample] = {}
+    for row in rows:
+        total = totals.get((row.kind, row.unit))
+        if total is None:
+            total = totals[(row.kind, row.unit)] = KindSample(
+                resolution=Resolution.MINUTE,
+                bucket_start=minute,
+                kind=row.kind,
+                unit=row.unit,
+                **dict.fromkeys((*POOL_FIGURES, "allocated_peak"), 0.0),
+                samples=1,
+            )
+        for name in POOL_FIGURES:
+            setattr(total, name, getattr(total, name) + getattr(row, name))
+        total.allocated_peak = total.allocated
+    return list(totals.values())
 
 
 def utilisation_rollup(*, resolution: str, start: datetime) -> tuple[int, int]:
@@ -157,6 +190,21 @@ def utilisation_rollup(*, resolution: str, start: datetime) -> tuple[int, int]:
         )
         if row["n"]
     ]
+    kind_rows = [
+        KindSample(
+            kind=row["kind"],
+            unit=row["unit"],
+            resolution=rollup,
+            bucket_start=start,
+            allocated_peak=row["peak"],
+            samples=row["n"],
+            **{name: row[f"sum_{name}"] / row["n"] for name in POOL_FIGURES},
+        )
+        for row in KindSample.objects.filter(**window)
+        .values("kind", "unit")
+        .annotate(n=Sum("samples"), peak=Max("allocated_peak"), **weighted)
+        if row["n"]
+    ]
     tenant_rows = [
         TenantSample(
             tenant_id=row["tenant_id"],
@@ -172,6 +220,7 @@ def utilisation_rollup(*, resolution: str, start: datetime) -> tuple[int, int]:
     ]
     with transaction.atomic():
         _upsert_pools(pool_rows)
+        _upsert_kinds(kind_rows)
         _upsert_tenants(tenant_rows)
     return len(pool_rows), len(tenant_rows)
 
@@ -183,7 +232,7 @@ def utilisation_prune(*, now: datetime) -> int:
     minutes_before = now - timedelta(days=settings.COMPOSER_UTILISATION_MINUTES_DAYS)
     rollups_before = now - timedelta(days=settings.COMPOSER_UTILISATION_ROLLUPS_DAYS)
     deleted = 0
-    for model in (PoolSample, TenantSample):
+    for model in (PoolSample, KindSample, TenantSample):
         manager: Any = model._default_manager
         deleted += manager.filter(
             resolution=Resolution.MINUTE, bucket_start__lt=minutes_before
@@ -212,6 +261,13 @@ def _upsert_pools(rows: list[PoolSample]) -> None:
     if rows:
         PoolSample.objects.bulk_create(
             rows, update_conflicts=True, unique_fields=POOL_KEY, update_fields=POOL_UPDATE
+        )
+
+
+def _upsert_kinds(rows: list[KindSample]) -> None:
+    if rows:
+        KindSample.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=KIND_KEY, update_fields=KIND_UPDATE
         )
 
 

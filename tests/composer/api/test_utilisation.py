@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from fabric.choices import DeviceKind
 from tests.factories.fabric import PoolFactory
-from tests.support.utilisation import pool_row, tenant_row
+from tests.support.utilisation import data_centre_rows, pool_row, tenant_row
 
 pytestmark = pytest.mark.django_db
 
@@ -38,6 +38,7 @@ def history(acme: Any, globex: Any) -> Any:
         pool_row(pool, at, allocated=allocated, stranded=1)
         tenant_row(acme, at, allocated / 2)
         tenant_row(globex, at, 1)
+    data_centre_rows()
     return pool
 
 
@@ -84,6 +85,7 @@ def test_without_a_pool_the_data_centre_is_summed_per_kind(
 ) -> None:
     other = PoolFactory.create(name="L40S GPUs", slug="l40s", kind=DeviceKind.GPU)
     pool_row(other, history.utilisation_samples.last().bucket_start, capacity=2, allocated=1)
+    data_centre_rows()
 
     (series,) = api_as(admin_user).get(URL).json()["series"]
 
@@ -135,4 +137,5 @@ def test_the_answer_takes_the_same_queries_whatever_the_pools_and_samples(
         pool = PoolFactory.create(name=f"More {i}", slug=f"more-{i}", kind=DeviceKind.NVME)
         for minutes in range(10):
             pool_row(pool, at - timedelta(minutes=minutes))
+    data_centre_rows()
     assert (queries(admin_user), queries(alice)) == few

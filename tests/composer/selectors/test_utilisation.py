@@ -13,7 +13,7 @@ from composer.models import Resolution
 from composer.selectors.utilisation import utilisation_series
 from fabric.choices import DeviceKind
 from tests.factories.fabric import PoolFactory
-from tests.support.utilisation import pool_row, tenant_row
+from tests.support.utilisation import data_centre_rows, pool_row, tenant_row
 
 pytestmark = pytest.mark.django_db
 
@@ -62,11 +62,12 @@ def test_a_day_reads_the_last_day_of_minutes_in_time_order(
     assert series.points[0].utilisation_percent == 37.5
 
 
-def test_the_data_centre_sums_the_pools_of_each_kind(pools: list[Any], admin_user: Any) -> None:
+def test_the_data_centre_has_a_series_per_kind(pools: list[Any], admin_user: Any) -> None:
     at = NOW - timedelta(minutes=3)
     pool_row(pools[0], at, allocated=2, stranded=1)
     pool_row(pools[1], at, capacity=4, allocated=4, stranded=0.5)
     pool_row(pools[2], at, capacity=10, allocated=1)
+    data_centre_rows()
 
     data = utilisation_series(user=admin_user, period="day", now=NOW)
 

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from composer.choices import CompositionState
-from composer.models import Composition, PoolSample, Resolution, TenantSample
+from composer.models import Composition, KindSample, PoolSample, Resolution, TenantSample
 from composer.services.utilisation import (
     utilisation_prune,
     utilisation_rollup,
@@ -232,3 +232,45 @@ def test_a_rollup_of_minutes_is_refused() -> None:
 
 def test_pruning_an_empty_history_deletes_nothing(db: None) -> None:
     assert utilisation_prune(now=NOW) == 0
+
+
+def test_the_data_centres_sample_per_kind_is_the_sum_of_its_pools(small: SmallFabric) -> None:
+    extra = PoolFactory.create(name="L40S GPUs", slug="l40s", kind=DeviceKind.GPU)
+    enclosure = EnclosureFactory.create(manager=small.manager)
+    for _ in range(3):
+        DeviceFactory.create(manager=small.manager, enclosure=enclosure, pool=extra)
+    small.gpus[0].state, small.gpus[0].bound_host = DeviceState.BOUND, small.hosts[0]
+    small.gpus[0].save()
+
+    utilisation_sample(now=NOW)
+
+    rows = {(r.kind, r.unit): r for r in KindSample.objects.filter(resolution=Resolution.MINUTE)}
+    assert set(rows) == {("gpu", "devices"), ("cxl_memory", "GiB")}
+    gpu = rows[("gpu", "devices")]
+    assert (gpu.capacity, gpu.allocated, gpu.allocated_peak, gpu.free) == (11, 1, 1, 10)
+    # The extra enclosure has no link: its three GPUs are stranded.
+    assert gpu.stranded == 3
+    assert rows[("cxl_memory", "GiB")].capacity == 2048
+
+
+def test_the_data_centres_hourly_peak_is_its_own_not_a_sum_of_the_pools(
+    small: SmallFabric,
+) -> None:
+    hour = datetime(2026, 12, 4, 10, tzinfo=UTC)
+    h100 = small.gpus[0]
+    extra = PoolFactory.create(name="L40S GPUs", slug="l40s", kind=DeviceKind.GPU)
+    l40s = DeviceFactory.create(
+        manager=small.manager, enclosure=small.enclosures[0], pool=extra, slot=7
+    )
+    # One GPU of each pool bound, never both at once: each pool peaks at 1, the data centre too.
+    for minute, bound in enumerate((h100, l40s)):
+        for gpu in (h100, l40s):
+            gpu.state = DeviceState.BOUND if gpu is bound else DeviceState.FREE
+            gpu.bound_host = small.hosts[0] if gpu is bound else None
+            gpu.save()
+        utilisation_sample(now=hour + timedelta(minutes=minute))
+
+    utilisation_rollup(resolution=Resolution.HOUR, start=hour)
+
+    row = KindSample.objects.get(kind="gpu", resolution=Resolution.HOUR)
+    assert (row.allocated, row.allocated_peak, row.samples) == (1, 1, 2)

@@ -19,7 +19,7 @@ from django.utils import timezone
 from fabric.choices import DeviceKind
 from tests.factories.fabric import PoolFactory
 from tests.support.personas import PERSONAS
-from tests.support.utilisation import pool_row, tenant_row
+from tests.support.utilisation import data_centre_rows, pool_row, tenant_row
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +35,7 @@ def history(acme: Any, globex: Any) -> Any:
         pool_row(pool, at, allocated=allocated, stranded=1.5)
         tenant_row(acme, at, 2)
         tenant_row(globex, at, 1)
+    data_centre_rows()
     return pool
 
 
