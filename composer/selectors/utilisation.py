@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import BigIntegerField, Func, QuerySet
 
 from composer.models import KindSample, PoolSample, Resolution, Tenant, TenantSample
 from composer.services.utilisation import bucket_of
@@ -44,6 +44,31 @@ PERIODS: dict[str, tuple[timedelta, Resolution]] = {
 }
 PERIOD_LABELS = {"day": "Last day", "week": "Last week", "month": "Last month", "year": "Last year"}
 FIGURES = ("capacity", "allocated", "allocated_peak", "free", "unavailable", "stranded")
+
+
+class EpochSeconds(Func):
+    """A datetime column as whole seconds since 1970 (UTC). The series read thousands of
+    rows of a few hundred distinct times: an integer a row and one datetime per distinct time
+    costs far less than the database driver parsing a datetime for every row."""
+
+    output_field = BigIntegerField()
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        template = "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS BIGINT)"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        # '%%%%s': one '%%' left after the template, which the backend turns into '%'.
+        template = "CAST(strftime('%%%%s', %(expressions)s) AS INTEGER)"
+        return self.as_sql(compiler, connection, template=template, **extra)
+
+
+class Times(dict[int, datetime]):
+    """Epoch seconds to aware UTC datetimes, each made once."""
+
+    def __missing__(self, seconds: int) -> datetime:
+        made = self[seconds] = datetime.fromtimestamp(seconds, UTC)
+        return made
 
 
 @dataclass(frozen=True)
@@ -135,14 +160,15 @@ def utilisation_series(
         if pool is not None
         else KindSample.objects.filter(**window)
     )
+    times = Times()
     grouped: dict[tuple[str, str], list[PoolPoint]] = defaultdict(list)
     for kind, unit, at, *figures in rows.order_by("kind", "unit", "bucket_start").values_list(
-        "kind", "unit", "bucket_start", *FIGURES
+        "kind", "unit", EpochSeconds("bucket_start"), *FIGURES
     ):
         capacity, allocated, peak, free, unavailable, stranded = figures
         grouped[(kind, unit)].append(
             PoolPoint(
-                at=at,
+                at=times[at],
                 capacity=capacity,
                 allocated=allocated,
                 allocated_peak=peak,
@@ -169,12 +195,12 @@ def utilisation_series(
         pool=pool,
         show_stranded=operator,
         pools=series,
-        tenants=_tenant_series(user=user, resolution=resolution, start=start, end=now),
+        tenants=_tenant_series(user=user, resolution=resolution, start=start, end=now, times=times),
     )
 
 
 def _tenant_series(
-    *, user: Any, resolution: str, start: datetime, end: datetime
+    *, user: Any, resolution: str, start: datetime, end: datetime, times: Times
 ) -> list[TenantSeries]:
     """The caller's tenants' compositions series (an operator's: every tenant's), leaving out
     tenants with none in the whole period."""
@@ -182,11 +208,11 @@ def _tenant_series(
         TenantSample.objects.for_user(user)
         .filter(resolution=resolution, bucket_start__gte=start, bucket_start__lte=end)
         .order_by("tenant_id", "bucket_start")
-        .values_list("tenant_id", "bucket_start", "compositions")
+        .values_list("tenant_id", EpochSeconds("bucket_start"), "compositions")
     )
     points: dict[int, list[tuple[datetime, float]]] = defaultdict(list)
     for tenant_id, at, count in rows:
-        points[tenant_id].append((at, count))
+        points[tenant_id].append((times[at], count))
     # Names in a query of their own: joining them to every sample costs more than it saves.
     shown = [pk for pk, series in points.items() if any(count for _, count in series)]
     tenants = Tenant.objects.filter(pk__in=shown).order_by("name", "pk")
