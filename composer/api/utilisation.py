@@ -21,7 +21,6 @@ from rest_framework.views import APIView
 
 from composer.forms.utilisation import UtilisationForm
 from composer.selectors.utilisation import PERIODS, Utilisation, utilisation_series
-from fabric.api.serializers import for_caller
 
 
 def _stamp(at: Any) -> str:
@@ -35,9 +34,9 @@ def _numbers(help_text: str) -> serializers.ListField:
     return serializers.ListField(child=serializers.FloatField(), help_text=help_text)
 
 
-class SeriesSerializer(serializers.Serializer):
-    """One pool's series, or (`pool` null) the data centre's pools of one kind summed, as
-    columns: the n-th value of each figure belongs to the n-th time of `at`."""
+class UtilisationSeriesSerializer(serializers.Serializer):
+    """One pool's series, or (`pool` null) the data centre's pools of one kind, as columns:
+    the n-th value of each figure belongs to the n-th time of `at`."""
 
     pool = serializers.CharField(allow_null=True, help_text="The pool's slug; null: all pools.")
     label = serializers.CharField()  # type: ignore[assignment]
@@ -52,15 +51,14 @@ class SeriesSerializer(serializers.Serializer):
     free = _numbers("Free (stranded included).")
     unavailable = _numbers("Failed, in maintenance or critical health.")
     utilisation_percent = _numbers("allocated / capacity, in percent.")
+    stranded = serializers.ListField(
+        child=serializers.FloatField(),
+        required=False,
+        help_text="Operators only: free capacity that no usable host could reach (part of `free`).",
+    )
 
 
-class OperatorSeriesSerializer(SeriesSerializer):
-    """A series as operators see it: also the stranded capacity."""
-
-    stranded = _numbers("Free capacity that no usable host could reach (part of `free`).")
-
-
-class TenantSeriesSerializer(serializers.Serializer):
+class UtilisationTenantSeriesSerializer(serializers.Serializer):
     tenant = serializers.CharField(help_text="The tenant's slug.")
     name = serializers.CharField()
     at = serializers.ListField(child=serializers.DateTimeField())
@@ -74,12 +72,8 @@ class UtilisationSerializer(serializers.Serializer):
     resolution = serializers.ChoiceField(choices=["minute", "hour", "day"])
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
-    series = SeriesSerializer(many=True)
-    tenants = TenantSeriesSerializer(many=True)
-
-
-class OperatorUtilisationSerializer(UtilisationSerializer):
-    series = OperatorSeriesSerializer(many=True)
+    series = UtilisationSeriesSerializer(many=True)
+    tenants = UtilisationTenantSeriesSerializer(many=True)
 
 
 def utilisation_body(data: Utilisation) -> dict[str, Any]:
@@ -148,9 +142,7 @@ def utilisation_body(data: Utilisation) -> dict[str, Any]:
             "period", str, enum=list(PERIODS), description="How far back (default `day`)."
         ),
     ],
-    responses=for_caller(
-        "UtilisationForCaller", OperatorUtilisationSerializer, UtilisationSerializer
-    ),
+    responses=UtilisationSerializer,
     examples=[
         OpenApiExample(
             "One pool over the last day (operator)",
