@@ -167,6 +167,16 @@ def health_samples_prune_task() -> int:
     return health_samples_prune()
 
 
+@shared_task(acks_late=True, soft_time_limit=50, time_limit=58, expires=60)
+def utilisation_tick_task() -> dict[str, int]:
+    """Beat, every minute: sample every pool and tenant, roll the hour and day up, prune.
+    `expires`: a tick queued while no worker ran is dropped; the next one samples now."""
+    from composer.services.utilisation import utilisation_tick
+
+    result = utilisation_tick(now=timezone.now())
+    return {"pools": result.pools, "tenants": result.tenants, "pruned": result.pruned}
+
+
 @shared_task(acks_late=True, soft_time_limit=30, time_limit=45, expires=10)
 def jobs_lease_sweep_task() -> int:
     """Beat, every few seconds: take over the jobs whose worker died (their lease expired)

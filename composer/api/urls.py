@@ -21,6 +21,7 @@ from composer.api import (
     search,
     server_shapes,
     templates,
+    utilisation,
     views,
 )
 from fabric.api.routers import Router
@@ -72,6 +73,7 @@ urlpatterns = [
     path("audit/", audit.AuditListView.as_view(), name="audit_list"),
     path("search/", search.SearchView.as_view(), name="search"),
     path("counterfactual/", counterfactual.CounterfactualView.as_view(), name="counterfactual"),
+    path("utilisation/", utilisation.UtilisationView.as_view(), name="utilisation"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.

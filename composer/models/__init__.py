@@ -27,6 +27,7 @@ from composer.models.redfish import RedfishSession
 from composer.models.shapes import ServerShape
 from composer.models.templates import Quota, Template
 from composer.models.tenancy import Membership, Tenant
+from composer.models.utilisation import KindSample, PoolSample, Resolution, TenantSample
 
 __all__ = [
     "AlertAudience",
@@ -42,20 +43,24 @@ __all__ = [
     "FindingOutcome",
     "Job",
     "JobLogLine",
+    "KindSample",
     "Membership",
     "NotificationDelivery",
     "NotificationRoute",
+    "PoolSample",
     "Quota",
     "ReconcileFinding",
     "ReconcileRun",
     "ReconcileStatus",
     "ReconcileTrigger",
     "RedfishSession",
+    "Resolution",
     "ServerShape",
     "Silence",
     "StateChange",
     "Template",
     "Tenant",
+    "TenantSample",
     "UnbindPending",
     "Webhook",
 ]

@@ -265,6 +265,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.notifications_prune_task",
         "schedule": crontab(minute=41),
     },
+    # Utilisation history (composer.services.utilisation): a sample a minute, its rollups.
+    "utilisation-tick": {
+        "task": "composer.tasks.utilisation_tick_task",
+        "schedule": crontab(),
+        "options": {"expires": 60},
+    },
 }
 # Housekeeping (beat's periodic tasks and the health polls) runs on a queue of its own,
 # consumed by a worker of its own: behind a backlog of slow compose jobs on the default
@@ -284,6 +290,7 @@ COMPOSER_HOUSEKEEPING_TASKS = [
     "composer.tasks.reconcile_task",
     "composer.tasks.notifications_dispatch_task",
     "composer.tasks.notifications_prune_task",
+    "composer.tasks.utilisation_tick_task",
 ]
 CELERY_TASK_ROUTES = {
     name: {"queue": COMPOSER_HOUSEKEEPING_QUEUE} for name in COMPOSER_HOUSEKEEPING_TASKS
@@ -326,6 +333,9 @@ COMPOSER_HEALTH_SAMPLE_INTERVAL_S = env_int("COMPOSER_HEALTH_SAMPLE_INTERVAL_S",
 # Least seconds between two polls of one manager asked for by its pushed events (a storm).
 COMPOSER_HEALTH_EVENT_POLL_MIN_S = env_int("COMPOSER_HEALTH_EVENT_POLL_MIN_S", 15)
 COMPOSER_HEALTH_RETENTION_HOURS = env_int("COMPOSER_HEALTH_RETENTION_HOURS", 24)
+# Utilisation history: minute samples are kept this many days, hourly and daily rollups these.
+COMPOSER_UTILISATION_MINUTES_DAYS = env_int("COMPOSER_UTILISATION_MINUTES_DAYS", 8)
+COMPOSER_UTILISATION_ROLLUPS_DAYS = env_int("COMPOSER_UTILISATION_ROLLUPS_DAYS", 366)
 
 # Operability (composer.monitoring, docs/monitoring.md). How often inventories sync (beat's
 # schedule above): the metrics compare each manager's sync age with it.

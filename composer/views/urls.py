@@ -28,6 +28,7 @@ from composer.views import (
     resize,
     search,
     templates,
+    utilisation,
 )
 
 app_name = "composer"
@@ -35,6 +36,7 @@ urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("pools/", pools.pool_list, name="pool_list"),
     path("pools/<slug:slug>/", pools.pool_detail, name="pool_detail"),
+    path("utilisation/", utilisation.utilisation, name="utilisation"),
     path("compositions/", composition_list.composition_list, name="composition_list"),
     path("templates/", templates.template_list, name="composition_templates"),
     path("compositions/new/", compositions.composition_create, name="composition_create"),

@@ -19,6 +19,7 @@ from django.utils import timezone
 from composer.choices import AllocationState, CompositionState, JobKind
 from composer.models import AlertAudience, Allocation, Composition, Template
 from composer.notifications import Actor, route_create, silence_create, webhook_create
+from composer.services.utilisation import utilisation_tick
 from fabric.choices import AlertSeverity, AlertSource
 from fabric.health import rules
 from fabric.models import Alert, Device
@@ -89,6 +90,9 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
         reason="the GPU is being replaced",
         actor=actor,
     )
+    # Two minutes of utilisation history, so that its page draws its charts and table.
+    utilisation_tick(now=now - timedelta(minutes=1))
+    utilisation_tick(now=now)
     return {"small": small, "box": box, "job": job, "alert": alert, "hook": hook}
 
 
@@ -156,6 +160,8 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:composition_detail", args=[world["box"].pk]),
         reverse("composer:pool_list"),
         reverse("composer:pool_detail", args=[small.pools[0].slug]),
+        reverse("composer:utilisation"),
+        reverse("composer:utilisation") + f"?pool={small.pools[0].slug}",
         reverse("fabric:device_list"),
         reverse("fabric:device_detail", args=[small.gpus[0].pk]),
         reverse("fabric:host_list"),
@@ -210,6 +216,7 @@ def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
         reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
         reverse("composer:pool_list"),
+        reverse("composer:utilisation"),
         reverse("fabric:device_list"),
         reverse("composer:alert_list") + "?state=all",
         reverse("composer:job_list"),
