@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from composer.models.bookings import Booking, BookingHold, Occurrence
 from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.events import AlertAudience, ChangeAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
@@ -30,6 +31,8 @@ from composer.models.tenancy import Membership, Tenant
 __all__ = [
     "AlertAudience",
     "Allocation",
+    "Booking",
+    "BookingHold",
     "ChangeAudience",
     "Composition",
     "DeliveryChannel",
@@ -44,6 +47,7 @@ __all__ = [
     "Membership",
     "NotificationDelivery",
     "NotificationRoute",
+    "Occurrence",
     "Quota",
     "ReconcileFinding",
     "ReconcileRun",
