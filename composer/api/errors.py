@@ -91,6 +91,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             field=exc.field,
             errors={exc.field: [exc.message]} if exc.field else {},
         )
+        if getattr(exc, "nearest", None):  # a refused booking: the nearest window that fits
+            body["nearest"] = exc.nearest  # type: ignore[attr-defined]
         set_rollback()
         return Response(body, status=exc.status_code)
 

@@ -4,7 +4,6 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-
 # Rule 7 in the database on PostgreSQL: a whole device is held by one booking window at a
 # time (half-open ranges: a window ending at 20:00 and one starting then do not overlap).
 # SQLite serialises writes and has no ranges; the booking service's checks hold there.
