@@ -7,18 +7,18 @@ from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from dateutil.rrule import DAILY, FR, MO, TH, TU, WE, WEEKLY, rrule
+from dateutil.rrule import DAILY, FR, MO, TH, TU, WE, WEEKLY, rrule  # type: ignore[import-untyped]
 
 from composer.errors import SpecError
 from composer.recurrence import MAX_OCCURRENCES, local_instant, windows_expand, zone_find
 
 
-def local(zone: str, *parts: int) -> datetime:
-    return datetime(*parts, tzinfo=ZoneInfo(zone))  # type: ignore[misc]
+def local(zone: str, y: int, mo: int, d: int, h: int = 0, mi: int = 0) -> datetime:
+    return datetime(y, mo, d, h, mi, tzinfo=ZoneInfo(zone))
 
 
-def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+def utc(y: int, mo: int, d: int, h: int = 0, mi: int = 0) -> datetime:
+    return datetime(y, mo, d, h, mi, tzinfo=UTC)
 
 
 def spans(zone: str, start: datetime, end: datetime, rule: str, until: date | None) -> list:
