@@ -161,7 +161,6 @@ def admission_check(
     raise BookingRefused(
         f"{which} does not fit: {reason} {suggestion}",
         field=field_name,
-        field_message=f"{which} does not fit. {suggestion}",
         nearest=body,
     )
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from composer.choices import BookingState, CompositionState, OccurrenceState
-from composer.errors import BookingRefused, SpecError
+from composer.errors import BookingRefused, QuotaExceeded, SpecError
 from composer.models import Booking, BookingHold, ChangeAudience, Occurrence, Quota, StateChange
 from composer.services.bookings import booking_cancel, booking_request, occurrence_cancel
 from composer.services.compositions import composition_request
@@ -110,7 +111,7 @@ def test_a_recurring_booking_names_the_occurrence_that_fails_in_local_time(
             until=(first + timedelta(days=4)).date(),
         )
 
-    local = third.astimezone(__import__("zoneinfo").ZoneInfo("Europe/Berlin"))
+    local = third.astimezone(ZoneInfo("Europe/Berlin"))
     assert refused.value.field == "recurrence"
     assert f"The occurrence of {local:%a %Y-%m-%d %H:%M}" in refused.value.message
     assert refused.value.nearest is not None  # shifted by a few hours, every day fits
@@ -193,8 +194,6 @@ def test_quotas_count_booked_windows(synced: FabricManager, acme: Any, alice: An
 
     # After the window it fits; and a composition now stands beside the booked peak.
     book(acme, alice, {"items": [{"kind": "gpu", "count": 1}]}, tomorrow(10), tomorrow(11))
-    from composer.errors import QuotaExceeded
-
     with pytest.raises(QuotaExceeded):
         composition_request(
             tenant=acme, requested_by=alice, spec={"items": [{"kind": "gpu", "count": 1}]}, name="x"
