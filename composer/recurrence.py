@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from composer.errors import SpecError
@@ -32,6 +33,8 @@ __all__ = [
     "RECURRENCES",
     "Window",
     "local_instant",
+    "schedule_first_window",
+    "schedule_normalise",
     "windows_expand",
     "zone_find",
 ]
@@ -160,3 +163,56 @@ def windows_expand(
             )
         windows.append(window)
     return windows
+
+
+def schedule_normalise(raw: Any) -> dict[str, str]:
+    """A template's default schedule, checked and stored normalised: `recurrence`,
+    `starts` and `ends` (local "HH:MM"; an end at or before the start is the next day),
+    `time_zone`. Empty: the template has none. SpecError naming `schedule.<key>`."""
+    if raw in (None, "", {}):
+        return {}
+    if not isinstance(raw, dict):
+        raise SpecError("The schedule must be an object.", field="schedule")
+    unknown = sorted(set(raw) - {"recurrence", "starts", "ends", "time_zone"})
+    if unknown:
+        raise SpecError(
+            f"Unknown schedule key {unknown[0]!r}; a schedule has recurrence, starts, ends "
+            "and time_zone.",
+            field=f"schedule.{unknown[0]}",
+        )
+    recurrence = str(raw.get("recurrence") or "none")
+    if recurrence not in RECURRENCES:
+        raise SpecError(
+            f"Unknown recurrence {recurrence!r}; choose one of {', '.join(RECURRENCES)}.",
+            field="schedule.recurrence",
+        )
+    clean = {"recurrence": recurrence}
+    for key in ("starts", "ends"):
+        value = raw.get(key)
+        try:
+            clean[key] = time.fromisoformat(str(value)).strftime("%H:%M")
+        except ValueError as exc:
+            raise SpecError(
+                f"Give the schedule's {key} time as HH:MM.", field=f"schedule.{key}"
+            ) from exc
+    try:
+        clean["time_zone"] = zone_find(raw.get("time_zone")).key
+    except SpecError as exc:
+        raise SpecError(exc.message, field="schedule.time_zone") from exc
+    return clean
+
+
+def schedule_first_window(
+    schedule: dict[str, str], zone: ZoneInfo, now: datetime
+) -> tuple[datetime, datetime]:
+    """The first window of a template's schedule from `now`: today's, in `zone`, when its
+    start is still ahead, else tomorrow's (the next weekday for a weekday schedule)."""
+    starts, ends = time.fromisoformat(schedule["starts"]), time.fromisoformat(schedule["ends"])
+    day = now.astimezone(zone).date()
+    while True:
+        start = local_instant(day, starts, zone)
+        weekday_ok = schedule["recurrence"] != "weekdays" or day.weekday() < 5
+        if start > now and weekday_ok:
+            end_day = day if ends > starts else day + timedelta(days=1)
+            return start, local_instant(end_day, ends, zone)
+        day += timedelta(days=1)

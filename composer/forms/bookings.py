@@ -24,7 +24,9 @@ class BookingRequestForm(CompositionRequestForm):
     checks them and says which field is wrong."""
 
     starts_at = forms.DateTimeField(
+        required=False,
         label="Starts",
+        help_text="Empty with a template that has a schedule: its next window.",
         input_formats=_LOCAL,
         error_messages={
             "required": "Say when the window starts.",
@@ -35,6 +37,7 @@ class BookingRequestForm(CompositionRequestForm):
         ),
     )
     ends_at = forms.DateTimeField(
+        required=False,
         label="Ends",
         input_formats=_LOCAL,
         error_messages={
@@ -46,6 +49,7 @@ class BookingRequestForm(CompositionRequestForm):
         ),
     )
     time_zone = forms.CharField(
+        required=False,
         initial="UTC",
         max_length=64,
         label="Time zone",
@@ -53,7 +57,8 @@ class BookingRequestForm(CompositionRequestForm):
         widget=forms.TextInput(attrs={"class": "form-control", "placeholder": "Europe/Berlin"}),
     )
     recurrence = forms.ChoiceField(
-        choices=Recurrence.choices,
+        choices=[("", "As the template's schedule (else once)"), *Recurrence.choices],
+        required=False,
         initial=Recurrence.NONE,
         label="Repeats",
         widget=forms.Select(attrs={"class": "form-select"}),

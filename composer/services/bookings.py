@@ -24,7 +24,7 @@ from composer.choices import BookingState, OccurrenceState, Recurrence
 from composer.errors import InvalidTransition, SpecError
 from composer.models import Booking, BookingHold, Occurrence, Template, Tenant
 from composer.placement.request import Placement
-from composer.recurrence import Window, windows_expand, zone_find
+from composer.recurrence import Window, schedule_first_window, windows_expand, zone_find
 from composer.services.booking_admission import admission_check
 from composer.services.booking_holds import holds_write
 from composer.services.changes import composer_change_record
@@ -75,10 +75,10 @@ def booking_request(
     requested_by: Any,
     name: str,
     spec: Mapping[str, Any] | None,
-    starts_at: datetime,
-    ends_at: datetime,
-    time_zone: str = "UTC",
-    recurrence: str = Recurrence.NONE,
+    starts_at: datetime | None = None,
+    ends_at: datetime | None = None,
+    time_zone: str | None = None,
+    recurrence: str | None = None,
     until: date | None = None,
     template: Template | None = None,
     remote_addr: str | None = None,
@@ -87,6 +87,9 @@ def booking_request(
     window `[starts_at, ends_at)` (naive times are read in `time_zone`) and each
     occurrence of `recurrence` until the local date `until`. Returns the BOOKED booking,
     each occurrence placed and its devices held.
+
+    What is not given comes from the template's default schedule when it has one: its
+    recurrence, its time zone, and (with neither time given) its next window from now.
 
     Raises SpecError naming the field for bad input (a window in the past, an unknown time
     zone or recurrence, too many occurrences, a spec the fabric can never hold),
@@ -99,7 +102,15 @@ def booking_request(
     clean = spec_normalise({**(template.spec if template else {}), **(spec or {})})
     host = composition_check_fabric(spec=clean)
     pins = pins_resolve(spec=clean)
-    zone = zone_find(time_zone)
+    schedule = template.schedule if template is not None and template.schedule else {}
+    recurrence = recurrence or schedule.get("recurrence") or Recurrence.NONE
+    zone = zone_find(time_zone or schedule.get("time_zone") or "UTC")
+    if starts_at is None and ends_at is None and schedule:
+        starts_at, ends_at = schedule_first_window(schedule, zone, timezone.now())
+    if starts_at is None:
+        raise SpecError("Say when the window starts.", field="starts_at")
+    if ends_at is None:
+        raise SpecError("Say when the window ends.", field="ends_at")
     start, end = _aware(starts_at, zone, "starts_at"), _aware(ends_at, zone, "ends_at")
     windows = windows_expand(
         starts_at=start, ends_at=end, zone=zone, recurrence=str(recurrence), until=until

@@ -104,8 +104,8 @@ def booking_create(request: HttpRequest) -> HttpResponse:
                     template=data["template"],
                     starts_at=data["starts_at"],
                     ends_at=data["ends_at"],
-                    time_zone=data["time_zone"],
-                    recurrence=data["recurrence"],
+                    time_zone=data.get("time_zone") or None,
+                    recurrence=data.get("recurrence") or None,
                     until=data.get("until"),
                     remote_addr=remote_addr(request),
                 )

@@ -10,7 +10,14 @@ import pytest
 from dateutil.rrule import DAILY, FR, MO, TH, TU, WE, WEEKLY, rrule  # type: ignore[import-untyped]
 
 from composer.errors import SpecError
-from composer.recurrence import MAX_OCCURRENCES, local_instant, windows_expand, zone_find
+from composer.recurrence import (
+    MAX_OCCURRENCES,
+    local_instant,
+    schedule_first_window,
+    schedule_normalise,
+    windows_expand,
+    zone_find,
+)
 
 
 def local(zone: str, y: int, mo: int, d: int, h: int = 0, mi: int = 0) -> datetime:
@@ -254,3 +261,53 @@ def test_unknown_time_zone_names_its_field() -> None:
         zone_find("Mars/Olympus")
     assert error.value.field == "time_zone"
     assert zone_find("") == ZoneInfo("UTC")
+
+
+SCHEDULE_ERRORS = [
+    ({"recurrence": "hourly", "starts": "08:00", "ends": "20:00"}, "schedule.recurrence"),
+    ({"recurrence": "daily", "starts": "8 am", "ends": "20:00"}, "schedule.starts"),
+    ({"recurrence": "daily", "starts": "08:00"}, "schedule.ends"),
+    ({"starts": "08:00", "ends": "20:00", "time_zone": "Mars/Base"}, "schedule.time_zone"),
+    ({"starts": "08:00", "ends": "20:00", "every": "day"}, "schedule.every"),
+    ("weekdays", "schedule"),
+]
+
+
+@pytest.mark.parametrize(("raw", "field"), SCHEDULE_ERRORS)
+def test_a_bad_template_schedule_names_its_key(raw: object, field: str) -> None:
+    with pytest.raises(SpecError) as error:
+        schedule_normalise(raw)
+    assert error.value.field == field
+
+
+def test_a_template_schedule_is_stored_normalised() -> None:
+    raw = {"recurrence": "weekdays", "starts": "08:00", "ends": "20:00:00"}
+    assert schedule_normalise(raw) == {
+        "recurrence": "weekdays",
+        "starts": "08:00",
+        "ends": "20:00",
+        "time_zone": "UTC",
+    }
+    assert schedule_normalise({}) == {}
+
+
+@pytest.mark.parametrize(
+    ("now", "expected"),
+    [
+        # Friday 10:00 Berlin: today's 08:00 is past, Saturday and Sunday are skipped.
+        (utc(2026, 3, 27, 9), (utc(2026, 3, 30, 6), utc(2026, 3, 30, 18))),
+        # Monday 06:00 Berlin: today's window is still ahead.
+        (utc(2026, 3, 30, 4), (utc(2026, 3, 30, 6), utc(2026, 3, 30, 18))),
+    ],
+)
+def test_a_template_schedule_s_next_window(now: datetime, expected: tuple) -> None:
+    schedule = schedule_normalise(
+        {"recurrence": "weekdays", "starts": "08:00", "ends": "20:00", "time_zone": "Europe/Berlin"}
+    )
+    assert schedule_first_window(schedule, ZoneInfo("Europe/Berlin"), now) == expected
+
+
+def test_a_night_schedule_ends_the_next_morning() -> None:
+    schedule = schedule_normalise({"recurrence": "daily", "starts": "22:00", "ends": "06:00"})
+    start, end = schedule_first_window(schedule, ZoneInfo("UTC"), utc(2026, 5, 1, 12))
+    assert (start, end) == (utc(2026, 5, 1, 22), utc(2026, 5, 2, 6))

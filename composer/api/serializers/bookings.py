@@ -36,23 +36,26 @@ class BookingRequestSerializer(serializers.Serializer):
         required=False, spec_errors=True, help_text="A custom request; overrides the template's."
     )
     starts_at = serializers.DateTimeField(
+        required=False,
         help_text="Start of the (first) window, ISO 8601; without an offset it is read in "
-        "`time_zone`."
+        "`time_zone`. Left out (with `ends_at`), the template's default schedule gives the "
+        "next window.",
     )
-    ends_at = serializers.DateTimeField(help_text="End of the (first) window (exclusive).")
+    ends_at = serializers.DateTimeField(
+        required=False, help_text="End of the (first) window (exclusive)."
+    )
     time_zone = serializers.CharField(
         required=False,
-        default="UTC",
         max_length=64,
-        help_text="IANA time zone whose wall-clock times the windows keep across DST changes.",
+        help_text="IANA time zone whose wall-clock times the windows keep across DST changes "
+        "(default: the template's schedule's, else UTC).",
     )
     recurrence = serializers.ChoiceField(
         choices=Recurrence.choices,
         required=False,
-        default=Recurrence.NONE,
         help_text="none, daily, weekdays (Monday to Friday) or weekly (the first window's "
         "weekday): iCalendar RRULE FREQ=DAILY / FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR / "
-        "FREQ=WEEKLY.",
+        "FREQ=WEEKLY. Default: the template's schedule's, else none.",
     )
     until = serializers.DateField(
         required=False,

@@ -91,7 +91,7 @@ def test_a_refusal_names_the_occurrence_and_offers_the_nearest_window(
 def test_bad_input_names_its_field(synced: FabricManager, alice: Any, api_as: Any) -> None:
     base = {"name": "b", "spec": TWO_GPUS, "starts_at": at(8).isoformat()}
     client = api_as(alice)
-    assert_error(client.post(URL, {**base}, format="json"), 400, "invalid", field="ends_at")
+    assert_error(client.post(URL, {**base}, format="json"), 400, "invalid_spec", field="ends_at")
     response = client.post(
         URL, {**base, "ends_at": at(9).isoformat(), "recurrence": "daily"}, format="json"
     )
@@ -201,3 +201,35 @@ def test_only_an_operator_overrides_booked_gpus_and_says_why(
     assert operator.status_code == 202, operator.content
     reasons = [c["reason"] for c in operator.json()["history"]]
     assert any("incident 7" in r for r in reasons)
+
+
+def test_a_template_s_schedule_is_checked_and_shown(admin_user: Any, api_as: Any) -> None:
+    client = api_as(admin_user)
+    bad = client.post(
+        "/api/v1/templates/",
+        {
+            "name": "night",
+            "slug": "night",
+            "spec": TWO_GPUS,
+            "schedule": {"recurrence": "daily", "starts": "22h", "ends": "06:00"},
+        },
+        format="json",
+    )
+    assert_error(bad, 400, "invalid", field="schedule")
+    good = client.post(
+        "/api/v1/templates/",
+        {
+            "name": "night",
+            "slug": "night",
+            "spec": TWO_GPUS,
+            "schedule": {"recurrence": "daily", "starts": "22:00", "ends": "06:00"},
+        },
+        format="json",
+    )
+    assert good.status_code == 201, good.content
+    assert good.json()["schedule"] == {
+        "recurrence": "daily",
+        "starts": "22:00",
+        "ends": "06:00",
+        "time_zone": "UTC",
+    }

@@ -285,3 +285,34 @@ def test_the_database_refuses_two_overlapping_holds_of_one_device(
     BookingHold.objects.create(
         occurrence=hold.occurrence, device=hold.device, starts_at=tomorrow(10), ends_at=tomorrow(11)
     )
+
+
+def test_a_template_s_schedule_is_the_default_window_and_recurrence(
+    synced: FabricManager, acme: Any, alice: Any
+) -> None:
+    from composer.models import Template
+
+    template = Template(
+        name="inference-night",
+        slug="inference-night",
+        spec=TWO_GPUS,
+        schedule={"recurrence": "daily", "starts": "22:00", "ends": "06:00", "time_zone": "UTC"},
+    )
+    template.full_clean()
+    template.save()
+    until = (timezone.now() + timedelta(days=3)).date()
+
+    booking = booking_request(
+        tenant=acme, requested_by=alice, name="nights", spec=None, template=template, until=until
+    )
+
+    assert booking.recurrence == "daily" and booking.time_zone == "UTC"
+    first = booking.occurrences.first()
+    assert first is not None
+    assert (first.starts_at.hour, first.ends_at.hour) == (22, 6)
+    assert first.ends_at - first.starts_at == timedelta(hours=8)
+    assert booking.occurrences.count() in (3, 4)  # tonight's, if still ahead, to `until`
+
+    with pytest.raises(SpecError) as error:
+        booking_request(tenant=acme, requested_by=alice, name="x", spec=TWO_GPUS)
+    assert error.value.field == "starts_at"
