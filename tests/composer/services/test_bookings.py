@@ -316,3 +316,25 @@ def test_a_template_s_schedule_is_the_default_window_and_recurrence(
     with pytest.raises(SpecError) as error:
         booking_request(tenant=acme, requested_by=alice, name="x", spec=TWO_GPUS)
     assert error.value.field == "starts_at"
+
+
+def test_gpu_shares_are_held_per_window_and_add_up(
+    synced: FabricManager, acme: Any, globex: Any, alice: Any
+) -> None:
+    half = {"items": [{"kind": "gpu", "share": 500}]}
+    first = book(acme, alice, half, tomorrow(8), tomorrow(12), name="s1")
+    second = book(globex, None, half, tomorrow(9), tomorrow(13), name="s2")
+    holds = list(
+        BookingHold.objects.filter(occurrence__booking__in=[first, second]).values_list(
+            "device_id", "share", "host_id"
+        )
+    )
+    assert [h[1] for h in holds] == [500, 500]
+    # However they were placed, no GPU is held over its 1000 thousandths in the overlap.
+    per_device: dict[int, int] = {}
+    for device, share, _ in holds:
+        per_device[device] = per_device.get(device, 0) + share
+    assert max(per_device.values()) <= 1000
+    # A composition now may still take what the windows leave of the GPUs.
+    now = composition_request(tenant=globex, requested_by=None, spec=half, name="now")
+    assert now.state == CompositionState.PLACING
