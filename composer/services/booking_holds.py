@@ -55,7 +55,14 @@ def snapshot_less_booked(snapshot: Snapshot, booked: Booked) -> Snapshot:
         else:
             whole.add(hold.device)
     share_taken: dict[str, tuple[str, int]] = {}
+    for device_id in sorted(whole):
+        device = snapshot.devices[device_id]
+        if device.shared_host:  # shared since (an operator's override): all it has left
+            share_taken[device_id] = (device.shared_host, device.shares_free)
+            shares.pop(device_id, None)
     for device_id, per_host in shares.items():
+        if device_id in share_taken:
+            continue
         device = snapshot.devices[device_id]
         hosts = set(per_host) | ({device.shared_host} if device.shared_host else set())
         total = sum(per_host.values())
