@@ -26,6 +26,7 @@ from rest_framework.serializers import BaseSerializer
 from composer.api.errors import ErrorSerializer
 from composer.api.serializers.bookings import (
     BookingDetailSerializer,
+    BookingRefusedSerializer,
     BookingRequestSerializer,
     BookingSerializer,
 )
@@ -40,9 +41,9 @@ logger = logging.getLogger(__name__)
 __all__ = ["BookingViewSet"]
 
 REFUSED = OpenApiResponse(
-    ErrorSerializer,
-    description="`booking_refused`: an occurrence does not fit (which, why, and `nearest`: "
-    "the nearest window that fits, or null); or `quota_exceeded`-worded refusals.",
+    BookingRefusedSerializer,
+    description="`booking_refused`: an occurrence does not fit, or would take the tenant "
+    "over a quota (which, why, and `nearest`: the nearest window that fits, or null).",
 )
 NOT_BOOKED = OpenApiResponse(ErrorSerializer, description="Cancelled or over already.")
 

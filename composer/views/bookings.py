@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 from composer.choices import Role
 from composer.errors import ComposerError
 from composer.forms.bookings import BookingRequestForm
-from composer.models import Booking, Membership, Occurrence
+from composer.models import Booking, Membership, Occurrence, Template
 from composer.placement.audience import plan_for
 from composer.services.bookings import booking_cancel, booking_request, occurrence_cancel
 from composer.views.compositions import writable_tenants
@@ -121,9 +121,17 @@ def booking_create(request: HttpRequest) -> HttpResponse:
                 request, "composer/_booking_form.html", _form_context(form), status=status
             )
         return render(request, "composer/booking_form.html", _form_context(form), status=status)
-    form_or_none = (
-        BookingRequestForm(tenants=tenants, operator=operator) if tenants.exists() else None
-    )
+    form_or_none = None
+    if tenants.exists():
+        # "Book" on the templates page: that template picked; its schedule gives the When.
+        slug = request.GET.get("template", "").strip()
+        picked = Template.objects.filter(is_active=True, slug=slug).first() if slug else None
+        initial: dict[str, Any] = {}
+        if picked is not None:
+            initial = {"template": picked.pk, "self_heal": bool(picked.spec.get("self_heal"))}
+            if picked.schedule:
+                initial.update(recurrence="", time_zone=picked.schedule.get("time_zone", "UTC"))
+        form_or_none = BookingRequestForm(tenants=tenants, operator=operator, initial=initial)
     return render(request, "composer/booking_form.html", _form_context(form_or_none))
 
 

@@ -17,6 +17,7 @@ from fabric.permissions import is_operator
 
 __all__ = [
     "BookingDetailSerializer",
+    "BookingRefusedSerializer",
     "BookingRequestSerializer",
     "BookingSerializer",
     "OccurrenceSerializer",
@@ -136,3 +137,30 @@ class BookingDetailSerializer(BookingSerializer):
     class Meta(BookingSerializer.Meta):
         fields = [*BookingSerializer.Meta.fields, "spec", "occurrences"]
         read_only_fields = fields
+
+
+class WindowSerializer(serializers.Serializer):
+    starts_at = serializers.DateTimeField()
+    ends_at = serializers.DateTimeField()
+
+
+class BookingRefusedSerializer(serializers.Serializer):
+    """409 body of a refused booking: the error shape plus the nearest window that fits."""
+
+    code = serializers.CharField(help_text="`booking_refused` (or `claim_conflict`).")
+    detail = serializers.CharField(
+        help_text="Which occurrence does not fit (local date and time), why, and the nearest "
+        "window that does."
+    )
+    field = serializers.CharField(allow_null=True)
+    # The stubs see Serializer.errors overridden; DRF's metaclass takes declared fields off the
+    # class, so the property stays.
+    errors = serializers.DictField(  # type: ignore[assignment]
+        child=serializers.ListField(child=serializers.CharField())
+    )
+    nearest = WindowSerializer(
+        required=False,
+        allow_null=True,
+        help_text="The first window shifted by the fewest whole hours (up to a week) for which "
+        "every occurrence fits; null when none does.",
+    )

@@ -139,3 +139,34 @@ def test_alice_cancels_an_occurrence_and_admin_sees_every_booking(
     assert not BookingHold.objects.exists()
     admin = client_as(admin_user)
     assert b"training" in admin.get(reverse("composer:booking_list")).content
+
+
+def test_book_from_a_template_with_a_schedule_leaves_the_window_to_it(
+    synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    from composer.models import Template
+
+    template = Template(
+        name="nights",
+        slug="nights",
+        spec={"items": [{"kind": "gpu", "count": 1}]},
+        schedule={"recurrence": "daily", "starts": "22:00", "ends": "06:00"},
+    )
+    template.full_clean()
+    template.save()
+    client = client_as(alice)
+    assert b"book-template" in client.get(reverse("composer:composition_templates")).content
+    page = client.get(reverse("composer:booking_create") + "?template=nights")
+    assert page.status_code == 200
+    assert f'<option value="{template.pk}" selected>'.encode() in page.content
+
+    until = str((timezone.now() + timedelta(days=2)).date())
+    response = client.post(
+        reverse("composer:booking_create"),
+        {"name": "n", "template": str(template.pk), "recurrence": "", "until": until},
+        **HTMX,
+    )
+    assert response.status_code in (200, 204), response.content[:500]
+    booking = Booking.objects.get()
+    assert booking.recurrence == "daily"
+    assert booking.starts_at.hour == 22 and booking.ends_at.hour == 6
