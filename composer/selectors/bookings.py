@@ -4,10 +4,11 @@ check counts them), and a tenant's booked use of its quotas at the busiest occur
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from composer.models import BookingHold, Occurrence, Quota
 from composer.recurrence import Window
@@ -43,20 +44,32 @@ class HeldDevice:
 @dataclass(frozen=True, slots=True)
 class Booked:
     """What bookings hold over a span: their device holds, and each occurrence's host with
-    the cores and host memory its spec asks there."""
+    the cores and host memory its spec asks there. Both kept sorted by start, with the
+    longest window, so that `during` looks only at what can overlap (an admission asks once
+    per occurrence, over many bookings)."""
 
     holds: tuple[HeldDevice, ...]
     occupants: tuple[tuple[int, str, datetime, datetime, int, int], ...]  # occ, host, s, e, c, m
+    longest: timedelta = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        holds = tuple(sorted(self.holds, key=lambda h: (h.starts_at, h.id)))
+        occupants = tuple(sorted(self.occupants, key=lambda o: (o[2], o[0])))
+        spans = [h.ends_at - h.starts_at for h in holds] + [o[3] - o[2] for o in occupants]
+        object.__setattr__(self, "holds", holds)
+        object.__setattr__(self, "occupants", occupants)
+        object.__setattr__(self, "longest", max(spans, default=timedelta(0)))
 
     def during(self, window: Window) -> Booked:
         """Only what overlaps `window` (half-open: back-to-back windows do not overlap)."""
+        earliest = window.starts_at - self.longest  # nothing starting before it reaches in
+        first = bisect_left(self.holds, earliest, key=lambda h: h.starts_at)
+        last = bisect_left(self.holds, window.ends_at, key=lambda h: h.starts_at)
+        o_first = bisect_left(self.occupants, earliest, key=lambda o: o[2])
+        o_last = bisect_left(self.occupants, window.ends_at, key=lambda o: o[2])
         return Booked(
-            tuple(
-                h
-                for h in self.holds
-                if h.starts_at < window.ends_at and window.starts_at < h.ends_at
-            ),
-            tuple(o for o in self.occupants if o[2] < window.ends_at and window.starts_at < o[3]),
+            tuple(h for h in self.holds[first:last] if window.starts_at < h.ends_at),
+            tuple(o for o in self.occupants[o_first:o_last] if window.starts_at < o[3]),
         )
 
     def key(self) -> frozenset[int]:

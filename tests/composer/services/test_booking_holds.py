@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from composer.placement.shareable import free_shares
+from composer.recurrence import Window
 from composer.selectors.bookings import Booked, HeldDevice
 from composer.services.booking_holds import snapshot_less_booked
 from tests.composer.placement.helpers import world
@@ -83,3 +84,17 @@ def test_a_device_held_whole_but_shared_since_gives_up_what_it_has_left() -> Non
     shared = world().taking(shares={"device:a1-2": ("host:b", 250)})
     taken = snapshot_less_booked(shared, Booked((hold("device:a1-2"),), ()))
     assert "device:a1-2" not in taken.devices
+
+
+def test_during_finds_a_long_window_that_started_days_before_and_skips_touching_ones() -> None:
+    def held(start: datetime, end: datetime, occurrence: int) -> HeldDevice:
+        return HeldDevice(occurrence, occurrence, "device:a1-0", "host:a", start, end, None,
+                          None, 1, "gpu", "", 0)  # fmt: skip
+
+    long = held(START - timedelta(days=3), END, 1)
+    before = held(START - timedelta(hours=2), START, 2)  # ends as the window starts
+    after = held(END, END + timedelta(hours=1), 3)  # starts as it ends
+    inside = held(START + timedelta(hours=1), START + timedelta(hours=2), 4)
+    booked = Booked((after, inside, before, long), ())
+    assert booked.during(Window(START, END)).key() == frozenset({1, 4})
+    assert booked.during(Window(END, END + timedelta(minutes=30))).key() == frozenset({3})
