@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from composer.choices import OccurrenceState
 from composer.models import BookingHold, Occurrence, Quota
 from composer.recurrence import Window
 from fabric.kinds import shares_per_device
@@ -87,7 +88,9 @@ def booked_between(
     """The holds of booked occurrences overlapping `[start, end)` (`end` None: from `start`
     on). Two queries whatever the number of bookings."""
     holds = BookingHold.objects.filter(ends_at__gt=start)
-    occurrences = Occurrence.objects.filter(ends_at__gt=start, state="booked", host__isnull=False)
+    occurrences = Occurrence.objects.filter(
+        ends_at__gt=start, state=OccurrenceState.BOOKED, host__isnull=False
+    )
     if end is not None:
         holds = holds.filter(starts_at__lt=end)
         occurrences = occurrences.filter(starts_at__lt=end)
