@@ -233,3 +233,15 @@ def test_a_template_s_schedule_is_checked_and_shown(admin_user: Any, api_as: Any
         "ends": "06:00",
         "time_zone": "UTC",
     }
+
+
+def test_alice_reads_her_booking_s_audit_and_carol_does_not(
+    acme_booking: Booking, alice: Any, carol: Any, api_as: Any
+) -> None:
+    api_as(alice).post(f"{URL}{acme_booking.pk}/cancel/")
+    mine = api_as(alice).get("/api/v1/audit/", {"kind": "booking"})
+    assert mine.status_code == 200, mine.content
+    entries = mine.json()["results"]
+    assert len(entries) == 2 and {e["kind"] for e in entries} == {"booking"}
+    theirs = api_as(carol).get("/api/v1/audit/", {"kind": "booking"})
+    assert theirs.status_code == 200 and theirs.json()["results"] == []
