@@ -54,7 +54,7 @@ class Admission:
     zone: ZoneInfo
     decisions: dict[frozenset[int], Placement | Rejection] = field(default_factory=dict)
     quota_verdicts: dict[frozenset[int], QuotaExceeded | None] = field(default_factory=dict)
-    placed: int = 0
+    placed: int = 0  # decisions made (placements and quota checks), for the budget
 
     def place(self, window: Window) -> Placement | Rejection:
         """The plan of one window (shared with every window overlapping the same holds)."""
@@ -73,6 +73,7 @@ class Admission:
         mine = tuple(h for h in self.booked.during(window).holds if h.tenant == self.tenant.pk)
         key = frozenset(h.id for h in mine)
         if key not in self.quota_verdicts:
+            self.placed += 1  # a check reads the database: counted in the same budget
             try:
                 composition_check_quotas(
                     tenant=self.tenant,
@@ -168,7 +169,7 @@ def admission_check(
 def _nearest(admission: Admission, windows: Sequence[Window]) -> list[Window] | None:
     """The windows shifted forward by the fewest whole hours (up to a week) for which every
     occurrence fits, or None (also when the search would cost more than NEAREST_BUDGET
-    placements)."""
+    decisions)."""
     for hours in range(1, NEAREST_HORIZON_HOURS + 1):
         shifted = [w.shifted(timedelta(hours=hours)) for w in windows]
         if admission.first_failure(shifted) is None:

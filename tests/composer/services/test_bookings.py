@@ -338,3 +338,15 @@ def test_gpu_shares_are_held_per_window_and_add_up(
     # A composition now may still take what the windows leave of the GPUs.
     now = composition_request(tenant=globex, requested_by=None, spec=half, name="now")
     assert now.state == CompositionState.PLACING
+
+
+def test_no_nearest_window_when_no_shift_within_a_week_helps(
+    synced: FabricManager, acme: Any, globex: Any, alice: Any
+) -> None:
+    composition_request(
+        tenant=globex, requested_by=None, spec={"items": [{"kind": "gpu", "count": 1}]}, name="n"
+    )
+    with pytest.raises(BookingRefused) as refused:
+        book(acme, alice, FOUR_GPUS, tomorrow(8), tomorrow(9))
+    assert refused.value.nearest is None
+    assert "No window within a week after it fits either." in refused.value.message
