@@ -15,6 +15,8 @@ from composer.errors import ComposerError
 from composer.models import (
     AlertAudience,
     Allocation,
+    Booking,
+    BookingHold,
     ChangeAudience,
     Composition,
     Event,
@@ -22,6 +24,7 @@ from composer.models import (
     Job,
     JobLogLine,
     Membership,
+    Occurrence,
     Quota,
     ReconcileFinding,
     ReconcileRun,
@@ -326,6 +329,32 @@ class ChangeAudienceAdmin(ReadOnlyAdmin):
 
     list_display = ("record", "tenant")
     list_select_related = ("record", "tenant")
+    show_full_result_count = False
+
+
+@admin.register(Booking)
+class BookingAdmin(ReadOnlyAdmin):
+    """Bookings are made and cancelled through their services (admission, audit)."""
+
+    list_display = ("id", "name", "tenant", "state", "starts_at", "recurrence", "until")
+    list_filter = ("state", "recurrence", "tenant")
+    search_fields = ("name",)
+    list_select_related = ("tenant",)
+    show_full_result_count = False
+
+
+@admin.register(Occurrence)
+class OccurrenceAdmin(ReadOnlyAdmin):
+    list_display = ("id", "booking", "starts_at", "ends_at", "state", "host")
+    list_filter = ("state",)
+    list_select_related = ("booking", "host")
+    show_full_result_count = False
+
+
+@admin.register(BookingHold)
+class BookingHoldAdmin(ReadOnlyAdmin):
+    list_display = ("id", "occurrence", "device", "starts_at", "ends_at", "gib", "share")
+    list_select_related = ("occurrence", "device")
     show_full_result_count = False
 
 

@@ -88,3 +88,23 @@ class EventType(models.TextChoices):
     FABRIC_ALERT = "fabric.alert", "Alert"  # an alert opened, changed or closed
     ALERT_ACKNOWLEDGED = "alert.acknowledged", "Alert acknowledged"  # who and when
     DEVICE_HEALTH = "device.health", "Device health"  # an element's health or state changed
+
+
+class Recurrence(models.TextChoices):
+    """How a booking repeats (iCalendar RRULE: FREQ=DAILY; FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;
+    FREQ=WEEKLY on the first window's weekday), each with an UNTIL date."""
+
+    NONE = "none", "Once"  # one window
+    DAILY = "daily", "Every day"
+    WEEKDAYS = "weekdays", "Weekdays (Monday to Friday)"
+    WEEKLY = "weekly", "Every week"
+
+
+class BookingState(models.TextChoices):
+    BOOKED = "booked", "Booked"  # admitted: every occurrence's capacity is held
+    CANCELLED = "cancelled", "Cancelled"  # the whole series let go; its holds are gone
+
+
+class OccurrenceState(models.TextChoices):
+    BOOKED = "booked", "Booked"  # its devices are held for its window
+    CANCELLED = "cancelled", "Cancelled"  # let go (alone or with its series); holds gone

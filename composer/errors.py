@@ -82,3 +82,24 @@ class BindingFailed(DriverError):
     manager's answer goes to the operators' log line where it is caught, while this message
     reaches everyone who reads the job or the composition, its tenant included.
     """
+
+
+class BookingRefused(ComposerError):
+    """A booking cannot be admitted: one of its occurrences has no placement (or would take
+    the tenant over a quota). The message names the occurrence and why, and the nearest
+    window that fits when one does (`nearest`: {"starts_at", "ends_at"} of the first window
+    shifted, ISO 8601, else None)."""
+
+    code = "booking_refused"
+    status_code = 409
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        field_message: str | None = None,
+        nearest: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message, field=field, field_message=field_message)
+        self.nearest = nearest

@@ -26,7 +26,6 @@ from drf_spectacular.utils import (
 )
 from rest_framework import mixins, status
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
@@ -52,16 +51,14 @@ from composer.api.serializers import (
     PlanSerializer,
     plan_public,
 )
+from composer.api.tenant_requests import TenantRequests
 from composer.choices import CompositionState
 from composer.errors import ComposerError, InvalidTransition, SpecError
 from composer.models import (
     Allocation,
     Composition,
     Job,
-    Membership,
     StateChange,
-    Template,
-    Tenant,
 )
 from composer.services.compositions import (
     COMPOSITION_TARGET,
@@ -80,7 +77,15 @@ logger = logging.getLogger(__name__)
 _S = CompositionState
 BUSY_STATES = {_S.REQUESTED, _S.PLACING, _S.BINDING, _S.RESIZING}
 # Fields of the request body itself; every other field a service names is inside `spec`.
-BODY_FIELDS = {"name", "tenant", "template", "host", "spec", "idempotency_key"}
+BODY_FIELDS = {
+    "name",
+    "tenant",
+    "template",
+    "host",
+    "spec",
+    "idempotency_key",
+    "override_bookings",
+}
 
 
 def _latest_job() -> Subquery:
@@ -117,7 +122,9 @@ def _field(name: str | None) -> str | None:
         examples=[OpenApiExample("Placing", value=COMPOSITION_EXAMPLE, response_only=True)],
     ),
 )
-class CompositionViewSet(CompositionResizeActions, mixins.CreateModelMixin, ReadOnlyViewSet):
+class CompositionViewSet(
+    CompositionResizeActions, TenantRequests, mixins.CreateModelMixin, ReadOnlyViewSet
+):
     """Compositions: each caller sees its own tenants' (operators every tenant's)."""
 
     filterset_class = CompositionFilterSet
@@ -150,68 +157,6 @@ class CompositionViewSet(CompositionResizeActions, mixins.CreateModelMixin, Read
         if self.action in ("decompose", "heal", "apply", "resize"):
             return JobSerializer
         return CompositionDetailSerializer
-
-    # -- who asks for whom --
-
-    def _tenant(self, slug: str | None, *, write: bool) -> Tenant:
-        """The tenant a request is for: named by `slug`, or the caller's only tenant.
-
-        Operators act for any tenant and must name it. Members must belong to it; with
-        `write`, read-only members get 403.
-        """
-        user = self.request.user
-        if is_operator(user):
-            if not slug:
-                raise ValidationError({"tenant": ["Operators name the tenant (its slug)."]})
-            tenant = Tenant.objects.filter(slug=slug, is_active=True).first()
-            if tenant is None:
-                raise ValidationError({"tenant": [f"There is no tenant {slug!r}."]})
-            return tenant
-        memberships = self._memberships()
-        if slug:
-            membership = next((m for m in memberships if m.tenant.slug == slug), None)
-            if membership is None:
-                raise ValidationError({"tenant": [f"You are not a member of a tenant {slug!r}."]})
-        elif len(memberships) == 1:
-            membership = memberships[0]
-        elif not memberships:
-            raise PermissionDenied("You belong to no tenant.")
-        else:
-            slugs = ", ".join(m.tenant.slug for m in memberships)
-            raise ValidationError(
-                {"tenant": [f"You belong to several tenants; name one: {slugs}."]}
-            )
-        if write and not membership.can_write:
-            raise PermissionDenied(f"You have read-only access to {membership.tenant.name}.")
-        return membership.tenant
-
-    def _may_write_somewhere(self) -> None:
-        if is_operator(self.request.user):
-            return
-        if not any(m.can_write for m in self._memberships()):
-            raise PermissionDenied("Read-only members cannot compose.")
-
-    def _memberships(self) -> list[Membership]:
-        """The caller's memberships of active tenants, with their tenants: read once per
-        request (a viewset instance serves one request), since a POST asks twice."""
-        cached: list[Membership] | None = getattr(self, "_memberships_cache", None)
-        if cached is None:
-            user = self.request.user
-            assert user.is_authenticated  # OperatorWrites lets no anonymous caller in
-            cached = self._memberships_cache = list(
-                Membership.objects.filter(user=user, tenant__is_active=True).select_related(
-                    "tenant"
-                )
-            )
-        return cached
-
-    def _template(self, slug: str | None) -> Template | None:
-        if not slug:
-            return None
-        template = Template.objects.filter(slug=slug, is_active=True).first()
-        if template is None:
-            raise ValidationError({"template": [f"There is no active template {slug!r}."]})
-        return template
 
     @staticmethod
     def _spec(data: dict[str, Any]) -> dict[str, Any]:
@@ -273,9 +218,17 @@ class CompositionViewSet(CompositionResizeActions, mixins.CreateModelMixin, Read
         tenant = self._tenant(data.get("tenant"), write=True)
         template = self._template(data.get("template"))
         hold = data.get("hold_s") is not None
+        override = data.get("override_bookings")
+        if hold and override is not None:
+            raise SpecError(
+                "A hold never takes booked devices; leave override_bookings out.",
+                field="override_bookings",
+            )
         try:
             composition = (
-                partial(composition_hold, ttl_s=data["hold_s"]) if hold else composition_request
+                partial(composition_hold, ttl_s=data["hold_s"])
+                if hold
+                else partial(composition_request, override_bookings=override)
             )(
                 tenant=tenant,
                 requested_by=request.user,

@@ -33,7 +33,7 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import set_rollback
 
-from composer.errors import ComposerError
+from composer.errors import BookingRefused, ComposerError
 
 # Validation errors of any kind (body, query parameters, filters) share one code; the per-field
 # messages say what is wrong.
@@ -91,6 +91,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             field=exc.field,
             errors={exc.field: [exc.message]} if exc.field else {},
         )
+        if isinstance(exc, BookingRefused):  # the nearest window that fits, or null
+            body["nearest"] = exc.nearest
         set_rollback()
         return Response(body, status=exc.status_code)
 

@@ -12,6 +12,7 @@ from rest_framework.routers import APIRootView
 
 from composer.api import (
     audit,
+    bookings,
     compositions,
     counterfactual,
     events,
@@ -34,6 +35,7 @@ router.register("jobs", views.JobViewSet, basename="job")
 router.register("templates", templates.TemplateViewSet, basename="template")
 router.register("quotas", quotas.QuotaViewSet, basename="quota")
 router.register("compositions", compositions.CompositionViewSet, basename="composition")
+router.register("bookings", bookings.BookingViewSet, basename="booking")
 router.register("server-shapes", server_shapes.ServerShapeViewSet, basename="server_shape")
 router.register("reconcile/runs", reconcile.ReconcileRunViewSet, basename="reconcile_run")
 router.register("notification-routes", notifications.RouteViewSet, basename="notification_route")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from composer.models.bookings import Booking, BookingHold, Occurrence
 from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.events import AlertAudience, ChangeAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
@@ -32,6 +33,8 @@ from composer.models.utilisation import KindSample, PoolSample, Resolution, Tena
 __all__ = [
     "AlertAudience",
     "Allocation",
+    "Booking",
+    "BookingHold",
     "ChangeAudience",
     "Composition",
     "DeliveryChannel",
@@ -47,6 +50,7 @@ __all__ = [
     "Membership",
     "NotificationDelivery",
     "NotificationRoute",
+    "Occurrence",
     "PoolSample",
     "Quota",
     "ReconcileFinding",

@@ -10,6 +10,7 @@ from django.db.models import Q
 
 from composer.errors import SpecError
 from composer.querysets import TenantScopedQuerySet
+from composer.recurrence import schedule_normalise
 from composer.specs import spec_normalise
 from fabric.choices import DeviceKind
 from fabric.kinds import find
@@ -30,6 +31,13 @@ class Template(TimeStampedModel):
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
     spec = models.JSONField(default=dict)
+    schedule = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="When a booking from this template runs unless it says otherwise: "
+        '{"recurrence": "weekdays", "starts": "08:00", "ends": "20:00", '
+        '"time_zone": "Europe/Berlin"}. Empty: none.',
+    )
     is_active = models.BooleanField(default=True)
 
     class Meta:
@@ -47,6 +55,10 @@ class Template(TimeStampedModel):
             self.spec = spec_normalise(self.spec)
         except SpecError as exc:
             raise ValidationError({"spec": exc.message}) from exc
+        try:
+            self.schedule = schedule_normalise(self.schedule)
+        except SpecError as exc:
+            raise ValidationError({"schedule": exc.message}) from exc
 
 
 class Quota(TimeStampedModel):

@@ -44,11 +44,12 @@ AUDITED_KIND_LABELS = {
     "notificationroute": "Notification route",
     "webhook": "Webhook",
     "silence": "Silence",
+    "booking": "Booking",
     "servershape": "Server shape",
     "user": "User",
 }
 AUDITED_KINDS = tuple(AUDITED_KIND_LABELS)
-TENANT_CHANGE_KINDS = ("quota", "notificationroute", "webhook", "silence")
+TENANT_CHANGE_KINDS = ("quota", "notificationroute", "webhook", "silence", "booking")
 
 # Never in `changes`: bookkeeping, not a setting anyone changed, and secrets (a webhook's
 # signing secret, even encrypted: its record says that it changed, never what it is).

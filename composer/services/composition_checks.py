@@ -14,10 +14,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.models import Count, Max, Sum
+from django.utils import timezone
 
 from composer.choices import LIVE_COMPOSITION_STATES, CompositionState
 from composer.errors import NameTaken, QuotaExceeded, SpecError
 from composer.models import Composition, Quota, Tenant
+from composer.selectors.bookings import booked_quota_peak
 from composer.selectors.quotas import quota_usage
 from fabric.choices import ComponentState, DeviceKind, DeviceState
 from fabric.kinds import find, measured, shares_per_device
@@ -177,17 +179,29 @@ def _counts(quota: Quota, device: Device) -> bool:
 
 
 def composition_check_quotas(
-    *, tenant: Tenant, spec: Mapping[str, Any], pins: Sequence[tuple[Device, int | None]] = ()
+    *,
+    tenant: Tenant,
+    spec: Mapping[str, Any],
+    pins: Sequence[tuple[Device, int | None]] = (),
+    booked: Mapping[int, Mapping[str, float]] | None = None,
+    quotas: Sequence[Quota] | None = None,
 ) -> None:
     """QuotaExceeded naming the quota and the excess when the request does not fit. Named
     devices (`pins`) count as what they are: a whole device of its kind and model, the GiB
-    of a memory device (all it has free when none were asked), a drive's capacity."""
-    quotas = list(Quota.objects.filter(tenant=tenant))
+    of a memory device (all it has free when none were asked), a drive's capacity.
+
+    Booked windows count too (`booked`: quota id -> figures the tenant's bookings hold
+    beside this request). By default, for a composition made now, which has no end: the
+    most its bookings hold at once in any occurrence not ended yet."""
+    quotas = list(Quota.objects.filter(tenant=tenant)) if quotas is None else list(quotas)
     if not quotas:
         return
     usage = quota_usage(quotas)
+    if booked is None:
+        booked = booked_quota_peak(quotas, tenant=tenant.pk, since=timezone.now())
     for quota in quotas:
-        used = usage[quota.pk]
+        extra = booked.get(quota.pk, {})
+        used = {name: usage[quota.pk][name] + extra.get(name, 0) for name in usage[quota.pk]}
         declared = find(quota.kind)
         limits = declared.quota if declared else ("count",)
         checks: list[tuple[float | None, float, float, str, str]] = []
@@ -222,6 +236,7 @@ def composition_check_quotas(
                 raise QuotaExceeded(
                     f"Over the {quota.label} quota of {tenant.name} by "
                     f"{current + asked - limit:g}{unit}: {limit:g}{unit} allowed, "
-                    f"{current:g}{unit} in use, {asked:g}{unit} asked.",
+                    f"{current:g}{unit} in use{' or booked' if any(extra.values()) else ''}, "
+                    f"{asked:g}{unit} asked.",
                     field=field,
                 )

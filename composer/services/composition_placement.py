@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from django.utils import timezone
+
 import composer.placement.policies as policies
 from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.errors import SpecError
@@ -19,10 +21,12 @@ from composer.models import Allocation, Composition, Tenant
 from composer.placement.audience import note_as_json
 from composer.placement.engine import place
 from composer.placement.load import build_snapshot
-from composer.placement.request import DevicePick, Placement, Rejection
+from composer.placement.request import DevicePick, Placement, PlacementRequest, Rejection
 from composer.placement.snapshot import Snapshot
 from composer.placement.workload import from_specs
+from composer.selectors.bookings import booked_between
 from composer.services.allocations import Claim
+from composer.services.booking_holds import snapshot_less_booked
 from composer.services.composition_pins import Pin, pins_as_request, pins_unusable
 from composer.specs import spec_to_request
 from fabric.models import Host
@@ -31,8 +35,10 @@ __all__ = [
     "PLACEMENT_LOCK_KEY",
     "composition_place",
     "pick_as_dict",
+    "place_on",
     "placement_as_dict",
     "placement_claims",
+    "placement_request",
     "placement_snapshot",
     "snapshot_pk",
 ]
@@ -43,13 +49,18 @@ __all__ = [
 PLACEMENT_LOCK_KEY = 0x0C0_3905_E  # arbitrary, fixed: "composer placement"
 
 
-def placement_snapshot() -> Snapshot:
+def placement_snapshot(*, honour_bookings: bool = True) -> Snapshot:
     """The free inventory (memory devices less the GiB their slices hold, as the tables
     show) less what compositions hold but the tables do not show as taken: host cores and
     memory, and the uplink bandwidth of devices claimed but not bound yet (a hold's, a
     compose's in flight), so a second request cannot take the budget a hold needs; plus
     who holds which switch and enclosure (critical isolation), and which memory devices
-    already hold a slice for which host (one slice of a device per host)."""
+    already hold a slice for which host (one slice of a device per host).
+
+    With `honour_bookings` (the default), less everything booked windows hold from now on
+    (`composer.services.booking_holds`): a composition made now has no end, so a device a
+    booking needs later is not given to it (rule 7). Off only for an operator's audited
+    override, and for the booking admission, which takes each window's holds itself."""
     active = (
         Allocation.objects.filter(released_at__isnull=True)
         .select_related("device", "composition")
@@ -107,6 +118,8 @@ def placement_snapshot() -> Snapshot:
             critical=critical,
             sliced={k: frozenset(v) for k, v in sliced.items()},
         )
+    if honour_bookings:
+        snapshot = snapshot_less_booked(snapshot, booked_between(timezone.now(), None))
     return snapshot
 
 
@@ -130,20 +143,24 @@ def _spreads_hosts(spec: Mapping[str, Any]) -> bool:
     return policy is None or policy.spreads_hosts
 
 
-def composition_place(
+def placement_request(
     tenant: Tenant, spec: Mapping[str, Any], host: Host | None, pins: Sequence[Pin] = ()
-) -> Placement | Rejection:
-    """Place `spec` for `tenant` (on `host` when the request fixes it, with the devices it
-    names: `pins`, from `composer.services.composition_pins.pins_resolve`) on a fresh
-    snapshot. Raises SpecError (field "spec") when the engine finds the request invalid."""
-    request = spec_to_request(
+) -> PlacementRequest:
+    """The engine's request for `spec` of `tenant` (on `host`, with the devices it names)."""
+    return spec_to_request(
         spec,
         host=f"host:{host.pk}" if host else None,
         tenant=str(tenant.pk),
         tenant_hosts=_tenant_hosts(tenant) if _spreads_hosts(spec) else frozenset(),
         pinned=pins_as_request(pins),
     )
-    snapshot = placement_snapshot()
+
+
+def place_on(
+    snapshot: Snapshot, request: PlacementRequest, host: Host | None, pins: Sequence[Pin] = ()
+) -> Placement | Rejection:
+    """Place `request` on `snapshot`: the host asked for must be in it, the devices named
+    usable. Raises SpecError (field "spec") when the engine finds the request invalid."""
     if host is not None and request.host not in snapshot.hosts:
         return Rejection("no_capacity", f"Host {host.name} is not usable now (not active).")
     unusable = pins_unusable(pins, snapshot)
@@ -153,6 +170,22 @@ def composition_place(
     if isinstance(outcome, Rejection) and outcome.code == "invalid":
         raise SpecError(outcome.message, field="spec")
     return outcome
+
+
+def composition_place(
+    tenant: Tenant,
+    spec: Mapping[str, Any],
+    host: Host | None,
+    pins: Sequence[Pin] = (),
+    *,
+    honour_bookings: bool = True,
+) -> Placement | Rejection:
+    """Place `spec` for `tenant` (on `host` when the request fixes it, with the devices it
+    names: `pins`, from `composer.services.composition_pins.pins_resolve`) on a fresh
+    snapshot, leaving out what bookings hold unless an operator overrides them. Raises
+    SpecError (field "spec") when the engine finds the request invalid."""
+    request = placement_request(tenant, spec, host, pins)
+    return place_on(placement_snapshot(honour_bookings=honour_bookings), request, host, pins)
 
 
 def pick_as_dict(pick: DevicePick) -> dict[str, Any]:

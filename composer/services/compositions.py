@@ -46,6 +46,7 @@ from composer.services.hold_lapse import holds_lapsed_release
 from composer.specs import spec_normalise
 from composer.states import composition_transition
 from fabric.models import Host
+from fabric.permissions import is_operator
 from fabric.validators import text_problem
 
 logger = logging.getLogger(__name__)
@@ -94,9 +95,14 @@ def composition_request(
     idempotency_key: str | None = None,
     remote_addr: str | None = None,
     hold_until: datetime | None = None,
+    override_bookings: str | None = None,
 ) -> Composition:
     """Record, place and claim a composition, and queue its compose job (with `hold_until`,
     keep it HELD until then instead: `composer.services.holds.composition_hold`).
+
+    Devices that booked windows hold from now on are left out (rule 7), unless an operator
+    overrides with a reason (`override_bookings`), which the PLACING state change records;
+    anyone else gets a SpecError on `override_bookings`.
 
     `spec` overrides the template's spec key by key (None: the template as is). Returns the
     composition: PLACING with its devices claimed and a COMPOSE job queued after commit, or
@@ -105,6 +111,7 @@ def composition_request(
     nothing else. Raises SpecError (bad input, `field` set), NameTaken (another live
     composition of the tenant has the name) or QuotaExceeded, writing nothing.
     """
+    override = _override_reason(override_bookings, requested_by)
     key = (idempotency_key or "").strip()
     if len(key) > 200:
         raise SpecError("The idempotency key is at most 200 characters.", field="idempotency_key")
@@ -133,7 +140,9 @@ def composition_request(
             composition_check_name_free(tenant=tenant, name=name)
             composition_check_quotas(tenant=tenant, spec=clean, pins=pins)
             composition = _create(tenant, requested_by, name, template, clean, key, remote_addr)
-            _place_and_claim(composition, clean, host, pins, requested_by, remote_addr, hold_until)
+            _place_and_claim(
+                composition, clean, host, pins, requested_by, remote_addr, hold_until, override
+            )
     except IntegrityError:
         if key:  # a concurrent retry with the same key won the race
             first = Composition.objects.filter(tenant=tenant, idempotency_key=key).first()
@@ -143,6 +152,25 @@ def composition_request(
         composition_check_name_free(tenant=tenant, name=name)
         raise
     return composition
+
+
+def _override_reason(reason: str | None, actor: Any) -> str | None:
+    """The reason of an override of booked capacity, operators only and never empty."""
+    if reason is None:
+        return None
+    reason = reason.strip()
+    if not is_operator(actor):
+        raise SpecError(
+            "Only an operator may give a composition capacity that is booked.",
+            field="override_bookings",
+        )
+    if not reason:
+        raise SpecError(
+            "Say why booked capacity may be taken (it is recorded).", field="override_bookings"
+        )
+    if len(reason) > 300:
+        raise SpecError("The reason is at most 300 characters.", field="override_bookings")
+    return reason
 
 
 def _create(
@@ -191,14 +219,18 @@ def _place_and_claim(
     actor: Any,
     remote_addr: str | None,
     hold_until: datetime | None,
+    override: str | None = None,
 ) -> None:
     audit = {"actor": actor, "remote_addr": remote_addr}
-    composition_transition(composition, CompositionState.PLACING, reason="Placing", **audit)
+    reason = "Placing" if override is None else f"Placing over booked capacity: {override}"
+    composition_transition(composition, CompositionState.PLACING, reason=reason, **audit)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
     for attempt in (1, 2):
-        outcome = composition_place(composition.tenant, spec, host, pins)
+        outcome = composition_place(
+            composition.tenant, spec, host, pins, honour_bookings=override is None
+        )
         if isinstance(outcome, Rejection):
             composition_transition(
                 composition,

@@ -12,6 +12,7 @@ from django.urls import include, path
 from composer.views import (
     alerts,
     audit,
+    bookings,
     bulk,
     composition_list,
     compositions,
@@ -44,6 +45,15 @@ urlpatterns = [
         "compositions/decompose/",
         bulk.compositions_decompose_bulk,
         name="compositions_decompose_bulk",
+    ),
+    path("bookings/", bookings.booking_list, name="booking_list"),
+    path("bookings/new/", bookings.booking_create, name="booking_create"),
+    path("bookings/<int:pk>/", bookings.booking_detail, name="booking_detail"),
+    path("bookings/<int:pk>/cancel/", bookings.booking_cancel_view, name="booking_cancel"),
+    path(
+        "bookings/<int:pk>/occurrences/<int:occurrence>/cancel/",
+        bookings.occurrence_cancel_view,
+        name="occurrence_cancel",
     ),
     path("compositions/quotas/", quotas.composition_quotas, name="composition_quotas"),
     path(

@@ -17,7 +17,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from composer.choices import AllocationState, CompositionState, JobKind
-from composer.models import AlertAudience, Allocation, Composition, Template
+from composer.models import (
+    AlertAudience,
+    Allocation,
+    Booking,
+    BookingHold,
+    Composition,
+    Occurrence,
+    Template,
+)
 from composer.notifications import Actor, route_create, silence_create, webhook_create
 from composer.services.utilisation import utilisation_tick
 from fabric.choices import AlertSeverity, AlertSource
@@ -93,7 +101,50 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
     # Two minutes of utilisation history, so that its page draws its charts and table.
     utilisation_tick(now=now - timedelta(minutes=1))
     utilisation_tick(now=now)
-    return {"small": small, "box": box, "job": job, "alert": alert, "hook": hook}
+    start = now + timedelta(days=1)
+    booking = Booking.objects.create(
+        tenant=acme,
+        name="nightly-inference-with-a-long-name",
+        spec={"items": [{"kind": "gpu", "count": 2}]},
+        time_zone="Europe/Berlin",
+        starts_at=start,
+        ends_at=start + timedelta(hours=8),
+        recurrence="daily",
+        until=(start + timedelta(days=1)).date(),
+    )
+    for day in range(2):
+        occurrence = Occurrence.objects.create(
+            booking=booking,
+            starts_at=start + timedelta(days=day),
+            ends_at=start + timedelta(days=day, hours=8),
+            host=small.hosts[0],
+            placement={
+                "ok": True,
+                "host": f"host:{small.hosts[0].pk}",
+                "host_name": small.hosts[0].name,
+                "devices": [
+                    {"device": f"device:{g.pk}", "name": g.name, "kind": "gpu"}
+                    for g in small.gpus[2:4]
+                ],
+                "memory": [],
+            },
+        )
+        for gpu in small.gpus[2:4]:
+            BookingHold.objects.create(
+                occurrence=occurrence,
+                device=gpu,
+                host=small.hosts[0],
+                starts_at=occurrence.starts_at,
+                ends_at=occurrence.ends_at,
+            )
+    return {
+        "small": small,
+        "box": box,
+        "job": job,
+        "alert": alert,
+        "hook": hook,
+        "booking": booking,
+    }
 
 
 def _overflow(page: Any) -> list[str]:
@@ -158,6 +209,9 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:composition_create"),
         reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
+        reverse("composer:booking_list"),
+        reverse("composer:booking_create"),
+        reverse("composer:booking_detail", args=[world["booking"].pk]),
         reverse("composer:pool_list"),
         reverse("composer:pool_detail", args=[small.pools[0].slug]),
         reverse("composer:utilisation"),
@@ -215,6 +269,9 @@ def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
         reverse("composer:composition_create"),
         reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
+        reverse("composer:booking_list"),
+        reverse("composer:booking_create"),
+        reverse("composer:booking_detail", args=[world["booking"].pk]),
         reverse("composer:pool_list"),
         reverse("composer:utilisation"),
         reverse("fabric:device_list"),

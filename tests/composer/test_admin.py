@@ -17,6 +17,8 @@ from composer.choices import JobKind, JobStatus, Role
 from composer.models import (
     AlertAudience,
     Allocation,
+    Booking,
+    BookingHold,
     ChangeAudience,
     Composition,
     Event,
@@ -26,6 +28,7 @@ from composer.models import (
     Membership,
     NotificationDelivery,
     NotificationRoute,
+    Occurrence,
     Quota,
     ReconcileFinding,
     ReconcileRun,
@@ -68,6 +71,16 @@ def operator_client(db: None) -> Client:
     host = HostFactory.create(manager=device.manager)
     UnbindPending.objects.create(device=device, host=host, binding_id="b-1")
     StateChange.objects.create(composition=composition, to_state="requested", reason="test")
+    window = (now_ := timezone.now(), now_ + timedelta(hours=1))
+    booking = Booking.objects.create(
+        tenant=tenant, name="b", spec={}, starts_at=window[0], ends_at=window[1]
+    )
+    occurrence = Occurrence.objects.create(
+        booking=booking, starts_at=window[0], ends_at=window[1], host=host
+    )
+    BookingHold.objects.create(
+        occurrence=occurrence, device=device, host=host, starts_at=window[0], ends_at=window[1]
+    )
     event = Event.objects.create(type="composition.state", composition=composition, payload={})
     EventAudience.objects.create(event=event, tenant=tenant)
     now = timezone.now()

@@ -69,6 +69,13 @@ class CompositionRequestSerializer(serializers.Serializer):
         "and keep them this many seconds (10 to 86,400); then apply or release the hold, or "
         "it lapses. Not for previews.",
     )
+    override_bookings = serializers.CharField(
+        required=False,
+        max_length=300,
+        help_text="Operators only: let the composition take devices that booked windows "
+        "need, and say why (recorded in its history). Left out, booked devices are never "
+        "taken.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("template") and attrs.get("spec") in (None, {}):

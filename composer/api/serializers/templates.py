@@ -12,6 +12,7 @@ from rest_framework import serializers
 from composer.api.serializers.spec import SpecField
 from composer.errors import SpecError
 from composer.models import Quota, Template, Tenant
+from composer.recurrence import schedule_normalise
 from composer.specs import spec_normalise
 from fabric.api.fields import StrictModelSerializerMixin
 from fabric.validators import text_problem
@@ -24,10 +25,26 @@ class TemplateSerializer(StrictModelSerializerMixin, serializers.HyperlinkedMode
     id = serializers.IntegerField(read_only=True)
     url = serializers.HyperlinkedIdentityField(view_name="api:template_detail", lookup_field="slug")
     spec = SpecField(help_text="A composition spec, stored normalised.")
+    schedule = serializers.JSONField(
+        required=False,
+        help_text="The default window of a booking from this template: recurrence (none, "
+        "daily, weekdays, weekly), starts and ends (local HH:MM; an end at or before the start "
+        "is the next day) and time_zone (IANA). {} for none.",
+    )
 
     class Meta:
         model = Template
-        fields = ["id", "url", "name", "slug", "description", "spec", "is_active", "updated_at"]
+        fields = [
+            "id",
+            "url",
+            "name",
+            "slug",
+            "description",
+            "spec",
+            "schedule",
+            "is_active",
+            "updated_at",
+        ]
         read_only_fields = ["id", "url", "updated_at"]
 
     def validate_name(self, value: str) -> str:
@@ -35,6 +52,12 @@ class TemplateSerializer(StrictModelSerializerMixin, serializers.HyperlinkedMode
 
     def validate_description(self, value: str) -> str:
         return _printable(value, multiline=True)
+
+    def validate_schedule(self, value: Any) -> dict[str, str]:
+        try:
+            return schedule_normalise(value)
+        except SpecError as exc:
+            raise serializers.ValidationError(exc.message) from exc
 
     def validate_spec(self, value: Any) -> dict[str, Any]:
         try:

@@ -1,0 +1,191 @@
+"""What bookings hold: the holds of booked windows over a span, in the figures placement and
+quotas read (`composer.services.booking_holds` takes them out of a snapshot; the quota
+check counts them), and a tenant's booked use of its quotas at the busiest occurrence."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from composer.choices import OccurrenceState
+from composer.models import BookingHold, Occurrence, Quota
+from composer.recurrence import Window
+from fabric.kinds import shares_per_device
+
+__all__ = [
+    "Booked",
+    "HeldDevice",
+    "booked_between",
+    "booked_quota_peak",
+    "booked_quota_usage",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HeldDevice:
+    """One hold as placement and quotas read it (snapshot ids, figures, the tenant)."""
+
+    id: int
+    occurrence: int
+    device: str
+    host: str | None
+    starts_at: datetime
+    ends_at: datetime
+    gib: int | None
+    share: int | None
+    tenant: int
+    kind: str
+    model: str
+    capacity_gb: int
+
+
+@dataclass(frozen=True, slots=True)
+class Booked:
+    """What bookings hold over a span: their device holds, and each occurrence's host with
+    the cores and host memory its spec asks there. Both kept sorted by start, with the
+    longest window, so that `during` looks only at what can overlap (an admission asks once
+    per occurrence, over many bookings)."""
+
+    holds: tuple[HeldDevice, ...]
+    occupants: tuple[tuple[int, str, datetime, datetime, int, int], ...]  # occ, host, s, e, c, m
+    longest: timedelta = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        holds = tuple(sorted(self.holds, key=lambda h: (h.starts_at, h.id)))
+        occupants = tuple(sorted(self.occupants, key=lambda o: (o[2], o[0])))
+        spans = [h.ends_at - h.starts_at for h in holds] + [o[3] - o[2] for o in occupants]
+        object.__setattr__(self, "holds", holds)
+        object.__setattr__(self, "occupants", occupants)
+        object.__setattr__(self, "longest", max(spans, default=timedelta(0)))
+
+    def during(self, window: Window) -> Booked:
+        """Only what overlaps `window` (half-open: back-to-back windows do not overlap)."""
+        earliest = window.starts_at - self.longest  # nothing starting before it reaches in
+        first = bisect_left(self.holds, earliest, key=lambda h: h.starts_at)
+        last = bisect_left(self.holds, window.ends_at, key=lambda h: h.starts_at)
+        o_first = bisect_left(self.occupants, earliest, key=lambda o: o[2])
+        o_last = bisect_left(self.occupants, window.ends_at, key=lambda o: o[2])
+        return Booked(
+            tuple(h for h in self.holds[first:last] if window.starts_at < h.ends_at),
+            tuple(o for o in self.occupants[o_first:o_last] if window.starts_at < o[3]),
+        )
+
+    def key(self) -> frozenset[int]:
+        """The occurrences it holds for: equal keys take the same things out of a snapshot."""
+        return frozenset(h.occurrence for h in self.holds) | frozenset(o[0] for o in self.occupants)
+
+
+def booked_between(
+    start: datetime,
+    end: datetime | None,
+    *,
+    exclude_booking: int | None = None,
+    tenant: int | None = None,
+) -> Booked:
+    """The holds of booked occurrences overlapping `[start, end)` (`end` None: from `start`
+    on). Two queries whatever the number of bookings."""
+    holds = BookingHold.objects.filter(ends_at__gt=start)
+    occurrences = Occurrence.objects.filter(
+        ends_at__gt=start, state=OccurrenceState.BOOKED, host__isnull=False
+    )
+    if end is not None:
+        holds = holds.filter(starts_at__lt=end)
+        occurrences = occurrences.filter(starts_at__lt=end)
+    if tenant is not None:
+        holds = holds.filter(occurrence__booking__tenant_id=tenant)
+        occurrences = occurrences.filter(booking__tenant_id=tenant)
+    if exclude_booking is not None:
+        holds = holds.exclude(occurrence__booking_id=exclude_booking)
+        occurrences = occurrences.exclude(booking_id=exclude_booking)
+    rows = holds.values_list(
+        "id",
+        "occurrence_id",
+        "device_id",
+        "host_id",
+        "starts_at",
+        "ends_at",
+        "gib",
+        "share",
+        "occurrence__booking__tenant_id",
+        "device__kind",
+        "device__model",
+        "device__capacity_gb",
+    )
+    held = tuple(
+        HeldDevice(
+            id=r[0],
+            occurrence=r[1],
+            device=f"device:{r[2]}",
+            host=f"host:{r[3]}" if r[3] else None,
+            starts_at=r[4],
+            ends_at=r[5],
+            gib=r[6],
+            share=r[7],
+            tenant=r[8],
+            kind=r[9],
+            model=r[10] or "",
+            capacity_gb=r[11] or 0,
+        )
+        for r in rows
+    )
+    occupants = tuple(
+        (
+            pk,
+            f"host:{host}",
+            s,
+            e,
+            int((spec or {}).get("cores") or 0),
+            int((spec or {}).get("host_memory_gib") or 0),
+        )
+        for pk, host, s, e, spec in occurrences.values_list(
+            "id", "host_id", "starts_at", "ends_at", "booking__spec"
+        )
+    )
+    return Booked(held, occupants)
+
+
+def booked_quota_usage(
+    quotas: Iterable[Quota], holds: Iterable[HeldDevice]
+) -> dict[int, dict[str, float]]:
+    """{quota id: {count, memory_gib, storage_tb}} that `holds` of each quota's tenant take,
+    counted as `composer.selectors.quotas.quota_usage` counts allocations (a share as its
+    fraction of one device, a drive by its capacity)."""
+    holds = list(holds)
+    usage: dict[int, dict[str, float]] = {}
+    for quota in quotas:
+        figures: dict[str, float] = defaultdict(float)
+        for hold in holds:
+            if hold.tenant != quota.tenant_id or hold.kind != quota.kind:
+                continue
+            if quota.model and hold.model != quota.model:
+                continue
+            if hold.share is not None:
+                figures["count"] += hold.share / (shares_per_device(hold.kind) or 1)
+            elif hold.gib is None:
+                figures["count"] += 1
+                figures["storage_tb"] += hold.capacity_gb / 1000
+            figures["memory_gib"] += hold.gib or 0
+        usage[quota.pk] = dict(figures)
+    return usage
+
+
+def booked_quota_peak(
+    quotas: Iterable[Quota], *, tenant: int, since: datetime
+) -> dict[int, dict[str, float]]:
+    """Per quota, the most the tenant's bookings hold at once in any occurrence not ended
+    by `since`: what a composition made now (which has no end) will stand beside."""
+    quotas = [q for q in quotas if q.tenant_id == tenant]
+    if not quotas:
+        return {}
+    booked = booked_between(since, None, tenant=tenant)
+    peak: dict[int, dict[str, float]] = {q.pk: {} for q in quotas}
+    windows = {(h.starts_at, h.ends_at) for h in booked.holds}
+    for start, end in windows:
+        during = booked.during(Window(start, end))
+        for pk, figures in booked_quota_usage(quotas, during.holds).items():
+            for name, value in figures.items():
+                peak[pk][name] = max(peak[pk].get(name, 0.0), value)
+    return peak

@@ -1,0 +1,163 @@
+"""What bookings hold in a window, taken out of a placement snapshot; and the writing of new
+holds under the database's guarantee (rule 7).
+
+Read by two callers: the booking admission (`composer.services.bookings`), which places
+each occurrence on the free inventory less what other bookings hold in that occurrence's
+window, and the immediate request (`composer.services.composition_placement`), which
+leaves out everything any booking holds from now on: a composition made now has no end,
+so it would still hold the device when the booked window starts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from django.db import IntegrityError, connection
+from django.db.models import Q
+
+from composer.errors import ClaimConflict
+from composer.models import BookingHold
+from composer.placement.shareable import free_shares
+from composer.placement.snapshot import Snapshot
+from composer.selectors.bookings import Booked
+from fabric.kinds import is_sliced, shares_per_device
+from fabric.models import Device
+
+__all__ = [
+    "holds_write",
+    "snapshot_less_booked",
+]
+
+
+def snapshot_less_booked(snapshot: Snapshot, booked: Booked) -> Snapshot:
+    """`snapshot` with what `booked` holds taken: whole devices, GiB of memory devices,
+    shares of GPUs on their hosts (a device shared on another host, or with fewer shares
+    free than held, leaves the snapshot), and the occurrences' cores and host memory. A
+    memory device holding a booked slice for a host is marked sliced for it (one slice of
+    a device per host)."""
+    if not booked.holds and not booked.occupants:
+        return snapshot
+    whole: set[str] = set()
+    gib: dict[str, int] = defaultdict(int)
+    shares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    sliced: dict[str, set[str]] = defaultdict(set)
+    for hold in booked.holds:
+        if hold.device not in snapshot.devices:
+            continue  # taken already (allocated now, failed, or held twice)
+        if hold.gib is not None:
+            gib[hold.device] += hold.gib
+            if hold.host:
+                sliced[hold.host].add(hold.device)
+        elif hold.share is not None and hold.host:
+            shares[hold.device][hold.host] += hold.share
+        else:
+            whole.add(hold.device)
+    share_taken: dict[str, tuple[str, int]] = {}
+    for device_id in sorted(whole):
+        device = snapshot.devices[device_id]
+        if device.shared_host:  # shared since (an operator's override): all it has left
+            share_taken[device_id] = (device.shared_host, device.shares_free)
+            shares.pop(device_id, None)
+    for device_id, per_host in shares.items():
+        if device_id in share_taken:
+            continue
+        device = snapshot.devices[device_id]
+        hosts = set(per_host) | ({device.shared_host} if device.shared_host else set())
+        total = sum(per_host.values())
+        if len(hosts) == 1 and total < free_shares(device):
+            share_taken[device_id] = (hosts.pop(), total)
+        elif device.shared_host:  # every share it has left
+            share_taken[device_id] = (device.shared_host, device.shares_free)
+        else:
+            whole.add(device_id)
+    cores: dict[str, int] = defaultdict(int)
+    memory: dict[str, int] = defaultdict(int)
+    for _, host, _, _, c, m in booked.occupants:
+        cores[host] += c
+        memory[host] += m
+    taken = snapshot.taking(
+        devices=whole - set(share_taken),
+        memory_gib=gib,
+        shares=share_taken,
+        cores=cores,
+        host_memory_gib=memory,
+    )
+    if sliced:
+        merged = {h: frozenset(v) for h, v in taken.sliced.items()}
+        for host, devices in sliced.items():
+            merged[host] = merged.get(host, frozenset()) | frozenset(devices)
+        taken = replace(taken, sliced=merged)
+    return taken
+
+
+def holds_write(holds: Sequence[BookingHold]) -> None:
+    """Save `holds` under rule 7 and raise ClaimConflict when another booking got there
+    first. Whole devices: the exclusion constraint (PostgreSQL) refuses an overlapping
+    hold. Slices and shares: the devices' rows are locked in id order, then each window's
+    sum of GiB (or shares) held, with what compositions hold now, is checked against the
+    device. Call inside the transaction that writes the booking."""
+    parted = sorted({h.device_id for h in holds if h.gib is not None or h.share is not None})
+    if parted:
+        devices = {
+            d.pk: d for d in Device.objects.select_for_update().filter(pk__in=parted).order_by("pk")
+        }
+        _check_parts(holds, devices)
+    if connection.vendor != "postgresql":
+        _check_whole_overlaps(holds)
+    try:
+        BookingHold.objects.bulk_create(holds)
+    except IntegrityError as exc:  # the exclusion constraint: another window holds it
+        raise ClaimConflict(
+            "A device this booking needs was booked by another request at the same time; "
+            "try again.",
+            field="starts_at",
+        ) from exc
+
+
+def _check_whole_overlaps(holds: Iterable[BookingHold]) -> None:
+    """Without the exclusion constraint (SQLite, whose writes are serialised): the same
+    rule as a query before the insert."""
+    for hold in holds:
+        if hold.gib is not None or hold.share is not None:
+            continue
+        clash = BookingHold.objects.filter(
+            device_id=hold.device_id,
+            gib__isnull=True,
+            share__isnull=True,
+            starts_at__lt=hold.ends_at,
+            ends_at__gt=hold.starts_at,
+        )
+        if clash.exists():
+            raise ClaimConflict(
+                "A device this booking needs is booked by another request in that window; "
+                "try again.",
+                field="starts_at",
+            )
+
+
+def _check_parts(holds: Sequence[BookingHold], devices: dict[int, Device]) -> None:
+    """Under the devices' row locks: each new slice or share, with what others hold over
+    its window and what compositions hold now, fits the device."""
+    for hold in holds:
+        device = devices.get(hold.device_id)
+        if device is None or (hold.gib is None and hold.share is None):
+            continue
+        overlapping = BookingHold.objects.filter(
+            Q(gib__isnull=False) | Q(share__isnull=False),
+            device_id=hold.device_id,
+            starts_at__lt=hold.ends_at,
+            ends_at__gt=hold.starts_at,
+        ).values_list("gib", "share")
+        if hold.gib is not None:
+            capacity = (device.memory_gib or 0) - (device.allocated_gib or 0)
+            used = sum(g or 0 for g, _ in overlapping) + hold.gib
+        else:
+            capacity = shares_per_device(device.kind) - (device.allocated_shares or 0)
+            used = sum(s or 0 for _, s in overlapping) + (hold.share or 0)
+        if used > capacity or (hold.gib is not None and not is_sliced(device.kind)):
+            raise ClaimConflict(
+                f"{device.name} has no room left in that window for this booking; try again.",
+                field="starts_at",
+            )
