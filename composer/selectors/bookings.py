@@ -84,6 +84,7 @@ def booked_between(
     *,
     exclude_booking: int | None = None,
     tenant: int | None = None,
+    tenants: Iterable[int] | None = None,
 ) -> Booked:
     """The holds of booked occurrences overlapping `[start, end)` (`end` None: from `start`
     on). Two queries whatever the number of bookings."""
@@ -97,6 +98,10 @@ def booked_between(
     if tenant is not None:
         holds = holds.filter(occurrence__booking__tenant_id=tenant)
         occurrences = occurrences.filter(booking__tenant_id=tenant)
+    if tenants is not None:
+        some = list(tenants)
+        holds = holds.filter(occurrence__booking__tenant_id__in=some)
+        occurrences = occurrences.filter(booking__tenant_id__in=some)
     if exclude_booking is not None:
         holds = holds.exclude(occurrence__booking_id=exclude_booking)
         occurrences = occurrences.exclude(booking_id=exclude_booking)
@@ -173,14 +178,19 @@ def booked_quota_usage(
 
 
 def booked_quota_peak(
-    quotas: Iterable[Quota], *, tenant: int, since: datetime
+    quotas: Iterable[Quota], *, tenant: int, since: datetime, booked: Booked | None = None
 ) -> dict[int, dict[str, float]]:
     """Per quota, the most the tenant's bookings hold at once in any occurrence not ended
-    by `since`: what a composition made now (which has no end) will stand beside."""
+    by `since`: what a composition made now (which has no end) will stand beside.
+    `booked`: what `booked_between(since, None, ...)` read already for several tenants
+    (the pages ask for many tenants at once); else it is read for this one."""
     quotas = [q for q in quotas if q.tenant_id == tenant]
     if not quotas:
         return {}
-    booked = booked_between(since, None, tenant=tenant)
+    if booked is None:
+        booked = booked_between(since, None, tenant=tenant)
+    else:
+        booked = Booked(tuple(h for h in booked.holds if h.tenant == tenant), ())
     peak: dict[int, dict[str, float]] = {q.pk: {} for q in quotas}
     windows = {(h.starts_at, h.ends_at) for h in booked.holds}
     for start, end in windows:

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
+from django.utils import timezone
 
 from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.models import Allocation, Quota, Tenant
+from composer.selectors.bookings import booked_between, booked_quota_peak
 from fabric.kinds import QuotaLimit, find, shares_per_device
 from fabric.permissions import is_operator
 
@@ -100,29 +102,36 @@ class QuotaLine:
     measure: QuotaLimit
     limit: float | None
     used: float
+    booked: float = 0.0  # the most its bookings hold at once in a window not ended yet
+
+    @property
+    def held(self) -> float:
+        """In use and booked: what a request made now stands beside (it has no end)."""
+        return _figure(self.used + self.booked)
 
     @property
     def left(self) -> float | None:
-        """What may still be asked for (never below 0); None without a limit."""
+        """What may still be asked for now (never below 0); None without a limit."""
         if self.limit is None:
             return None
-        return _figure(max(self.limit - self.used, 0))
+        return _figure(max(self.limit - self.held, 0))
 
     @property
     def over(self) -> float:
-        """How far use is past the limit (an operator lowered it below what is held), else 0."""
-        if self.limit is None or self.used <= self.limit:
+        """How far use and bookings are past the limit (an operator lowered it below what
+        is held), else 0."""
+        if self.limit is None or self.held <= self.limit:
             return 0
-        return _figure(self.used - self.limit)
+        return _figure(self.held - self.limit)
 
     @property
     def used_percent(self) -> float:
-        """Use as a share of the limit, 0 to 100 (100 for a limit of 0)."""
+        """Use and bookings as a share of the limit, 0 to 100 (100 for a limit of 0)."""
         if self.limit is None:
             return 0.0
         if not self.limit:
             return 100.0
-        return min(100.0, 100 * self.used / self.limit)
+        return min(100.0, 100 * self.held / self.limit)
 
     @property
     def level(self) -> str:
@@ -163,7 +172,9 @@ class TenantQuotas:
         return max(self.quotas, key=lambda use: use.fullest.used_percent)
 
 
-def _lines(quota: Quota, used: dict[str, Any]) -> tuple[QuotaLine, ...]:
+def _lines(
+    quota: Quota, used: dict[str, Any], booked: dict[str, float] | None = None
+) -> tuple[QuotaLine, ...]:
     """The limits the request's quota check holds `quota` to, in the same terms: a device
     count whenever one is set, GiB and TB only on the kinds that take them."""
     declared = find(quota.kind)
@@ -177,17 +188,34 @@ def _lines(quota: Quota, used: dict[str, Any]) -> tuple[QuotaLine, ...]:
         limits.append(("tb", quota.max_storage_tb))
     if not limits:
         limits.append((takes[0] if takes else "count", None))
+    booked = booked or {}
     return tuple(
-        QuotaLine(quota.kind, measure, limit, used[_USED_BY[measure]]) for measure, limit in limits
+        QuotaLine(
+            quota.kind,
+            measure,
+            limit,
+            used[_USED_BY[measure]],
+            _figure(booked.get(_USED_BY[measure], 0.0)),
+        )
+        for measure, limit in limits
     )
 
 
 def quota_uses(quotas: Iterable[Quota]) -> list[QuotaUse]:
-    """Each quota with its lines, in the order given; one query (`quota_usage`) for any
-    number of quotas."""
+    """Each quota with its lines, in the order given, what is in use and what is booked
+    ahead counted as the request's quota check counts them; three queries (`quota_usage`,
+    the bookings' holds) for any number of quotas and tenants."""
     quotas = list(quotas)
     usage = quota_usage(quotas)
-    return [QuotaUse(quota, _lines(quota, usage[quota.pk])) for quota in quotas]
+    tenants = {quota.tenant_id for quota in quotas}
+    now = timezone.now()
+    booked_ahead = booked_between(now, None, tenants=tenants) if tenants else None
+    booked: dict[int, dict[str, float]] = {}
+    for tenant in tenants:
+        booked |= booked_quota_peak(quotas, tenant=tenant, since=now, booked=booked_ahead)
+    return [
+        QuotaUse(quota, _lines(quota, usage[quota.pk], booked.get(quota.pk))) for quota in quotas
+    ]
 
 
 def tenants_quotas(tenants: Sequence[Tenant]) -> list[TenantQuotas]:

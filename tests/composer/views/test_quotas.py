@@ -68,7 +68,7 @@ def _rows(html: str) -> dict[tuple[str, str], dict[str, str]]:
         cells = {
             name: re.sub(r"<[^>]+>", " ", text)
             for name, text in re.findall(
-                r'<td class="num quota-(used|left|limit)">(.*?)</td>', match.group(3), re.S
+                r'<td class="num quota-(used|booked|left|limit)">(.*?)</td>', match.group(3), re.S
             )
         }
         unit = re.search(r'<span class="quota-unit">in ([^<]*)</span>', match.group(3))
@@ -89,12 +89,17 @@ def test_a_member_sees_its_quotas_with_what_it_uses_and_what_is_left(
     card = _card(client_as(alice).get(DASHBOARD).content.decode())
     rows = _rows(card)
     gpu, mem, nvme = (str(quotas[name].pk) for name in ("acme_gpu", "acme_mem", "acme_nvme"))
+
+    def row(unit: str, *figures: str) -> dict[str, str]:
+        named = zip(("used", "booked", "left", "limit"), figures, strict=True)
+        return {"unit": unit, **dict(named)}
+
     # A 250/1000 share counts as a quarter of a GPU, as the request's quota check counts it.
-    assert rows[(gpu, "count")] == {"unit": "GPUs", "used": "1.25", "left": "2.75", "limit": "4"}
-    assert rows[(mem, "gib")] == {"unit": "GiB", "used": "256", "left": "256", "limit": "512"}
+    assert rows[(gpu, "count")] == row("GPUs", "1.25", "0", "2.75", "4")
+    assert rows[(mem, "gib")] == row("GiB", "256", "0", "256", "512")
     # An NVMe quota limiting drives and TB has a row for each.
-    assert rows[(nvme, "count")] == {"unit": "NVMe drives", "used": "0", "left": "2", "limit": "2"}
-    assert rows[(nvme, "tb")] == {"unit": "TB", "used": "0", "left": "10", "limit": "10"}
+    assert rows[(nvme, "count")] == row("NVMe drives", "0", "0", "2", "2")
+    assert rows[(nvme, "tb")] == row("TB", "0", "0", "10", "10")
     assert len(rows) == 4
     assert 'aria-label="GPU: 31.2% of the limit in use"' in card
 
@@ -108,6 +113,40 @@ def test_the_figures_are_the_ones_the_quota_check_enforces(
     assert lines[(quotas["acme_gpu"].pk, "count")].used == usage[quotas["acme_gpu"].pk]["count"]
     assert lines[(quotas["acme_mem"].pk, "gib")].used == 256
     assert lines[(quotas["acme_gpu"].pk, "count")].left == 2.75
+
+
+def test_what_is_booked_ahead_is_shown_and_taken_from_what_is_left(
+    acme_holds: None, quotas: dict[str, Quota], alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """A nightly booking of two GPUs: the card shows them booked, and "left" is what the
+    request's quota check lets a composition made now ask for (it stands beside them)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from composer.errors import QuotaExceeded
+    from composer.services.bookings import booking_request
+    from composer.services.composition_checks import composition_check_quotas
+
+    start = (timezone.now() + timedelta(days=1)).replace(microsecond=0)
+    booking_request(
+        tenant=quotas["acme_gpu"].tenant,
+        requested_by=alice,
+        name="nightly",
+        spec={"items": [{"kind": "gpu", "count": 2}]},
+        starts_at=start,
+        ends_at=start + timedelta(hours=8),
+        time_zone="UTC",
+        recurrence="daily",
+        until=(start + timedelta(days=2)).date(),
+    )
+    rows = _rows(_card(client_as(alice).get(DASHBOARD).content.decode()))
+    gpu = rows[(str(quotas["acme_gpu"].pk), "count")]
+    assert (gpu["used"], gpu["booked"], gpu["left"], gpu["limit"]) == ("1.25", "2", "0.75", "4")
+    acme = quotas["acme_gpu"].tenant
+    ask = {"items": [{"kind": "gpu", "count": 1}], "memory_gib": 0, "storage_tb": 0}
+    with pytest.raises(QuotaExceeded, match=r"by 0\.25"):
+        composition_check_quotas(tenant=acme, spec=ask)
 
 
 @pytest.mark.parametrize("who", TENANTS)
@@ -210,6 +249,7 @@ def test_a_quota_without_a_limit_shows_its_use_and_no_limit(
     assert rows[(str(quota.pk), "gib")] == {
         "unit": "GiB",
         "used": "0",
+        "booked": "0",
         "left": "no limit",
         "limit": "none",
     }
