@@ -43,6 +43,8 @@ SPECTACULAR_SETTINGS = {
         "JobStatusEnum": "composer.choices.JobStatus",
         "CompositionStateEnum": "composer.choices.CompositionState",
         "AllocationStateEnum": "composer.choices.AllocationState",
+        "BookingStateEnum": "composer.choices.BookingState",
+        "OccurrenceStateEnum": "composer.choices.OccurrenceState",
         "SeverityEnum": "fabric.choices.AlertSeverity",
         "SourceTypeEnum": "fabric.choices.AlertSource",
         "AlertRuleEnum": "composer.api.serializers.notifications.RULE_CHOICES",
