@@ -50,6 +50,7 @@ __all__ = [
     "occurrence_local",
     "occurrence_locked",
     "occurrence_stop",
+    "occurrences_fail_with",
 ]
 
 SOURCE = "booking clock"
@@ -256,6 +257,17 @@ def _warn(pk: int, *, now: datetime, tick: Tick) -> None:
             "composition is then decomposed. Save your work, or extend the occurrence.",
         )
     tick.warned.append(pk)
+
+
+def occurrences_fail_with(composition: Composition) -> list[int]:
+    """The occurrences a composition that just failed was serving are FAILED at once, with
+    its reason and the alert (called by the compose job's rollback; the tick does the same
+    for one it finds later). Never raises: the rollback is done whatever happens here."""
+    tick = Tick()
+    running = Occurrence.objects.filter(composition=composition, state=OccurrenceState.RUNNING)
+    for pk in running.values_list("pk", flat=True):
+        _step(pk, lambda p: _fail(p, now=timezone.now(), tick=tick), "fail")
+    return tick.failed
 
 
 def _fail(pk: int, *, now: datetime, tick: Tick) -> None:
