@@ -1,5 +1,7 @@
 """The clock for real: a Celery beat and a worker (no eager mode, no frozen clock) compose a
-booked window by themselves when it starts and decompose it when it ends."""
+booked window by themselves when it starts and decompose it when it ends; after an outage
+(no worker, no beat at the start) they catch up: the window still open comes up late, once,
+the one that ended is missed."""
 
 from __future__ import annotations
 
@@ -99,3 +101,51 @@ def test_a_booked_window_comes_up_and_goes_away_by_itself(
     assert occurrence.warned_at is not None
     assert get_driver(manager).bindings() == []
     assert Occurrence.objects.filter(state=OccurrenceState.RUNNING).count() == 0
+
+
+def test_workers_back_after_an_outage_catch_up_once(
+    transactional_db: None, redis_url: str, manager: FabricManager, acme: Any, alice: Any
+) -> None:
+    start = timezone.now() + timedelta(seconds=2)
+    spec = {"items": [{"kind": "gpu", "count": 1}]}
+    short = booking_request(
+        tenant=acme,
+        requested_by=alice,
+        name="short",
+        spec=spec,
+        starts_at=start,
+        ends_at=start + timedelta(seconds=2),
+    ).occurrences.get()
+    long = booking_request(
+        tenant=acme,
+        requested_by=alice,
+        name="long",
+        spec=spec,
+        starts_at=start,
+        ends_at=start + timedelta(minutes=5),
+    ).occurrences.get()
+    while timezone.now() < start + timedelta(seconds=4):  # no worker, no beat: the outage
+        time.sleep(0.2)
+
+    database = connection.settings_dict
+    with (
+        WorkerProcess.start(redis_url=redis_url, database=database, name="bk2", env=CLOCK) as w,
+        WorkerProcess.start(
+            redis_url=redis_url, database=database, name="bk2beat", beat=True, env=CLOCK
+        ) as b,
+    ):
+        cluster = [w, b]
+
+        def caught_up() -> bool:
+            long.refresh_from_db()
+            found = Composition.objects.filter(pk=long.composition_id).first()
+            return found is not None and found.state == CompositionState.READY
+
+        until("the late start", caught_up, cluster, 40)
+        time.sleep(3)  # a few more ticks: none may start it again
+        short.refresh_from_db()
+        long.refresh_from_db()
+        assert short.state == OccurrenceState.MISSED and short.composition_id is None
+        assert long.state == OccurrenceState.RUNNING and long.late_s >= 4
+        assert "Started late" in long.reason
+        assert Composition.objects.filter(tenant=acme).count() == 1
