@@ -178,9 +178,11 @@ def occurrence_finish(
     reason: str,
     actor: Any = None,
     remote_addr: str | None = None,
+    audit: bool = True,
 ) -> None:
     """Move a locked occurrence to an end state, give its holds back, audit it (the tenant
-    may read the record) and tell the tenant live."""
+    may read the record; `audit` False: the caller writes the record) and tell the tenant
+    live."""
     before = occurrence.state
     BookingHold.objects.filter(occurrence=occurrence).delete()
     fields: dict[str, Any] = {"state": state, "reason": reason[:500]}
@@ -194,6 +196,20 @@ def occurrence_finish(
     for name, value in fields.items():
         setattr(occurrence, name, value)
     when = occurrence_local(occurrence)
+    if audit:
+        _record(occurrence, before, state, when, reason, actor, remote_addr)
+    occurrence_event(occurrence, str(state), f"{occurrence.booking.name}, {when}: {reason}")
+
+
+def _record(
+    occurrence: Occurrence,
+    before: str,
+    state: OccurrenceState,
+    when: str,
+    reason: str,
+    actor: Any,
+    remote_addr: str | None,
+) -> None:
     composer_change_record(
         occurrence.booking,
         ChangeAction.CHANGED,
@@ -203,7 +219,6 @@ def occurrence_finish(
         remote_addr=remote_addr,
         message=f"{occurrence.booking.name}, {when}: {reason}"[:500],
     )
-    occurrence_event(occurrence, str(state), f"{occurrence.booking.name}, {when}: {reason}")
 
 
 def occurrence_stop(occurrence: Occurrence, *, actor: Any, remote_addr: str | None = None) -> bool:

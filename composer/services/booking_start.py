@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from functools import partial
+from zoneinfo import ZoneInfo
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind, OccurrenceState
 from composer.errors import ClaimConflict
@@ -88,7 +88,7 @@ def occurrence_start(pk: int, *, now: datetime, tick: Tick) -> None:
             return
         late = max(0, int((now - occurrence.starts_at).total_seconds()))
         composition = _composition_create(occurrence)
-        came_up, outcome = _claim_held(occurrence, composition)
+        came_up, outcome = _claim_held(occurrence, composition, now)
         if not came_up:
             reason = f"It could not come up: {outcome}"
             composition_transition(
@@ -132,8 +132,8 @@ def _composition_create(occurrence: Occurrence) -> Composition:
     """The REQUESTED composition of the booking's spec, named after the booking and the
     window's local start (an occurrence number when that name is taken)."""
     booking = occurrence.booking
-    start = _when(occurrence).split("-", 3)
-    name = f"{booking.name[:70]} {'-'.join(start[:3])}"
+    local = occurrence.starts_at.astimezone(ZoneInfo(booking.time_zone))
+    name = f"{booking.name[:70]} {local:%Y-%m-%d %H:%M}"
     for candidate in (name, f"{booking.name[:70]} occurrence {occurrence.pk}"):
         try:
             with transaction.atomic():
@@ -172,7 +172,9 @@ def _held_claims(occurrence: Occurrence) -> list[Claim]:
     ]
 
 
-def _claim_held(occurrence: Occurrence, composition: Composition) -> tuple[bool, str | None]:
+def _claim_held(
+    occurrence: Occurrence, composition: Composition, now: datetime
+) -> tuple[bool, str | None]:
     """Claim the held devices on the held host: (True, None); or heal onto others: (True,
     a sentence saying what was lost); or (False, why neither worked)."""
     host = occurrence.host
@@ -185,7 +187,7 @@ def _claim_held(occurrence: Occurrence, composition: Composition) -> tuple[bool,
     except ClaimConflict as exc:
         lost = str(exc)
     logger.warning("occurrence %s: held devices lost (%s); healing", occurrence.pk, lost)
-    outcome = _replace(occurrence, composition)
+    outcome = _replace(occurrence, now)
     if isinstance(outcome, Rejection):
         return False, f"{lost} No spare fits either: {outcome.message}"
     placed_host = Host.objects.get(pk=snapshot_pk(outcome.host))
@@ -199,13 +201,13 @@ def _claim_held(occurrence: Occurrence, composition: Composition) -> tuple[bool,
     return True, f"Healed: {lost} It runs on spares instead."
 
 
-def _replace(occurrence: Occurrence, composition: Composition) -> Placement | Rejection:
+def _replace(occurrence: Occurrence, now: datetime) -> Placement | Rejection:
     """The engine's plan for the booking's spec on the inventory of now less what other
     bookings hold from now on (this occurrence's own holds do not count against it)."""
     booking = occurrence.booking
     pins = pins_resolve(spec=booking.spec)
     base = placement_snapshot(honour_bookings=False)
-    others = booked_between(timezone.now(), None, exclude_occurrence=occurrence.pk)
+    others = booked_between(now, None, exclude_occurrence=occurrence.pk)
     snapshot = snapshot_less_booked(base, others)
     spec_host = booking.spec.get("host")
     hosts = [occurrence.host] if occurrence.host is not None and not spec_host else []

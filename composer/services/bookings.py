@@ -245,10 +245,16 @@ def booking_cancel(*, booking: Booking, actor: Any, remote_addr: str | None = No
 
 
 def _running_cancel(
-    occurrence: Occurrence, *, actor: Any, remote_addr: str | None, now: datetime
+    occurrence: Occurrence,
+    *,
+    actor: Any,
+    remote_addr: str | None,
+    now: datetime,
+    audit: bool = True,
 ) -> None:
     """A running occurrence (locked) cancelled: its composition decomposed, the occurrence
-    ended with the reason (`composer.services.booking_clock`)."""
+    ended with the reason (`composer.services.booking_clock`; audited there unless the
+    caller audits it itself)."""
     from composer.services.booking_clock import occurrence_finish, occurrence_stop
 
     if not occurrence_stop(occurrence, actor=actor, remote_addr=remote_addr):
@@ -263,6 +269,7 @@ def _running_cancel(
         reason="Cancelled while running: decomposed and its devices given back.",
         actor=actor,
         remote_addr=remote_addr,
+        audit=audit,
     )
 
 
@@ -282,8 +289,9 @@ def occurrence_cancel(
             or locked.ends_at <= now
         ):
             raise InvalidTransition("This occurrence is cancelled or over already.", field="state")
-        if locked.state == OccurrenceState.RUNNING:
-            _running_cancel(locked, actor=actor, remote_addr=remote_addr, now=now)
+        running = locked.state == OccurrenceState.RUNNING
+        if running:
+            _running_cancel(locked, actor=actor, remote_addr=remote_addr, now=now, audit=False)
         BookingHold.objects.filter(occurrence=locked).delete()
         Occurrence.objects.filter(pk=locked.pk).update(
             state=OccurrenceState.CANCELLED, cancelled_at=now
@@ -297,7 +305,8 @@ def occurrence_cancel(
             actor=actor,
             source=SOURCE,
             remote_addr=remote_addr,
-            message=f"Cancelled the occurrence of {when} of {booking.name}",
+            message=f"Cancelled the occurrence of {when} of {booking.name}"
+            + (" while running: decomposed and its devices given back" if running else ""),
         )
         left = Occurrence.objects.filter(
             booking=booking,
