@@ -88,6 +88,7 @@ class EventType(models.TextChoices):
     FABRIC_ALERT = "fabric.alert", "Alert"  # an alert opened, changed or closed
     ALERT_ACKNOWLEDGED = "alert.acknowledged", "Alert acknowledged"  # who and when
     DEVICE_HEALTH = "device.health", "Device health"  # an element's health or state changed
+    BOOKING_OCCURRENCE = "booking.occurrence", "Booking"  # a window started, warned, ended...
 
 
 class Recurrence(models.TextChoices):
@@ -106,5 +107,15 @@ class BookingState(models.TextChoices):
 
 
 class OccurrenceState(models.TextChoices):
+    """An occurrence's life under the clock (`composer.services.booking_clock`):
+    BOOKED -> RUNNING (composed at its start less the lead) -> DONE (decomposed at its end);
+    BOOKED -> MISSED (its window passed with no worker to start it: never composed);
+    RUNNING -> FAILED (it could not come up and no spare healed it); BOOKED or RUNNING ->
+    CANCELLED. Holds are given back on every end state but RUNNING's."""
+
     BOOKED = "booked", "Booked"  # its devices are held for its window
+    RUNNING = "running", "Running"  # its composition was requested; holds kept to its end
+    DONE = "done", "Done"  # its end came: decomposed, holds gone
+    MISSED = "missed", "Missed"  # its window ended before any worker could start it
+    FAILED = "failed", "Failed"  # it could not come up (the reason says why); holds gone
     CANCELLED = "cancelled", "Cancelled"  # let go (alone or with its series); holds gone

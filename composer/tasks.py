@@ -209,6 +209,17 @@ def reconcile_task(run_id: int | None = None) -> int | None:
     return run.pk if run is not None else None
 
 
+@shared_task(acks_late=True, soft_time_limit=120, time_limit=150, expires=30)
+def bookings_tick_task() -> int:
+    """Beat, every COMPOSER_BOOKING_TICK_S: start, warn and end the occurrences of bookings
+    that are due (`composer.services.booking_clock`). Each step is a compare-and-set on the
+    occurrence, so two ticks at once or a duplicate delivery start nothing twice. Returns
+    how many occurrences it moved."""
+    from composer.services.booking_clock import bookings_tick
+
+    return bookings_tick().count()
+
+
 @shared_task(acks_late=True, soft_time_limit=60, time_limit=90)
 def notification_deliver_task(delivery_id: int) -> bool | None:
     """One attempt at a notification (an e-mail or a webhook POST): claimed by

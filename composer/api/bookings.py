@@ -29,10 +29,12 @@ from composer.api.serializers.bookings import (
     BookingRefusedSerializer,
     BookingRequestSerializer,
     BookingSerializer,
+    OccurrenceEndSerializer,
 )
 from composer.api.tenant_requests import TenantRequests
 from composer.errors import ComposerError
 from composer.models import Booking, Occurrence
+from composer.services.booking_changes import occurrence_reschedule
 from composer.services.bookings import booking_cancel, booking_request, occurrence_cancel
 from fabric.api.views import ReadOnlyViewSet
 
@@ -178,3 +180,67 @@ class BookingViewSet(TenantRequests, mixins.CreateModelMixin, ReadOnlyViewSet):
             occurrence=found, actor=request.user, remote_addr=request.META.get("REMOTE_ADDR")
         )
         return self._detail_response(booking)
+
+    def _occurrence(self, pk: str | None, occurrence: str | None) -> tuple[Booking, Occurrence]:
+        booking = self.get_object()
+        self._tenant(booking.tenant.slug, write=True)
+        found = Occurrence.objects.filter(booking=booking, pk=int(occurrence or 0)).first()
+        if found is None:
+            raise NotFound("This booking has no such occurrence.")
+        return booking, found
+
+    def _reschedule(
+        self, request: Request, pk: str | None, occurrence: str | None, how: str
+    ) -> Response:
+        booking, found = self._occurrence(pk, occurrence)
+        body = OccurrenceEndSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        occurrence_reschedule(
+            occurrence=found,
+            ends_at=body.validated_data["ends_at"],
+            actor=request.user,
+            remote_addr=request.META.get("REMOTE_ADDR"),
+            direction=how,
+        )
+        return self._detail_response(booking)
+
+    @extend_schema(
+        summary="Extend one occurrence",
+        description="A later end (`ends_at`) for a booked or running occurrence, admitted "
+        "only if every device it holds is free for the extra time. 200 with the booking; "
+        "**409** `booking_refused` (field `ends_at`) when another window holds a device in "
+        "that time; 400 naming `ends_at` for an end not later or in the past; 409 "
+        "`invalid_transition` when it is over or cancelled.",
+        request=OccurrenceEndSerializer,
+        responses={200: BookingDetailSerializer, 404: ErrorSerializer, 409: REFUSED},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"occurrences/(?P<occurrence>[0-9]+)/extend",
+        url_name="occurrence_extend",
+    )
+    def occurrence_extend(
+        self, request: Request, pk: str | None = None, occurrence: str | None = None
+    ) -> Response:
+        return self._reschedule(request, pk, occurrence, "extend")
+
+    @extend_schema(
+        summary="Shorten one occurrence",
+        description="An earlier end (`ends_at`, still in the future) for a booked or running "
+        "occurrence; the devices' extra time is given back. 200 with the booking; 400 "
+        "naming `ends_at` for an end not earlier or in the past; 409 `invalid_transition` "
+        "when it is over or cancelled.",
+        request=OccurrenceEndSerializer,
+        responses={200: BookingDetailSerializer, 404: ErrorSerializer, 409: NOT_BOOKED},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"occurrences/(?P<occurrence>[0-9]+)/shorten",
+        url_name="occurrence_shorten",
+    )
+    def occurrence_shorten(
+        self, request: Request, pk: str | None = None, occurrence: str | None = None
+    ) -> Response:
+        return self._reschedule(request, pk, occurrence, "shorten")

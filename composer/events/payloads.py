@@ -151,6 +151,24 @@ class DeviceHealthPayload(TypedDict):
     change_count: int
 
 
+class BookingOccurrencePayload(TypedDict):
+    """What the clock of bookings did to one occurrence (`what`: started, warning, done,
+    missed, failed, cancelled, extended, shortened), `message` in the tenant's words;
+    heard by the booking's tenant only (`tenant_id`)."""
+
+    type: Literal["booking.occurrence"]
+    booking_id: int
+    booking_name: str
+    occurrence_id: int
+    tenant_id: int
+    what: str
+    state: str
+    starts_at: str
+    ends_at: str
+    composition_id: int | None
+    message: str
+
+
 class EventMessage(TypedDict):
     """What a websocket client (and an API client, per row) receives for one event."""
 

@@ -80,9 +80,13 @@ class Booking(TimeStampedModel):
 class Occurrence(models.Model):
     """One window of a booking, with the host and devices the engine placed it on.
 
-    Lifecycle: BOOKED -> CANCELLED (one occurrence let go, or its whole series). `placement`
-    is the plan as a composition stores it; `composition` is the one that serves the
-    window once it is composed.
+    Lifecycle: see `composer.choices.OccurrenceState` (the clock moves it:
+    `composer.services.booking_clock`). `placement` is the plan as a composition stores
+    it; `composition` is the one that serves the window once it is composed. `started_at`
+    is when the clock requested it (later than `starts_at` less the lead after a worker
+    outage: `late_s` says by how much after the start), `warned_at` when the tenant was
+    told its end is near, `finished_at` when it ended (done, missed, failed or cancelled
+    while running), `reason` why it ended as it did, in the tenant's words.
     """
 
     booking = models.ForeignKey(Booking, on_delete=models.CASCADE, related_name="occurrences")
@@ -99,6 +103,11 @@ class Occurrence(models.Model):
         "composer.Composition", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    late_s = models.PositiveIntegerField(default=0)
+    warned_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=500, blank=True, default="")
 
     objects = _ThroughBookingQuerySet.as_manager()
 
@@ -109,7 +118,10 @@ class Occurrence(models.Model):
                 condition=Q(ends_at__gt=F("starts_at")), name="composer_occurrence_window_forward"
             ),
         ]
-        indexes = [models.Index(fields=["ends_at", "state"], name="composer_occurrence_ends")]
+        indexes = [
+            models.Index(fields=["ends_at", "state"], name="composer_occurrence_ends"),
+            models.Index(fields=["state", "starts_at"], name="composer_occurrence_due"),
+        ]
 
     def __str__(self) -> str:
         return f"occurrence {self.pk} of booking {self.booking_id} ({self.state})"

@@ -83,12 +83,19 @@ def booked_between(
     end: datetime | None,
     *,
     exclude_booking: int | None = None,
+    exclude_occurrence: int | None = None,
     tenant: int | None = None,
     tenants: Iterable[int] | None = None,
 ) -> Booked:
     """The holds of booked occurrences overlapping `[start, end)` (`end` None: from `start`
-    on). Two queries whatever the number of bookings."""
-    holds = BookingHold.objects.filter(ends_at__gt=start)
+    on). Two queries whatever the number of bookings.
+
+    A running occurrence's holds are not counted: its composition holds those devices now
+    (and counts in quotas as any composition does); the holds stay in the table only so
+    that no other booking can take the rest of its window."""
+    holds = BookingHold.objects.filter(ends_at__gt=start).exclude(
+        occurrence__state=OccurrenceState.RUNNING
+    )
     occurrences = Occurrence.objects.filter(
         ends_at__gt=start, state=OccurrenceState.BOOKED, host__isnull=False
     )
@@ -105,6 +112,9 @@ def booked_between(
     if exclude_booking is not None:
         holds = holds.exclude(occurrence__booking_id=exclude_booking)
         occurrences = occurrences.exclude(booking_id=exclude_booking)
+    if exclude_occurrence is not None:
+        holds = holds.exclude(occurrence_id=exclude_occurrence)
+        occurrences = occurrences.exclude(pk=exclude_occurrence)
     rows = holds.values_list(
         "id",
         "occurrence_id",

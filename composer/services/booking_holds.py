@@ -144,12 +144,18 @@ def _check_parts(holds: Sequence[BookingHold], devices: dict[int, Device]) -> No
         device = devices.get(hold.device_id)
         if device is None or (hold.gib is None and hold.share is None):
             continue
-        overlapping = BookingHold.objects.filter(
-            Q(gib__isnull=False) | Q(share__isnull=False),
-            device_id=hold.device_id,
-            starts_at__lt=hold.ends_at,
-            ends_at__gt=hold.starts_at,
-        ).values_list("gib", "share")
+        # A running occurrence's slice or share is in the device's allocated figures
+        # already (its composition holds it): counted once.
+        overlapping = (
+            BookingHold.objects.filter(
+                Q(gib__isnull=False) | Q(share__isnull=False),
+                device_id=hold.device_id,
+                starts_at__lt=hold.ends_at,
+                ends_at__gt=hold.starts_at,
+            )
+            .exclude(occurrence__state="running")
+            .values_list("gib", "share")
+        )
         if hold.gib is not None:
             capacity = (device.memory_gib or 0) - (device.allocated_gib or 0)
             used = sum(g or 0 for g, _ in overlapping) + hold.gib

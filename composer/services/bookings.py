@@ -220,8 +220,8 @@ def _hold(
 
 def booking_cancel(*, booking: Booking, actor: Any, remote_addr: str | None = None) -> Booking:
     """Cancel the whole series: every occurrence not ended is CANCELLED and its holds are
-    given back (an ended one keeps its record). InvalidTransition (field "state") when the
-    booking is cancelled already."""
+    given back (an ended one keeps its record); a running one's composition is decomposed.
+    InvalidTransition (field "state") when the booking is cancelled already."""
     now = timezone.now()
     with transaction.atomic():
         locked = Booking.objects.select_for_update().get(pk=booking.pk)
@@ -232,6 +232,12 @@ def booking_cancel(*, booking: Booking, actor: Any, remote_addr: str | None = No
         )
         BookingHold.objects.filter(occurrence__in=ahead).delete()
         count = ahead.update(state=OccurrenceState.CANCELLED, cancelled_at=now)
+        running = Occurrence.objects.select_for_update(of=("self",)).filter(
+            booking=locked, state=OccurrenceState.RUNNING
+        )
+        for occurrence in running.select_related("booking"):
+            _running_cancel(occurrence, actor=actor, remote_addr=remote_addr, now=now)
+            count += 1
         Booking.objects.filter(pk=locked.pk).update(
             state=BookingState.CANCELLED, cancelled_at=now, updated_at=now
         )
@@ -249,18 +255,54 @@ def booking_cancel(*, booking: Booking, actor: Any, remote_addr: str | None = No
     return booking
 
 
+def _running_cancel(
+    occurrence: Occurrence,
+    *,
+    actor: Any,
+    remote_addr: str | None,
+    now: datetime,
+    audit: bool = True,
+) -> None:
+    """A running occurrence (locked) cancelled: its composition decomposed, the occurrence
+    ended with the reason (`composer.services.booking_clock`; audited there unless the
+    caller audits it itself)."""
+    from composer.services.booking_clock import occurrence_finish, occurrence_stop
+
+    if not occurrence_stop(occurrence, actor=actor, remote_addr=remote_addr):
+        raise InvalidTransition(
+            "This occurrence's composition is still being composed; cancel it once it is up.",
+            field="state",
+        )
+    occurrence_finish(
+        occurrence,
+        OccurrenceState.CANCELLED,
+        now=now,
+        reason="Cancelled while running: decomposed and its devices given back.",
+        actor=actor,
+        remote_addr=remote_addr,
+        audit=audit,
+    )
+
+
 def occurrence_cancel(
     *, occurrence: Occurrence, actor: Any, remote_addr: str | None = None
 ) -> Occurrence:
     """Cancel one occurrence not ended yet and give its holds back; the series goes on
-    (cancelling its last occurrence left cancels the series). InvalidTransition (field
-    "state") when it is cancelled or over already."""
+    (cancelling its last occurrence left cancels the series). A running one's composition
+    is decomposed. InvalidTransition (field "state") when it is cancelled or over already,
+    or while its composition is still being composed (cancel it once it is up)."""
     now = timezone.now()
     with transaction.atomic():
         booking = Booking.objects.select_for_update().get(pk=occurrence.booking_id)
         locked = Occurrence.objects.select_for_update().get(pk=occurrence.pk)
-        if locked.state != OccurrenceState.BOOKED or locked.ends_at <= now:
+        if (
+            locked.state not in (OccurrenceState.BOOKED, OccurrenceState.RUNNING)
+            or locked.ends_at <= now
+        ):
             raise InvalidTransition("This occurrence is cancelled or over already.", field="state")
+        running = locked.state == OccurrenceState.RUNNING
+        if running:
+            _running_cancel(locked, actor=actor, remote_addr=remote_addr, now=now, audit=False)
         BookingHold.objects.filter(occurrence=locked).delete()
         Occurrence.objects.filter(pk=locked.pk).update(
             state=OccurrenceState.CANCELLED, cancelled_at=now
@@ -274,10 +316,13 @@ def occurrence_cancel(
             actor=actor,
             source=SOURCE,
             remote_addr=remote_addr,
-            message=f"Cancelled the occurrence of {when} of {booking.name}",
+            message=f"Cancelled the occurrence of {when} of {booking.name}"
+            + (" while running: decomposed and its devices given back" if running else ""),
         )
         left = Occurrence.objects.filter(
-            booking=booking, state=OccurrenceState.BOOKED, ends_at__gt=now
+            booking=booking,
+            state__in=(OccurrenceState.BOOKED, OccurrenceState.RUNNING),
+            ends_at__gt=now,
         ).exists()
         if not left:
             Booking.objects.filter(pk=booking.pk).update(

@@ -324,6 +324,10 @@ def composition_rollback(
         )
     except (StaleState, InvalidTransition):
         logger.warning("composition %s changed during its rollback", composition.pk)
+    # A booked window it was serving cannot come up: reported now, not at the next tick.
+    from composer.services.booking_clock import occurrences_fail_with
+
+    occurrences_fail_with(composition)
     return composition
 
 

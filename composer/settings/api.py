@@ -45,6 +45,7 @@ SPECTACULAR_SETTINGS = {
         "AllocationStateEnum": "composer.choices.AllocationState",
         "BookingStateEnum": "composer.choices.BookingState",
         "RecurrenceEnum": "composer.choices.Recurrence",
+        "OccurrenceStateEnum": "composer.choices.OccurrenceState",
         "SeverityEnum": "fabric.choices.AlertSeverity",
         "SourceTypeEnum": "fabric.choices.AlertSource",
         "AlertRuleEnum": "composer.api.serializers.notifications.RULE_CHOICES",

@@ -249,6 +249,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.composition_holds_expire_task",
         "schedule": env_int("COMPOSER_HOLD_SWEEP_S", 10),
     },
+    # The clock of bookings (composer.services.booking_clock): occurrences composed ahead of
+    # their start, warned before their end, decomposed at it. `expires`: ticks queued while
+    # no worker ran are dropped; the next one catches up with what was missed.
+    "bookings-tick": {
+        "task": "composer.tasks.bookings_tick_task",
+        "schedule": env_int("COMPOSER_BOOKING_TICK_S", 30),
+        "options": {"expires": env_int("COMPOSER_BOOKING_TICK_S", 30)},
+    },
     # The job outbox (composer.services.dispatch): QUEUED jobs the broker does not hold
     # (refused while Redis was away, or lost with a Redis restart) are sent again.
     "jobs-dispatch": {
@@ -291,6 +299,7 @@ COMPOSER_HOUSEKEEPING_TASKS = [
     "composer.tasks.notifications_dispatch_task",
     "composer.tasks.notifications_prune_task",
     "composer.tasks.utilisation_tick_task",
+    "composer.tasks.bookings_tick_task",
 ]
 CELERY_TASK_ROUTES = {
     name: {"queue": COMPOSER_HOUSEKEEPING_QUEUE} for name in COMPOSER_HOUSEKEEPING_TASKS
@@ -340,6 +349,11 @@ COMPOSER_UTILISATION_ROLLUPS_DAYS = env_int("COMPOSER_UTILISATION_ROLLUPS_DAYS",
 # Operability (composer.monitoring, docs/monitoring.md). How often inventories sync (beat's
 # schedule above): the metrics compare each manager's sync age with it.
 COMPOSER_SYNC_INTERVAL_S = env_int("COMPOSER_SYNC_INTERVAL_S", 300)
+# Bookings: an occurrence is composed this long before its window starts, and its tenant
+# is warned this long before it ends (composer.services.booking_clock).
+COMPOSER_BOOKING_LEAD_S = env_int("COMPOSER_BOOKING_LEAD_S", 120)
+COMPOSER_BOOKING_WARN_S = env_int("COMPOSER_BOOKING_WARN_S", 600)
+
 # Worker and beat processes write a heartbeat to Redis every COMPOSER_HEARTBEAT_INTERVAL_S;
 # one older than COMPOSER_HEARTBEAT_STALE_S is a dead process (/readyz,
 # composer_processes_alive), one older than COMPOSER_HEARTBEAT_TTL_S is forgotten.

@@ -8,7 +8,7 @@
 //      document.addEventListener("composer:event", (e) => {
 //        const m = e.detail;
 //        // m = {type: "event", id, event_type, at, composition_id, job_id, payload, replay?}
-//        // event_type: "composition.state" | "job.progress" | "fabric.alert"
+//        // event_type: "composition.state" | "job.progress" | "fabric.alert" | "booking.occurrence"
 //        //             | "alert.acknowledged" | "device.health"
 //      });
 //

@@ -86,13 +86,36 @@ class OccurrenceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Occurrence
-        fields = ["id", "starts_at", "ends_at", "state", "host", "plan", "cancelled_at"]
+        fields = [
+            "id",
+            "starts_at",
+            "ends_at",
+            "state",
+            "host",
+            "plan",
+            "cancelled_at",
+            "composition",
+            "started_at",
+            "late_s",
+            "warned_at",
+            "finished_at",
+            "reason",
+        ]
         read_only_fields = fields
 
     def get_plan(self, occurrence: Occurrence) -> dict[str, Any] | None:
         request = self.context.get("request")
         operator = bool(request and is_operator(request.user))
         return plan_public(occurrence.placement, operator=operator)
+
+
+class OccurrenceEndSerializer(serializers.Serializer):
+    """The new end of one occurrence (extend or shorten)."""
+
+    ends_at = serializers.DateTimeField(
+        help_text="ISO 8601 with its offset; later than the present end to extend, earlier "
+        "to shorten (and in the future)."
+    )
 
 
 class BookingSerializer(serializers.HyperlinkedModelSerializer):

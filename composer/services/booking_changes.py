@@ -1,0 +1,148 @@
+"""Changing one occurrence's end: extend it (admitted only if its held devices are free for
+the extra time) or shorten it (the holds give the time back). Audited as every booking
+change is (a ChangeRecord its tenant's members may read), and told to the tenant live.
+
+Extending rewrites the occurrence's holds for the longer window under rule 7's database
+guarantee (`composer.services.booking_holds.holds_write`): another booking holding one of
+the devices in the extra time refuses it, naming the field `ends_at`. A device a
+composition holds now (other than the occurrence's own) refuses it too: compositions have
+no end, as the admission counts them. Cancelling a running occurrence or a series with one
+decomposes its composition (`composer.services.booking_clock.occurrence_stop`).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from composer.choices import OccurrenceState
+from composer.errors import BookingRefused, ClaimConflict, InvalidTransition, SpecError
+from composer.models import Allocation, Booking, BookingHold, Occurrence
+from composer.services.booking_clock import occurrence_event, occurrence_local
+from composer.services.booking_holds import holds_write
+from composer.services.changes import composer_change_record
+from composer.services.composition_placement import PLACEMENT_LOCK_KEY
+from fabric.choices import ChangeAction
+from fabric.models import Device
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["occurrence_reschedule"]
+
+SOURCE = "bookings"
+_OPEN = (OccurrenceState.BOOKED, OccurrenceState.RUNNING)
+
+
+def occurrence_reschedule(
+    *,
+    occurrence: Occurrence,
+    ends_at: datetime,
+    actor: Any,
+    remote_addr: str | None = None,
+    now: datetime | None = None,
+    direction: str | None = None,
+) -> Occurrence:
+    """Move a booked or running occurrence's end to `ends_at` (later: extend; earlier:
+    shorten). Raises SpecError (field `ends_at`) for an end not after its start or not in
+    the future, InvalidTransition (field `state`) when it is over or cancelled, and
+    BookingRefused (field `ends_at`) when a device it holds is booked or in use in the
+    extra time. With `direction` "extend" (or "shorten"), an end not later (not earlier)
+    than the present one is a SpecError on `ends_at`. Writes nothing then."""
+    now = now or timezone.now()
+    if not isinstance(ends_at, datetime) or ends_at.tzinfo is None:
+        raise SpecError("Give the new end as a date and time with its zone.", field="ends_at")
+    with transaction.atomic():
+        Booking.objects.select_for_update().filter(pk=occurrence.booking_id).first()
+        locked = (
+            Occurrence.objects.select_for_update(of=("self",))
+            .select_related("booking")
+            .get(pk=occurrence.pk)
+        )
+        if locked.state not in _OPEN or locked.ends_at <= now:
+            raise InvalidTransition("This occurrence is over or cancelled already.", field="state")
+        if ends_at <= max(locked.starts_at, now):
+            raise SpecError(
+                "The new end must be after the occurrence's start and in the future "
+                "(to end it now, cancel it).",
+                field="ends_at",
+            )
+        before = locked.ends_at
+        if direction == "extend" and ends_at <= before:
+            raise SpecError("To extend, give an end later than the present one.", field="ends_at")
+        if direction == "shorten" and ends_at >= before:
+            raise SpecError(
+                "To shorten, give an end earlier than the present one.", field="ends_at"
+            )
+        if ends_at == before:
+            return locked
+        if ends_at > before:
+            _extend(locked, ends_at)
+        else:
+            BookingHold.objects.filter(occurrence=locked).update(ends_at=ends_at)
+        Occurrence.objects.filter(pk=locked.pk).update(ends_at=ends_at, warned_at=None)
+        old_words = occurrence_local(locked)
+        locked.ends_at, locked.warned_at = ends_at, None
+        new_words = occurrence_local(locked)
+        verb = "Extended" if ends_at > before else "Shortened"
+        composer_change_record(
+            locked.booking,
+            ChangeAction.CHANGED,
+            {"occurrence": (old_words, new_words)},
+            actor=actor,
+            source=SOURCE,
+            remote_addr=remote_addr,
+            message=f"{verb} the occurrence of {old_words} of {locked.booking.name} to {new_words}",
+        )
+        occurrence_event(
+            locked, verb.lower(), f"{locked.booking.name}: {verb.lower()} to {new_words}."
+        )
+    logger.info("occurrence %s end moved from %s to %s", occurrence.pk, before, ends_at)
+    occurrence.refresh_from_db()
+    return occurrence
+
+
+def _extend(occurrence: Occurrence, ends_at: datetime) -> None:
+    """Rewrite the holds for the longer window, or BookingRefused naming `ends_at`."""
+    if connection.vendor == "postgresql":  # decided one at a time with admissions
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
+    holds = list(BookingHold.objects.filter(occurrence=occurrence).order_by("device_id"))
+    whole = [h.device_id for h in holds if h.gib is None and h.share is None]
+    in_use = (
+        Allocation.objects.filter(device_id__in=whole, released_at__isnull=True)
+        .exclude(composition_id=occurrence.composition_id)
+        .values_list("device_id", flat=True)
+    )
+    names = sorted(Device.objects.filter(pk__in=list(in_use)).values_list("name", flat=True))
+    if names:
+        raise BookingRefused(
+            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: {', '.join(names)} "
+            "is in use by another composition.",
+            field="ends_at",
+        )
+    longer = [
+        BookingHold(
+            occurrence=occurrence,
+            device_id=h.device_id,
+            host_id=h.host_id,
+            starts_at=h.starts_at,
+            ends_at=ends_at,
+            gib=h.gib,
+            share=h.share,
+        )
+        for h in holds
+    ]
+    BookingHold.objects.filter(occurrence=occurrence).delete()
+    try:
+        with transaction.atomic():
+            holds_write(longer)
+    except ClaimConflict as exc:
+        raise BookingRefused(
+            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: a device it holds is booked "
+            f"by another window in the extra time ({exc.message})",
+            field="ends_at",
+        ) from exc

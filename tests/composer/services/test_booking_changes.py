@@ -1,0 +1,84 @@
+"""Extending and shortening one occurrence: admitted only if its held devices are free for
+the extra time (else nothing changes), the time given back when shortened, field-named
+errors, each change audited; a running occurrence's new end is the one the clock keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from composer.errors import BookingRefused, SpecError
+from composer.models import BookingHold
+from composer.services.booking_changes import occurrence_reschedule
+from fabric.models import ChangeRecord, FabricManager
+from tests.composer.services.test_booking_clock import LEAD, TWO_GPUS, book, held, tick, tomorrow
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def clock(settings: Any) -> None:
+    settings.COMPOSER_BOOKING_LEAD_S = 120
+    settings.COMPOSER_BOOKING_WARN_S = 600
+
+
+def test_extend_is_admitted_only_if_the_devices_are_free_for_the_extra_time(
+    synced: FabricManager,
+    acme: Any,
+    globex: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    four = {"items": [{"kind": "gpu", "count": 4}]}
+    occurrence = book(acme, alice, tomorrow(8), tomorrow(10), spec=four)
+    book(globex, None, tomorrow(11), tomorrow(12), name="after", spec=TWO_GPUS)
+
+    occurrence_reschedule(occurrence=occurrence, ends_at=tomorrow(11), actor=alice)
+    occurrence.refresh_from_db()
+    assert occurrence.ends_at == tomorrow(11)
+    assert set(
+        BookingHold.objects.filter(occurrence=occurrence).values_list("ends_at", flat=True)
+    ) == {tomorrow(11)}
+
+    with pytest.raises(BookingRefused) as refused:
+        occurrence_reschedule(occurrence=occurrence, ends_at=tomorrow(12), actor=alice)
+    assert refused.value.field == "ends_at"
+    occurrence.refresh_from_db()
+    assert occurrence.ends_at == tomorrow(11) and len(held(occurrence)) == 4  # unchanged
+
+    records = ChangeRecord.objects.filter(target_type="booking", message__startswith="Extended")
+    assert records.count() == 1 and records[0].actor == alice
+
+
+def test_shorten_gives_the_time_back_and_extend_of_a_running_one_moves_its_end(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    occurrence = book(acme, alice, tomorrow(8), tomorrow(20))
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+
+    occurrence_reschedule(occurrence=occurrence, ends_at=tomorrow(21), actor=alice, now=tomorrow(9))
+    occurrence_reschedule(occurrence=occurrence, ends_at=tomorrow(18), actor=alice, now=tomorrow(9))
+    occurrence.refresh_from_db()
+    assert occurrence.ends_at == tomorrow(18)
+    assert set(
+        BookingHold.objects.filter(occurrence=occurrence).values_list("ends_at", flat=True)
+    ) == {tomorrow(18)}
+    assert ChangeRecord.objects.filter(message__startswith="Shortened").count() == 1
+
+    with pytest.raises(SpecError) as bad:
+        occurrence_reschedule(
+            occurrence=occurrence, ends_at=tomorrow(8, 30), actor=alice, now=tomorrow(9)
+        )
+    assert bad.value.field == "ends_at"
+    with pytest.raises(SpecError) as bad:
+        occurrence_reschedule(
+            occurrence=occurrence,
+            ends_at=tomorrow(19),
+            actor=alice,
+            now=tomorrow(9),
+            direction="shorten",
+        )
+    assert bad.value.field == "ends_at"
+
+    assert tick(tomorrow(18), django_capture_on_commit_callbacks).ended == [occurrence.pk]
