@@ -13,6 +13,7 @@ from rest_framework.routers import APIRootView
 from composer.api import (
     audit,
     bookings,
+    calendar,
     compositions,
     events,
     notifications,
@@ -70,6 +71,7 @@ urlpatterns = [
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("audit/", audit.AuditListView.as_view(), name="audit_list"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("calendar/", calendar.CalendarView.as_view(), name="calendar"),
     path("", include("fabric.api.urls")),
     path("", include(router.urls)),
     # Last: any other path ending in a slash (line breaks included: `%0A`) is a JSON 404.

@@ -24,6 +24,7 @@ from fabric.health import rules
 from fabric.models import Alert, Device
 from tests.factories.composer import JobFactory
 from tests.factories.fabric import fabric_small
+from tests.support.calendar import book_window
 
 pytestmark = pytest.mark.browser
 
@@ -88,6 +89,15 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
         duration=timedelta(hours=4),
         reason="the GPU is being replaced",
         actor=actor,
+    )
+    # A booked window tonight, so that the calendar draws its timeline.
+    book_window(
+        acme,
+        "nightly-inference",
+        now + timedelta(hours=2),
+        now + timedelta(hours=6),
+        small.gpus[4:6],
+        small.hosts[1],
     )
     return {"small": small, "box": box, "job": job, "alert": alert, "hook": hook}
 
@@ -155,6 +165,7 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
         reverse("composer:pool_list"),
+        reverse("composer:calendar"),
         reverse("composer:pool_detail", args=[small.pools[0].slug]),
         reverse("fabric:device_list"),
         reverse("fabric:device_detail", args=[small.gpus[0].pk]),
@@ -209,6 +220,7 @@ def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
         reverse("composer:composition_templates"),
         reverse("composer:composition_detail", args=[world["box"].pk]),
         reverse("composer:pool_list"),
+        reverse("composer:calendar"),
         reverse("fabric:device_list"),
         reverse("composer:alert_list") + "?state=all",
         reverse("composer:job_list"),
