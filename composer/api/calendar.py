@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from composer.api.errors import ErrorSerializer
 from composer.forms.calendar import DEFAULT_DAYS, MAX_DAYS, MAX_MIN_FREE, CalendarForm
 from composer.selectors.calendar import Calendar, calendar, calendar_tenants
 
@@ -130,7 +131,7 @@ class CalendarSerializer(serializers.Serializer):
             description="How much a free window leaves free (default 1).",
         ),
     ],
-    responses=CalendarSerializer,
+    responses={200: CalendarSerializer, 404: ErrorSerializer},
 )
 class CalendarView(APIView):
     """GET /api/v1/calendar/."""

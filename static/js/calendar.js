@@ -1,5 +1,5 @@
 /* The calendar page's timeline: draws the booked windows the page embedded (json_script
-   "calendar-data") with vis-timeline; choosing one opens its booking's page. */
+   "calendar-data") with vis-timeline, in UTC; choosing one opens its booking's page. */
 (function () {
   "use strict";
 
@@ -20,6 +20,8 @@
       orientation: { axis: "top" },
       margin: { item: 4 },
       tooltip: { followMouse: true },
+      // The tables beside it are in UTC: so is the axis.
+      moment: function (date) { return vis.moment(date).utc(); },
     });
     function open(id) {
       var item = items.get(id);

@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 
+from composer.choices import AllocationState, CompositionState
+from composer.models import Allocation, BookingHold, Composition, Occurrence
 from composer.selectors.calendar import calendar
 from fabric.choices import DeviceState
+from fabric.models import Device
 from tests.factories.fabric import SmallFabric
 from tests.support.calendar import DAY, at, booked_world
 
@@ -127,3 +130,66 @@ def test_queries_do_not_grow_with_bookings(
     booked_world(small, acme, globex)
     with django_assert_max_num_queries(10):
         day_calendar(admin_user)
+
+
+def _composition_holding(tenant: Any, device: Any, host: Any) -> Composition:
+    box = Composition.objects.create(
+        tenant=tenant, name="standing", host=host, state=CompositionState.READY, spec={}
+    )
+    Allocation.objects.create(composition=box, device=device, state=AllocationState.BOUND)
+    Device.objects.filter(pk=device.pk).update(state=DeviceState.BOUND, bound_host=host)
+    return box
+
+
+def test_a_composition_that_serves_no_window_stands_and_takes_a_held_device(
+    small: SmallFabric, acme: Any, globex: Any, alice: Any
+) -> None:
+    world = booked_world(small, acme, globex)
+    _composition_holding(acme, small.gpus[0], small.hosts[0])
+
+    cal = day_calendar(alice)
+    load = h100(cal)
+    assert load.standing == 1
+    assert load.free[:8] == [6, 3, 0, 0, 2, 2, 6, 6]
+    (conflict,) = cal.conflicts
+    assert (conflict.occurrence, conflict.reason, conflict.count, conflict.devices) == (
+        world.acme_window.pk,
+        "device_taken",
+        1,
+        (),
+    )
+
+
+def test_the_composition_serving_a_window_neither_stands_nor_conflicts(
+    small: SmallFabric, acme: Any, globex: Any, alice: Any
+) -> None:
+    world = booked_world(small, acme, globex)
+    box = _composition_holding(acme, small.gpus[0], small.hosts[0])
+    Occurrence.objects.filter(pk=world.acme_window.pk).update(composition=box)
+
+    cal = day_calendar(alice)
+    assert h100(cal).standing == 0 and cal.conflicts == []
+    assert cal.occurrences[0].composition == box.pk
+
+
+def test_a_memory_pool_counts_gib(
+    small: SmallFabric, acme: Any, globex: Any, admin_user: Any
+) -> None:
+    world = booked_world(small, acme, globex)
+    box = small.memory[0]
+    BookingHold.objects.create(
+        occurrence=world.acme_window,
+        device=box,
+        host=small.hosts[0],
+        starts_at=at(1),
+        ends_at=at(4),
+        gib=256,
+    )
+    cal = day_calendar(admin_user)
+    memory = next(p for p in cal.pools if p.pool.pk == box.pool_id)
+    total = sum(d.memory_gib for d in small.memory)
+    assert (memory.unit, memory.capacity) == ("GiB", total)
+    assert memory.booked[:5] == [0, 256, 256, 256, 0]
+    assert memory.free[:5] == [total, total - 256, total - 256, total - 256, total]
+    acme_window = next(o for o in cal.occurrences if o.id == world.acme_window.pk)
+    assert acme_window.pools == {"h100": 3, box.pool.slug: 256}
