@@ -81,3 +81,14 @@ class CalendarForm(forms.Form):
         data["start"], data["end"] = start, end
         data["min_free"] = data.get("min_free") or 1
         return data
+
+
+GROUPINGS = [("pool", "Pool"), ("tenant", "Tenant"), ("booking", "Booking")]
+
+
+class CalendarPageForm(CalendarForm):
+    """The page's parameters: also how the timeline's rows are made (`group`): a row per
+    pool, per tenant or per booking; blank for the viewer's default (operators: pool,
+    members: booking)."""
+
+    group = forms.ChoiceField(choices=[("", "Default"), *GROUPINGS], required=False, label="Rows")

@@ -1,7 +1,8 @@
-"""The calendar page: booked windows on a timeline (operators: a row per pool; members: a
-row per booking), each pool's load day by day, its free windows, and the conflicts.
+"""The calendar page: booked windows on a timeline (a row per pool, tenant or booking;
+by default operators' rows are pools, members' bookings), each pool's load day by day, its
+free windows, and the conflicts.
 
-The parameters are `composer.forms.calendar.CalendarForm` (the API's too): a bad one
+The parameters are `composer.forms.calendar.CalendarPageForm` (the API's, and `group`): a bad one
 re-renders the page with the error beside its field and a 400. A tenant filter outside the
 caller's tenants is a 404, as for anything of another tenant.
 """
@@ -16,27 +17,47 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from composer.forms.calendar import CalendarForm
-from composer.selectors.calendar import Calendar, calendar, calendar_tenants
+from composer.forms.calendar import GROUPINGS, CalendarPageForm
+from composer.selectors.calendar import (
+    Calendar,
+    CalendarOccurrence,
+    calendar,
+    calendar_tenants,
+)
 from fabric.models import Pool
 from fabric.permissions import is_operator
 
 NO_POOL = "none"
 
 
-def timeline_data(cal: Calendar, *, operator: bool) -> dict[str, Any]:
-    """Groups and items for the timeline: operators group by pool (a window that holds in
-    two pools is drawn in both), members by booking."""
-    groups: list[dict[str, Any]] = []
+def _rows(cal: Calendar, group: str) -> list[dict[str, Any]]:
+    """The timeline's rows: every pool of the calendar, or the tenants and bookings that have
+    a window in it."""
+    if group == "pool":
+        return [{"id": f"pool-{p.pool.slug}", "content": p.pool.name} for p in cal.pools]
+    seen: dict[str, str] = {}
+    for occ in cal.occurrences:
+        if group == "tenant":
+            seen.setdefault(f"tenant-{occ.tenant_slug}", occ.tenant_name)
+        else:
+            seen.setdefault(f"booking-{occ.booking}", occ.booking_name)
+    return [{"id": key, "content": name} for key, name in seen.items()]
+
+
+def _row_keys(occ: CalendarOccurrence, group: str, known: set[str]) -> list[str]:
+    if group == "pool":
+        return [k for k in (f"pool-{s}" for s in occ.pools) if k in known] or [NO_POOL]
+    if group == "tenant":
+        return [f"tenant-{occ.tenant_slug}"]
+    return [f"booking-{occ.booking}"]
+
+
+def timeline_data(cal: Calendar, *, group: str) -> dict[str, Any]:
+    """Rows and items for the timeline: a row per pool (a window that holds in two pools is
+    drawn in both), per tenant or per booking."""
+    groups = _rows(cal, group)
+    known = {g["id"] for g in groups}
     items: list[dict[str, Any]] = []
-    if operator:
-        groups = [{"id": p.pool.slug, "content": p.pool.name} for p in cal.pools]
-        known = {g["id"] for g in groups}
-    else:
-        seen: dict[int, str] = {}
-        for occ in cal.occurrences:
-            seen.setdefault(occ.booking, occ.booking_name)
-        groups = [{"id": f"booking-{pk}", "content": name} for pk, name in seen.items()]
     for occ in cal.occurrences:
         state = "conflict" if occ.conflicts else occ.state
         title = f"{occ.booking_name} · {occ.tenant_name} · {occ.starts_at:%Y-%m-%d %H:%M} to "
@@ -52,15 +73,11 @@ def timeline_data(cal: Calendar, *, operator: bool) -> dict[str, Any]:
             "url": reverse("composer:booking_detail", args=[occ.booking]),
             "occurrence": occ.id,
         }
-        if operator:
-            slugs = [s for s in occ.pools if s in known] or [NO_POOL]
-            for slug in slugs:
-                if slug == NO_POOL and NO_POOL not in known:
-                    groups.append({"id": NO_POOL, "content": "No pool"})
-                    known.add(NO_POOL)
-                items.append({**item, "id": f"{occ.id}-{slug}", "group": slug})
-        else:
-            items.append({**item, "id": str(occ.id), "group": f"booking-{occ.booking}"})
+        for key in _row_keys(occ, group, known):
+            if key not in known:
+                groups.append({"id": key, "content": "No pool"})
+                known.add(key)
+            items.append({**item, "id": f"{occ.id}-{key}", "group": key})
     return {
         "groups": groups,
         "items": items,
@@ -74,12 +91,13 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
     """The calendar of a period (today and the next two weeks unless the URL says)."""
     operator = is_operator(request.user)
     tenants = calendar_tenants(request.user)
-    form = CalendarForm(request.GET)
+    form = CalendarPageForm(request.GET)
     context: dict[str, Any] = {
         "form": form,
         "tenants": tenants,
         "pools": Pool.objects.order_by("name"),
         "operator": operator,
+        "groupings": GROUPINGS,
         "section": "calendar",
     }
     if not form.is_valid():
@@ -90,6 +108,7 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
         tenant = next((t for t in tenants if t.slug == data["tenant"]), None)
         if tenant is None:
             raise Http404("No such tenant.")
+    group = data["group"] or ("pool" if operator else "booking")
     cal = calendar(
         user=request.user,
         start=data["start"],
@@ -102,7 +121,8 @@ def calendar_page(request: HttpRequest) -> HttpResponse:
     context.update(
         {
             "cal": cal,
-            "timeline": timeline_data(cal, operator=operator),
+            "timeline": timeline_data(cal, group=group),
+            "group": group,
             "selected_pool": data["pool"].slug if data["pool"] else "",
             "selected_tenant": tenant.slug if tenant else "",
             "start_value": cal.start.strftime("%Y-%m-%d"),

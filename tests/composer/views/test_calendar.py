@@ -38,10 +38,10 @@ def test_the_operator_gets_a_row_per_pool(
     response = client_as(admin_user).get(URL, PERIOD)
     assert response.status_code == 200
     data = timeline(response)
-    assert {g["id"] for g in data["groups"]} >= {"h100", "cxl-memory"}
+    assert {g["id"] for g in data["groups"]} >= {"pool-h100", "pool-cxl-memory"}
     assert sorted((i["group"], i["content"]) for i in data["items"]) == [
-        ("h100", "acme-night"),
-        ("h100", "globex-run"),
+        ("pool-h100", "acme-night"),
+        ("pool-h100", "globex-run"),
     ]
     item = next(i for i in data["items"] if i["content"] == "acme-night")
     assert item["url"] == f"/bookings/{world.acme_booking.pk}/"
@@ -52,6 +52,22 @@ def test_the_operator_gets_a_row_per_pool(
     assert "2031-03-10 00:00\u20132031-03-10 02:00 (2 h, at least 4 devices)" in page
     assert "2031-03-10 04:00\u20132031-03-11 00:00 (20 h, at least 3 devices)" in page
     assert 'href="/calendar/"' in page  # in the navbar
+
+
+def test_rows_per_tenant_or_per_booking_on_demand(
+    small: SmallFabric, acme: Any, globex: Any, admin_user: Any, alice: Any, client_as: Any
+) -> None:
+    booked_world(small, acme, globex)
+    data = timeline(client_as(admin_user).get(URL, {**PERIOD, "group": "tenant"}))
+    assert data["groups"] == [
+        {"id": "tenant-acme", "content": "Acme"},
+        {"id": "tenant-globex", "content": "Globex"},
+    ]
+    assert sorted(i["group"] for i in data["items"]) == ["tenant-acme", "tenant-globex"]
+    data = timeline(client_as(alice).get(URL, {**PERIOD, "group": "pool"}))
+    assert [i["group"] for i in data["items"]] == ["pool-h100"]
+    response = client_as(alice).get(URL, {**PERIOD, "group": "device"})
+    assert response.status_code == 400 and "is-invalid" in response.content.decode()
 
 
 def test_members_get_a_row_per_booking_of_their_tenants_only(
