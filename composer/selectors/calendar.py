@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from itertools import accumulate
 from typing import Any
 
 from django.db.models import Q
@@ -252,23 +253,27 @@ def calendar(
         for o in rows[:MAX_OCCURRENCES]
     }
 
-    booked: dict[int, list[float]] = {p.pk: [0.0] * hours for p in pools}
+    # Each hold adds its amount where its hours begin and takes it off where they end; the
+    # running sum is then the load of each hour, whatever the number or length of holds.
+    steps: dict[int, list[float]] = {p.pk: [0.0] * (hours + 1) for p in pools}
     for occ, pool_id, kind, memory_gib, gib, share, s, e in hold_rows:
         amount = _amount(pool_kind[pool_id], kind, memory_gib or 0, gib, share)
-        series = booked[pool_id]
-        for i in _slots(start, s, e, hours):
-            series[i] += amount
+        touched = _slots(start, s, e, hours)
+        if touched:
+            steps[pool_id][touched.start] += amount
+            steps[pool_id][touched.stop] -= amount
         if occ in occurrences:
             held = occurrences[occ].pools
             held[pool_slug[pool_id]] = held.get(pool_slug[pool_id], 0.0) + amount
 
+    booked = {pk: list(accumulate(series[:hours])) for pk, series in steps.items()}
     standing = _standing(pool_kind, start)
     loads = []
     for cap in pool_capacities(pools=Pool.objects.filter(pk__in=pool_kind)):
         pk = cap.pool.pk
         base = cap.capacity - cap.unavailable - standing.get(pk, 0.0)
         free = [round(max(0.0, base - b), 3) for b in booked[pk]]
-        series = [round(b, 3) for b in booked[pk]]
+        series = [round(b, 3) + 0.0 for b in booked[pk]]  # + 0.0: never -0.0
         loads.append(
             PoolLoad(
                 pool=cap.pool,

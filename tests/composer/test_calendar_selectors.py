@@ -193,3 +193,21 @@ def test_a_memory_pool_counts_gib(
     assert memory.free[:5] == [total, total - 256, total - 256, total - 256, total]
     acme_window = next(o for o in cal.occurrences if o.id == world.acme_window.pk)
     assert acme_window.pools == {"h100": 3, box.pool.slug: 256}
+
+
+def test_gpu_shares_count_as_their_fraction_of_a_device(
+    small: SmallFabric, acme: Any, globex: Any, admin_user: Any
+) -> None:
+    world = booked_world(small, acme, globex)
+    for share, window in ((250, world.acme_window), (125, world.globex_window)):
+        BookingHold.objects.create(
+            occurrence=window,
+            device=small.gpus[3 if window == world.acme_window else 0],
+            host=small.hosts[0],
+            starts_at=at(8),
+            ends_at=at(10) if share == 250 else at(9),
+            share=share,
+        )
+    load = h100(day_calendar(admin_user))
+    assert load.booked[7:11] == [0, 0.375, 0.25, 0]
+    assert all(str(b) != "-0.0" for b in load.booked)
