@@ -10,7 +10,7 @@ import pytest
 
 from tests.factories.fabric import SmallFabric
 from tests.support.api import assert_error
-from tests.support.calendar import DAY, booked_world
+from tests.support.calendar import DAY, at, book_window, booked_world
 
 pytestmark = pytest.mark.django_db
 
@@ -96,3 +96,21 @@ def test_the_default_period_is_today_and_two_weeks(
     h100 = next(p for p in body["pools"] if p["slug"] == "h100")
     assert len(h100["booked"]) == 15 * 24 and len(h100["days"]) == 15
     assert body["occurrences"] == [] and body["conflicts"] == []
+
+
+def test_the_answer_costs_a_fixed_number_of_queries(
+    small: SmallFabric,
+    acme: Any,
+    globex: Any,
+    admin_user: Any,
+    api_as: Any,
+    django_assert_max_num_queries: Any,
+) -> None:
+    booked_world(small, acme, globex)
+    client = api_as(admin_user)
+    with django_assert_max_num_queries(12) as few:
+        client.get(URL, PERIOD)
+    for n in range(6):  # six more bookings, each a window of its own
+        book_window(acme, f"more-{n}", at(8 + n), at(9 + n), small.gpus[n : n + 1], small.hosts[0])
+    with django_assert_max_num_queries(len(few.captured_queries)):
+        assert len(client.get(URL, PERIOD).json()["occurrences"]) == 8
