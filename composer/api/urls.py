@@ -13,6 +13,7 @@ from rest_framework.routers import APIRootView
 from composer.api import (
     audit,
     bookings,
+    calendar,
     compositions,
     counterfactual,
     events,
@@ -74,6 +75,7 @@ urlpatterns = [
     path("events/", events.EventListView.as_view(), name="event_list"),
     path("audit/", audit.AuditListView.as_view(), name="audit_list"),
     path("search/", search.SearchView.as_view(), name="search"),
+    path("calendar/", calendar.CalendarView.as_view(), name="calendar"),
     path("counterfactual/", counterfactual.CounterfactualView.as_view(), name="counterfactual"),
     path("utilisation/", utilisation.UtilisationView.as_view(), name="utilisation"),
     path("", include("fabric.api.urls")),

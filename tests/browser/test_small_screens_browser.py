@@ -33,6 +33,7 @@ from fabric.health import rules
 from fabric.models import Alert, Device
 from tests.factories.composer import JobFactory
 from tests.factories.fabric import fabric_small
+from tests.support.calendar import book_window
 
 pytestmark = pytest.mark.browser
 
@@ -137,6 +138,15 @@ def _world(acme: Any, alice: Any) -> dict[str, Any]:
                 starts_at=occurrence.starts_at,
                 ends_at=occurrence.ends_at,
             )
+    # A booked window tonight, so that the calendar draws its timeline.
+    book_window(
+        acme,
+        "nightly-inference",
+        now + timedelta(hours=2),
+        now + timedelta(hours=6),
+        small.gpus[4:6],
+        small.hosts[1],
+    )
     return {
         "small": small,
         "box": box,
@@ -213,6 +223,7 @@ def test_every_operator_page_fits_a_phone(
         reverse("composer:booking_create"),
         reverse("composer:booking_detail", args=[world["booking"].pk]),
         reverse("composer:pool_list"),
+        reverse("composer:calendar"),
         reverse("composer:pool_detail", args=[small.pools[0].slug]),
         reverse("composer:utilisation"),
         reverse("composer:utilisation") + f"?pool={small.pools[0].slug}",
@@ -274,6 +285,7 @@ def test_every_tenant_page_fits_a_phone_and_the_menu_opens(
         reverse("composer:booking_detail", args=[world["booking"].pk]),
         reverse("composer:pool_list"),
         reverse("composer:utilisation"),
+        reverse("composer:calendar"),
         reverse("fabric:device_list"),
         reverse("composer:alert_list") + "?state=all",
         reverse("composer:job_list"),
