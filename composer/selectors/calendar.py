@@ -45,7 +45,7 @@ HOUR = timedelta(hours=1)
 MAX_OCCURRENCES = 2000
 MAX_FREE_WINDOWS = 5
 # Occurrence states a later stage may give a window that did not run: shown as conflicts.
-FAILED_STATES = frozenset({"failed", "missed"})
+FAILED_STATES = frozenset({OccurrenceState.FAILED, OccurrenceState.MISSED})
 
 
 @dataclass(frozen=True, slots=True)
