@@ -78,9 +78,11 @@ class Tick:
     warned: list[int] = field(default_factory=list)
     ended: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)  # the window before still gives back
 
     def count(self) -> int:
-        return sum(len(v) for v in vars(self).values())
+        """What the tick changed (a start waiting for the window before changes nothing)."""
+        return sum(len(v) for k, v in vars(self).items() if k != "waiting")
 
 
 def occurrence_local(occurrence: Occurrence) -> str:
@@ -108,9 +110,9 @@ def bookings_tick(*, now: datetime | None = None) -> Tick:
     lead = timedelta(seconds=settings.COMPOSER_BOOKING_LEAD_S)
     warn = timedelta(seconds=settings.COMPOSER_BOOKING_WARN_S)
     tick = Tick()
-    due = Occurrence.objects.filter(state=OccurrenceState.BOOKED, starts_at__lte=now + lead)
-    for pk in due.order_by("starts_at", "pk").values_list("pk", flat=True):
-        _step(pk, lambda p: occurrence_start(p, now=now, tick=tick), "start")
+    # Ends before starts: a window that starts when another ends on the same devices (day
+    # and night on one GPU box) finds them given back, or being given back (it then waits:
+    # occurrence_start).
     running = Occurrence.objects.filter(state=OccurrenceState.RUNNING)
     failed = running.filter(composition__state__in=_FAILED)
     for pk in failed.values_list("pk", flat=True):
@@ -118,6 +120,9 @@ def bookings_tick(*, now: datetime | None = None) -> Tick:
     ending = running.filter(ends_at__lte=now).order_by("ends_at", "pk")
     for pk in ending.values_list("pk", flat=True):
         _step(pk, lambda p: _end(p, now=now, tick=tick), "end")
+    due = Occurrence.objects.filter(state=OccurrenceState.BOOKED, starts_at__lte=now + lead)
+    for pk in due.order_by("starts_at", "pk").values_list("pk", flat=True):
+        _step(pk, lambda p: occurrence_start(p, now=now, tick=tick), "start")
     warning = running.filter(warned_at__isnull=True, ends_at__gt=now, ends_at__lte=now + warn)
     for pk in warning.values_list("pk", flat=True):
         _step(pk, lambda p: _warn(p, now=now, tick=tick), "warn")

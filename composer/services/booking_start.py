@@ -15,7 +15,7 @@ operators and the tenant.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from zoneinfo import ZoneInfo
 
@@ -25,6 +25,7 @@ from composer.choices import CompositionState, JobKind, OccurrenceState
 from composer.errors import ClaimConflict
 from composer.models import (
     AlertAudience,
+    Allocation,
     BookingHold,
     Composition,
     Occurrence,
@@ -69,6 +70,21 @@ __all__ = [
 
 # The rule of the alert an occurrence that could not come up opens, on its host.
 BOOKING_FAILED_RULE = "booking_failed"
+# How long past its start an occurrence waits for the window before it on the same devices
+# to give them back, before it is healed onto others (or fails) like any lost device.
+PREDECESSOR_WAIT = timedelta(minutes=10)
+
+
+def _predecessor_holds(occurrence: Occurrence) -> bool:
+    """Whether a composition of a window that ended by this one's start still holds one of
+    the devices this one holds (it is being decomposed)."""
+    held = BookingHold.objects.filter(occurrence=occurrence).values("device_id")
+    before = Occurrence.objects.filter(
+        ends_at__lte=occurrence.starts_at, composition__isnull=False
+    ).values("composition_id")
+    return Allocation.objects.filter(
+        device_id__in=held, released_at__isnull=True, composition_id__in=before
+    ).exists()
 
 
 def occurrence_start(pk: int, *, now: datetime, tick: Tick) -> None:
@@ -85,6 +101,12 @@ def occurrence_start(pk: int, *, now: datetime, tick: Tick) -> None:
             )
             occurrence_finish(occurrence, OccurrenceState.MISSED, now=now, reason=reason)
             tick.missed.append(pk)
+            return
+        if now < occurrence.starts_at + PREDECESSOR_WAIT and _predecessor_holds(occurrence):
+            # Back to back on the same devices: the window before still gives them back
+            # (its decompose job runs). Waiting is right; healing onto others, or failing,
+            # would not be. The next tick tries again.
+            tick.waiting.append(pk)
             return
         late = max(0, int((now - occurrence.starts_at).total_seconds()))
         composition = _composition_create(occurrence)

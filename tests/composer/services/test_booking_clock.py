@@ -305,3 +305,41 @@ def test_the_alert_of_a_failed_start_closes_once_its_window_is_over(
 
     alert.refresh_from_db()
     assert alert.state == "closed" and alert.closed_at == tomorrow(10)
+
+
+def test_back_to_back_windows_on_the_same_devices_hand_over_without_a_failure(
+    synced: FabricManager,
+    acme: Any,
+    globex: Any,
+    alice: Any,
+    carol: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Day and night on one GPU pair: the night's start less the lead falls while the day
+    still runs. The night waits for the day's devices (it is neither healed onto others nor
+    failed) and starts once the day's decompose has given them back."""
+    day = book(acme, alice, tomorrow(8), tomorrow(20), name="day")
+    devices = held(day)
+    others = Device.objects.filter(kind="gpu").exclude(pk__in=devices)
+    others.update(state=DeviceState.MAINTENANCE)  # the night can only have the day's pair
+    night = book(globex, carol, tomorrow(20), tomorrow(22), name="night")
+    assert held(night) == devices
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+
+    waiting = tick(tomorrow(20) - LEAD, django_capture_on_commit_callbacks)
+    assert (waiting.waiting, waiting.started, waiting.failed) == ([night.pk], [], [])
+    night.refresh_from_db()
+    assert night.state == OccurrenceState.BOOKED and night.composition_id is None
+
+    # At the day's end its decompose job is queued; the night waits for it once more, and
+    # the next tick (the job has run) starts it on the same pair.
+    handover = tick(tomorrow(20), django_capture_on_commit_callbacks)
+    assert (handover.ended, handover.waiting, handover.failed) == ([day.pk], [night.pk], [])
+    assert tick(
+        tomorrow(20, 0) + timedelta(seconds=30), django_capture_on_commit_callbacks
+    ).started == [night.pk]
+    night.refresh_from_db()
+    assert night.state == OccurrenceState.RUNNING
+    composition = Composition.objects.get(pk=night.composition_id)
+    assert composition.state == CompositionState.READY
+    assert sorted(composition.allocations.values_list("device_id", flat=True)) == devices
