@@ -33,6 +33,10 @@ def _hour(value: datetime) -> datetime:
     return value.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
+# The farthest from today a calendar may look, either way.
+FARTHEST = timedelta(days=3653)
+
+
 class CalendarForm(forms.Form):
     """start, end (a date or a date and time; UTC unless an offset is given), pool (a slug),
     tenant (a slug: the view checks it is one the caller may see), min_free (how many
@@ -68,6 +72,12 @@ class CalendarForm(forms.Form):
         if self.errors:
             return data
         start = _hour(data["start"]) if data.get("start") else default_start(self.now)
+        if abs(start - self.now) > FARTHEST:  # past it, a date near the calendar's ends overflows
+            self.add_error("start", "Pick a start within ten years of today.")
+            return data
+        if data.get("end") and abs(data["end"] - self.now) > FARTHEST:
+            self.add_error("end", "Pick an end within ten years of today.")
+            return data
         if data.get("end"):
             end = _hour(data["end"])
             if end < data["end"].astimezone(UTC):

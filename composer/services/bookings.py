@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -48,6 +48,10 @@ __all__ = ["booking_cancel", "booking_request", "occurrence_cancel"]
 SOURCE = "bookings"
 
 
+# How far ahead a booking may reach (its windows and its recurrence's last date).
+HORIZON = timedelta(days=730)
+
+
 def _aware(value: datetime, zone: ZoneInfo, field: str) -> datetime:
     """A window's time: an aware one as given, a naive one read in the booking's zone."""
     if not isinstance(value, datetime):
@@ -55,6 +59,24 @@ def _aware(value: datetime, zone: ZoneInfo, field: str) -> datetime:
     if value.tzinfo is None:
         return value.replace(tzinfo=zone)
     return value
+
+
+def _within_horizon(start: datetime, end: datetime, until: date | None) -> None:
+    """Bookings look at most `HORIZON` ahead: a window or a last date past it is refused by
+    name (a date near the calendar's end would otherwise overflow the arithmetic of the
+    admission, and capacity is not promised years ahead)."""
+    limit = timezone.now() + HORIZON
+    for value, field in ((start, "starts_at"), (end, "ends_at")):
+        if value > limit:
+            raise SpecError(
+                f"Book at most {HORIZON.days // 365} years ahead (until {limit:%Y-%m-%d}).",
+                field=field,
+            )
+    if until is not None and until > limit.date():
+        raise SpecError(
+            f"Repeat at most {HORIZON.days // 365} years ahead (until {limit:%Y-%m-%d}).",
+            field="until",
+        )
 
 
 def _name_clean(name: str | None) -> str:
@@ -112,6 +134,7 @@ def booking_request(
     if ends_at is None:
         raise SpecError("Say when the window ends.", field="ends_at")
     start, end = _aware(starts_at, zone, "starts_at"), _aware(ends_at, zone, "ends_at")
+    _within_horizon(start, end, until)
     windows = windows_expand(
         starts_at=start, ends_at=end, zone=zone, recurrence=str(recurrence), until=until
     )

@@ -106,6 +106,12 @@ def test_bad_input_names_its_field(synced: FabricManager, alice: Any, api_as: An
         format="json",
     )
     assert response.status_code == 400 and response.json()["field"].startswith("spec.")
+    # Near the calendar's end, or past how far ahead one may book: named, never a 500.
+    far = {"name": "b", "spec": TWO_GPUS, "starts_at": "9999-12-30T00:00:00Z"}
+    response = client.post(URL, {**far, "ends_at": "9999-12-30T08:00:00Z"}, format="json")
+    assert_error(response, 400, "invalid_spec", field="starts_at")
+    daily = {**base, "ends_at": at(9).isoformat(), "recurrence": "daily", "until": "9999-12-31"}
+    assert_error(client.post(URL, daily, format="json"), 400, "invalid_spec", field="until")
     assert not Booking.objects.exists()
 
 
