@@ -27,7 +27,6 @@ from composer.services.booking_holds import holds_write
 from composer.services.changes import composer_change_record
 from composer.services.composition_placement import PLACEMENT_LOCK_KEY
 from fabric.choices import ChangeAction
-from fabric.models import Device
 
 logger = logging.getLogger(__name__)
 
@@ -117,11 +116,11 @@ def _extend(occurrence: Occurrence, ends_at: datetime) -> None:
         .exclude(composition_id=occurrence.composition_id)
         .values_list("device_id", flat=True)
     )
-    names = sorted(Device.objects.filter(pk__in=list(in_use)).values_list("name", flat=True))
-    if names:
+    taken = len(set(in_use))  # counted, not named: the tenant reads this refusal
+    if taken:
         raise BookingRefused(
-            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: {', '.join(names)} "
-            "is in use by another composition.",
+            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: {taken} of the devices it holds "
+            f"{'is' if taken == 1 else 'are'} in use by another composition.",
             field="ends_at",
         )
     longer = [

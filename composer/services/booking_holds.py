@@ -164,6 +164,7 @@ def _check_parts(holds: Sequence[BookingHold], devices: dict[int, Device]) -> No
             used = sum(s or 0 for _, s in overlapping) + (hold.share or 0)
         if used > capacity or (hold.gib is not None and not is_sliced(device.kind)):
             raise ClaimConflict(
-                f"{device.name} has no room left in that window for this booking; try again.",
+                f"A {device.kind.replace('_', ' ')} device it would share has no room left in "
+                "that window for this booking; try again.",
                 field="starts_at",
             )

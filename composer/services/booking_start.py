@@ -207,8 +207,13 @@ def _claim_held(
         _placed(composition, host, occurrence.placement)
         return True, None
     except ClaimConflict as exc:
-        lost = str(exc)
-    logger.warning("occurrence %s: held devices lost (%s); healing", occurrence.pk, lost)
+        # The reason is the tenant's to read (the occurrence, its event): it names no
+        # device. Which one, and why, is in the operators' log.
+        logger.warning("occurrence %s: held devices lost (%s); healing", occurrence.pk, exc)
+    lost = (
+        "A device it held could no longer be claimed (it failed, or an operator's override "
+        "gave it away)."
+    )
     outcome = _replace(occurrence, now)
     if isinstance(outcome, Rejection):
         return False, f"{lost} No spare fits either: {outcome.message}"
@@ -218,7 +223,8 @@ def _claim_held(
             composition=composition, claims=placement_claims(outcome), host=placed_host
         )
     except ClaimConflict as exc:
-        return False, f"{lost} The spares were taken as well: {exc}"
+        logger.warning("occurrence %s: the spares were taken as well (%s)", occurrence.pk, exc)
+        return False, f"{lost} The spares were taken as well."
     _placed(composition, placed_host, placement_as_dict(outcome))
     return True, f"Healed: {lost} It runs on spares instead."
 
