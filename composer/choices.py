@@ -104,6 +104,7 @@ class Recurrence(models.TextChoices):
 class BookingState(models.TextChoices):
     BOOKED = "booked", "Booked"  # admitted: every occurrence's capacity is held
     CANCELLED = "cancelled", "Cancelled"  # the whole series let go; its holds are gone
+    OVER = "over", "Over"  # every occurrence ended (done, missed or failed): nothing held
 
 
 class OccurrenceState(models.TextChoices):

@@ -31,9 +31,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from composer.choices import CompositionState, EventType, OccurrenceState
+from composer.choices import BookingState, CompositionState, EventType, OccurrenceState
 from composer.events import BookingOccurrencePayload, event_record
-from composer.models import BookingHold, Composition, Occurrence
+from composer.models import Booking, BookingHold, Composition, Occurrence
 from composer.services.changes import composer_change_record
 from composer.services.compositions import composition_decompose
 from fabric.choices import ChangeAction
@@ -204,6 +204,31 @@ def occurrence_finish(
     if audit:
         _record(occurrence, before, state, when, reason, actor, remote_addr)
     occurrence_event(occurrence, str(state), f"{occurrence.booking.name}, {when}: {reason}")
+    if state != OccurrenceState.CANCELLED:
+        _booking_over_if_done(occurrence.booking)
+
+
+def _booking_over_if_done(booking: Booking) -> None:
+    """A booking whose every occurrence has ended is OVER (its lists and filters then say
+    so, and it can no longer be cancelled), audited. Cancelling the last occurrence makes
+    it CANCELLED instead (`composer.services.bookings`)."""
+    left = Occurrence.objects.filter(
+        booking_id=booking.pk, state__in=(OccurrenceState.BOOKED, OccurrenceState.RUNNING)
+    ).exists()
+    if left or not Booking.objects.filter(pk=booking.pk, state=BookingState.BOOKED).update(
+        state=BookingState.OVER, updated_at=timezone.now()
+    ):
+        return
+    booking.state = BookingState.OVER
+    composer_change_record(
+        booking,
+        ChangeAction.CHANGED,
+        {"state": (BookingState.BOOKED, BookingState.OVER)},
+        actor=None,
+        source=SOURCE,
+        remote_addr=None,
+        message=f"{booking.name} is over: every occurrence has ended",
+    )
 
 
 def _record(

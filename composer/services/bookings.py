@@ -248,8 +248,11 @@ def booking_cancel(*, booking: Booking, actor: Any, remote_addr: str | None = No
     now = timezone.now()
     with transaction.atomic():
         locked = Booking.objects.select_for_update().get(pk=booking.pk)
-        if locked.state == BookingState.CANCELLED:
-            raise InvalidTransition(f"Booking {locked.name} is cancelled already.", field="state")
+        if locked.state != BookingState.BOOKED:
+            raise InvalidTransition(
+                f"Booking {locked.name} is {locked.get_state_display().lower()} already.",
+                field="state",
+            )
         ahead = Occurrence.objects.filter(
             booking=locked, state=OccurrenceState.BOOKED, ends_at__gt=now
         )

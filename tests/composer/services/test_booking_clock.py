@@ -121,8 +121,8 @@ def test_an_occurrence_comes_up_at_its_start_less_the_lead_and_goes_away_at_its_
     assert composition.state == CompositionState.RELEASED
     assert held(occurrence) == []
     assert Device.objects.filter(pk__in=devices, state=DeviceState.FREE).count() == 2
-    record = ChangeRecord.objects.filter(target_type="booking").order_by("-id").first()
-    assert record is not None and "Its window ended" in record.message
+    records = ChangeRecord.objects.filter(target_type="booking").order_by("-id")
+    assert "Its window ended" in records[1].message  # then the booking is over (records[0])
     assert tick(tomorrow(20, 1), django_capture_on_commit_callbacks).count() == 0
 
 
@@ -347,3 +347,19 @@ def test_back_to_back_windows_on_the_same_devices_hand_over_without_a_failure(
     composition = Composition.objects.get(pk=night.composition_id)
     assert composition.state == CompositionState.READY
     assert sorted(composition.allocations.values_list("device_id", flat=True)) == devices
+
+
+def test_a_booking_whose_every_occurrence_ended_is_over_and_cannot_be_cancelled(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    occurrence = book(acme, alice, tomorrow(8), tomorrow(9))
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+    booking = Booking.objects.get(pk=occurrence.booking_id)
+    assert booking.state == "booked"  # running: not over yet
+    tick(tomorrow(9), django_capture_on_commit_callbacks)
+    booking.refresh_from_db()
+    assert booking.state == "over"
+    record = ChangeRecord.objects.filter(target_type="booking").order_by("-id").first()
+    assert record is not None and record.changes == {"state": ["booked", "over"]}
+    with pytest.raises(InvalidTransition, match="over already"):
+        booking_cancel(booking=booking, actor=alice)
