@@ -24,6 +24,15 @@ __all__ = [
 ]
 
 
+class WallClockDateTimeField(serializers.DateTimeField):
+    """A date and time as given: with an offset it is that instant; without one it stays
+    naive, for the booking service to read in the booking's `time_zone` (DRF would read it
+    in the server's zone, an hour or more off for most of the world)."""
+
+    def enforce_timezone(self, value: Any) -> Any:
+        return value
+
+
 class BookingRequestSerializer(serializers.Serializer):
     """Body of POST /bookings/: what to book (a template, a spec, or both, as a composition
     request), the first window and its recurrence."""
@@ -36,14 +45,16 @@ class BookingRequestSerializer(serializers.Serializer):
     spec = SpecField(
         required=False, spec_errors=True, help_text="A custom request; overrides the template's."
     )
-    starts_at = serializers.DateTimeField(
+    starts_at = WallClockDateTimeField(
         required=False,
         help_text="Start of the (first) window, ISO 8601; without an offset it is read in "
         "`time_zone`. Left out (with `ends_at`), the template's default schedule gives the "
         "next window.",
     )
-    ends_at = serializers.DateTimeField(
-        required=False, help_text="End of the (first) window (exclusive)."
+    ends_at = WallClockDateTimeField(
+        required=False,
+        help_text="End of the (first) window (exclusive); without an offset it is read in "
+        "`time_zone`.",
     )
     time_zone = serializers.CharField(
         required=False,

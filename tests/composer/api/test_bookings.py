@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
@@ -251,3 +252,27 @@ def test_alice_reads_her_booking_s_audit_and_carol_does_not(
     assert len(entries) == 2 and {e["kind"] for e in entries} == {"booking"}
     theirs = api_as(carol).get("/api/v1/audit/", {"kind": "booking"})
     assert theirs.status_code == 200 and theirs.json()["results"] == []
+
+
+def test_a_time_without_an_offset_is_read_in_the_booking_s_time_zone(
+    synced: FabricManager, alice: Any, api_as: Any
+) -> None:
+    """08:00 in Paris in winter is 07:00 UTC, in summer 06:00 UTC: never read as UTC."""
+    day = (timezone.now() + timedelta(days=40)).date()
+    local = f"{day.isoformat()}T08:00:00"
+    response = api_as(alice).post(
+        URL,
+        {
+            "name": "paris",
+            "spec": TWO_GPUS,
+            "starts_at": local,
+            "ends_at": f"{day.isoformat()}T10:00:00",
+            "time_zone": "Europe/Paris",
+        },
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    booking = Booking.objects.get(name="paris")
+    paris = datetime.fromisoformat(local).replace(tzinfo=ZoneInfo("Europe/Paris"))
+    assert booking.starts_at == paris.astimezone(UTC)
+    assert booking.starts_at.astimezone(UTC).hour in (6, 7)
