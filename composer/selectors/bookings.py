@@ -162,50 +162,56 @@ def booked_between(
     return Booked(held, occupants)
 
 
+def _counted(quota: Quota, hold: HeldDevice) -> dict[str, float] | None:
+    """What `hold` takes of `quota` (None: it is not the quota's), counted as
+    `composer.selectors.quotas.quota_usage` counts allocations (a share as its fraction of
+    one device, a drive by its capacity)."""
+    if hold.tenant != quota.tenant_id or hold.kind != quota.kind:
+        return None
+    if quota.model and hold.model != quota.model:
+        return None
+    figures = {"count": 0.0, "memory_gib": float(hold.gib or 0), "storage_tb": 0.0}
+    if hold.share is not None:
+        figures["count"] = hold.share / (shares_per_device(hold.kind) or 1)
+    elif hold.gib is None:
+        figures["count"] = 1.0
+        figures["storage_tb"] = hold.capacity_gb / 1000
+    return figures
+
+
 def booked_quota_usage(
     quotas: Iterable[Quota], holds: Iterable[HeldDevice]
 ) -> dict[int, dict[str, float]]:
-    """{quota id: {count, memory_gib, storage_tb}} that `holds` of each quota's tenant take,
-    counted as `composer.selectors.quotas.quota_usage` counts allocations (a share as its
-    fraction of one device, a drive by its capacity)."""
+    """{quota id: {count, memory_gib, storage_tb}}: the most `holds` of each quota's tenant
+    take at any one instant (each figure's own peak), not their sum: two windows that do
+    not overlap never add up. Holds are half-open: one ending when another starts does not
+    overlap it. Over the holds that overlap a window, this is the peak inside that window
+    (intervals that meet pairwise share a point)."""
     holds = list(holds)
     usage: dict[int, dict[str, float]] = {}
     for quota in quotas:
-        figures: dict[str, float] = defaultdict(float)
+        events: list[tuple[datetime, int, dict[str, float]]] = []
         for hold in holds:
-            if hold.tenant != quota.tenant_id or hold.kind != quota.kind:
-                continue
-            if quota.model and hold.model != quota.model:
-                continue
-            if hold.share is not None:
-                figures["count"] += hold.share / (shares_per_device(hold.kind) or 1)
-            elif hold.gib is None:
-                figures["count"] += 1
-                figures["storage_tb"] += hold.capacity_gb / 1000
-            figures["memory_gib"] += hold.gib or 0
-        usage[quota.pk] = dict(figures)
+            figures = _counted(quota, hold)
+            if figures is not None:
+                events += [(hold.starts_at, 1, figures), (hold.ends_at, 0, figures)]
+        events.sort(key=lambda event: (event[0], event[1]))  # ends before starts
+        current: dict[str, float] = defaultdict(float)
+        peak: dict[str, float] = defaultdict(float)
+        for _, starting, figures in events:
+            for name, value in figures.items():
+                current[name] += value if starting else -value
+                peak[name] = max(peak[name], current[name])
+        usage[quota.pk] = {name: value for name, value in peak.items() if value}
     return usage
 
 
 def booked_quota_peak(
-    quotas: Iterable[Quota], *, tenant: int, since: datetime, booked: Booked | None = None
+    quotas: Iterable[Quota], *, tenant: int, since: datetime
 ) -> dict[int, dict[str, float]]:
     """Per quota, the most the tenant's bookings hold at once in any occurrence not ended
-    by `since`: what a composition made now (which has no end) will stand beside.
-    `booked`: what `booked_between(since, None, ...)` read already for several tenants
-    (the pages ask for many tenants at once); else it is read for this one."""
+    by `since`: what a composition made now (which has no end) will stand beside."""
     quotas = [q for q in quotas if q.tenant_id == tenant]
     if not quotas:
         return {}
-    if booked is None:
-        booked = booked_between(since, None, tenant=tenant)
-    else:
-        booked = Booked(tuple(h for h in booked.holds if h.tenant == tenant), ())
-    peak: dict[int, dict[str, float]] = {q.pk: {} for q in quotas}
-    windows = {(h.starts_at, h.ends_at) for h in booked.holds}
-    for start, end in windows:
-        during = booked.during(Window(start, end))
-        for pk, figures in booked_quota_usage(quotas, during.holds).items():
-            for name, value in figures.items():
-                peak[pk][name] = max(peak[pk].get(name, 0.0), value)
-    return peak
+    return booked_quota_usage(quotas, booked_between(since, None, tenant=tenant).holds)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.models import Allocation, Quota, Tenant
-from composer.selectors.bookings import booked_between, booked_quota_peak
+from composer.selectors.bookings import booked_between, booked_quota_usage
 from fabric.kinds import QuotaLimit, find, shares_per_device
 from fabric.permissions import is_operator
 
@@ -208,11 +208,8 @@ def quota_uses(quotas: Iterable[Quota]) -> list[QuotaUse]:
     quotas = list(quotas)
     usage = quota_usage(quotas)
     tenants = {quota.tenant_id for quota in quotas}
-    now = timezone.now()
-    booked_ahead = booked_between(now, None, tenants=tenants) if tenants else None
-    booked: dict[int, dict[str, float]] = {}
-    for tenant in tenants:
-        booked |= booked_quota_peak(quotas, tenant=tenant, since=now, booked=booked_ahead)
+    ahead = booked_between(timezone.now(), None, tenants=tenants).holds if tenants else ()
+    booked = booked_quota_usage(quotas, ahead)  # each quota counts its own tenant's holds
     return [
         QuotaUse(quota, _lines(quota, usage[quota.pk], booked.get(quota.pk))) for quota in quotas
     ]

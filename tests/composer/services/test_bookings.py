@@ -200,6 +200,21 @@ def test_quotas_count_booked_windows(synced: FabricManager, acme: Any, alice: An
         )
 
 
+def test_quotas_count_what_is_booked_at_once_not_every_window_of_the_day(
+    synced: FabricManager, acme: Any, alice: Any
+) -> None:
+    """1 GPU booked 08-10 and 1 more 12-14 never hold 2 at once: a 1-GPU booking for
+    08-14 fits a quota of 2, and a second one does not (it would meet both)."""
+    Quota.objects.create(tenant=acme, kind="gpu", max_count=2)
+    one = {"items": [{"kind": "gpu", "count": 1}]}
+    book(acme, alice, one, tomorrow(8), tomorrow(10), name="a")
+    book(acme, alice, one, tomorrow(12), tomorrow(14), name="b")
+    book(acme, alice, one, tomorrow(8), tomorrow(14), name="c")
+    with pytest.raises(BookingRefused) as refused:
+        book(acme, alice, one, tomorrow(9), tomorrow(13), name="d")
+    assert "in use or booked" in refused.value.message
+
+
 def test_memory_slices_are_held_per_window(
     synced: FabricManager, acme: Any, globex: Any, alice: Any
 ) -> None:
