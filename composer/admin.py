@@ -358,7 +358,8 @@ class BookingHoldAdmin(ReadOnlyAdmin):
     show_full_result_count = False
 
 
-# Users (who is an operator): Django's user admin, audited; notification routes, webhooks,
-# silences and deliveries: read-only. Each in its own module.
+# Users (who is an operator): Django's user admin, audited; utilisation samples, and
+# notification routes, webhooks, silences and deliveries: read-only. Each in its own module.
+import composer.admin_samples  # noqa: E402
 import composer.admin_users  # noqa: E402
 import composer.notifications.admin  # noqa: E402, F401

@@ -43,7 +43,8 @@ def test_alice_sees_her_nightly_window_on_the_calendar_and_carol_sees_none_of_it
 
     page = login_page(alice)
     page.goto("/")
-    page.click("a.nav-link:has-text('Calendar')")
+    page.click("#capacity-menu")
+    page.click("a.dropdown-item:has-text('Calendar')")
     page.wait_for_url("**/calendar/")
     expect(page.locator("#calendar-timeline")).to_have_attribute("data-ready", "true")
     drawn = page.locator("#calendar-timeline .vis-item.calendar-booked")

@@ -121,7 +121,7 @@ def test_logging_out_in_the_browser(login_page: Any, bob: Any) -> None:
     expect = _expect()
     page = login_page(bob)
     page.click("#user-menu")
-    expect(page.locator(".dropdown-menu")).to_contain_text("Acme")
+    expect(page.locator("[aria-labelledby=user-menu]")).to_contain_text("Acme")
     page.click("#logout-button")
     page.wait_for_url(lambda url: "/accounts/login/" in url)
     page.goto("/")

@@ -48,6 +48,7 @@ def test_an_operator_sees_the_charts_drawn(login_page: Any, admin_user: Any, sam
     from playwright.sync_api import expect
 
     page = login_page(admin_user)
+    page.click("#capacity-menu")
     page.click("nav >> text=Utilisation")
     expect(page).to_have_url(re.compile(r"/utilisation/$"))
     page.select_option("#utilisation-pool", "h100")

@@ -42,7 +42,9 @@ from composer.models import (
     UnbindPending,
     Webhook,
 )
+from composer.services.utilisation import utilisation_tick
 from fabric.models import Alert, ChangeRecord, FabricManager
+from fabric.services.pools import pools_assign, pools_ensure_defaults
 from tests.factories.fabric import DeviceFactory, HostFactory
 
 COMPOSER_MODELS = list(apps.get_app_config("composer").get_models())
@@ -112,6 +114,9 @@ def operator_client(db: None) -> Client:
         route=route, webhook=hook, channel="webhook", event="test", body="{}", body_sha256="0"
     )
     ServerShape.objects.create(name="8-GPU", gpus=8, cores=96, memory_gib=512)
+    pools_ensure_defaults(manager=device.manager)
+    pools_assign(manager=device.manager, source="test")
+    utilisation_tick(now=now)  # a pool's, a kind's and the tenant's sample
     client = Client()
     client.force_login(user)
     return client

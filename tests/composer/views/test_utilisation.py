@@ -150,7 +150,9 @@ def test_the_navbar_links_the_page(
     history: Any, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:
     body = client_as(alice).get(URL).content.decode()
-    assert f'class="nav-link active" href="{URL}"' in body
+    # Under the navbar's Pools menu, which is marked as the section it holds.
+    assert f'class="dropdown-item active" href="{URL}"' in body
+    assert 'id="capacity-menu"' in body
 
 
 def test_a_gap_in_the_samples_breaks_the_charts_line(
