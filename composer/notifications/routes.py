@@ -13,11 +13,12 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from composer.models import NotificationRoute, Tenant, Webhook
 from composer.notifications.access import manage_check
 from composer.notifications.audit import Actor, notification_audit, notification_values
+from composer.notifications.checks import raise_with_model_checks, save_named
 from fabric.choices import AlertSeverity, AlertSource, ChangeAction
 from fabric.health.rules import RULES
 
@@ -103,21 +104,11 @@ def _check(route: NotificationRoute) -> None:
         errors["webhook"] = "A route sends only to a webhook of its own owner."
     if not route.emails and webhook is None and "emails" not in errors:
         errors["emails"] = "Give at least one e-mail address or a webhook."
-    try:
-        route.full_clean(exclude=["rules", "source_types", "emails", "webhook", *errors])
-    except ValidationError as exc:
-        for name, messages in exc.message_dict.items():
-            errors.setdefault(name if name != "__all__" else "name", " ".join(messages))
-    if errors:
-        raise ValidationError(errors)
+    raise_with_model_checks(route, errors, exclude=["rules", "source_types", "emails", "webhook"])
 
 
 def _save(route: NotificationRoute) -> None:
-    try:
-        with transaction.atomic():
-            route.save()
-    except IntegrityError:
-        raise ValidationError({"name": "Another route of the same owner has this name."}) from None
+    save_named(route, "route")
 
 
 def route_create(

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from cryptography.fernet import InvalidToken
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from composer.errors import ComposerError
@@ -30,6 +30,7 @@ from composer.models import (
 )
 from composer.notifications.access import manage_check
 from composer.notifications.audit import Actor, notification_audit, notification_values
+from composer.notifications.checks import raise_with_model_checks, save_named
 from composer.notifications.payloads import body_digest, body_text, test_body
 from composer.notifications.signing import new_secret
 from fabric.choices import ChangeAction
@@ -147,23 +148,11 @@ def _check(webhook: Webhook, *, secret: str | None) -> None:
         errors["secret"] = problem
     if not webhook.name.strip():
         errors["name"] = "Give the webhook a name."
-    try:
-        webhook.full_clean(exclude=["url", "secret_ciphertext", *errors])
-    except ValidationError as exc:
-        for name, messages in exc.message_dict.items():
-            errors.setdefault(name if name != "__all__" else "name", " ".join(messages))
-    if errors:
-        raise ValidationError(errors)
+    raise_with_model_checks(webhook, errors, exclude=["url", "secret_ciphertext"])
 
 
 def _save(webhook: Webhook) -> None:
-    try:
-        with transaction.atomic():
-            webhook.save()
-    except IntegrityError:
-        raise ValidationError(
-            {"name": "Another webhook of the same owner has this name."}
-        ) from None
+    save_named(webhook, "webhook")
 
 
 def webhook_create(
