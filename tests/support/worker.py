@@ -48,6 +48,32 @@ def database_url(settings_dict: dict[str, Any]) -> str:
     raise ValueError(f"no worker support for database engine {engine}")
 
 
+def run_race(
+    target: Any, jobs: list[dict[str, Any]], *, wait_s: float = 120
+) -> list[tuple[Any, Any, str]]:
+    """Run `target(database_url, barrier, results, job)` in one spawned process per job, all
+    released together at a barrier, on this test's database; their outcomes (each
+    `(id, state, error)`), in the order they came. Fails on a child that crashed or
+    reported an error."""
+    import multiprocessing
+
+    from django.db import connection
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(len(jobs))
+    results = ctx.Queue()
+    url = database_url(connection.settings_dict)
+    processes = [ctx.Process(target=target, args=(url, barrier, results, job)) for job in jobs]
+    for process in processes:
+        process.start()
+    outcomes = [results.get(timeout=wait_s) for _ in jobs]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    assert not [o for o in outcomes if o[2]], outcomes
+    return outcomes
+
+
 @dataclass
 class WorkerProcess:
     """A running `celery -A composer worker`; `log()` returns what it printed so far."""

@@ -6,7 +6,6 @@ Skipped on SQLite (the `postgres` fixture says why); CI runs it on PostgreSQL.
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections import Counter
 from typing import Any
@@ -30,27 +29,11 @@ from fabric.models import ChangeRecord, Device, FabricManager
 from tests.composer.services.test_memory_slices import two_slices
 from tests.factories.composer import TenantFactory
 from tests.support import race
-from tests.support.worker import database_url
+from tests.support.worker import run_race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 PROCESSES = 8
-
-
-def run_race(target: Any, jobs: list[dict[str, Any]]) -> list[tuple[Any, Any, str]]:
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(len(jobs))
-    results = ctx.Queue()
-    url = database_url(connection.settings_dict)
-    processes = [ctx.Process(target=target, args=(url, barrier, results, job)) for job in jobs]
-    for process in processes:
-        process.start()
-    outcomes = [results.get(timeout=120) for _ in jobs]
-    for process in processes:
-        process.join(timeout=60)
-        assert process.exitcode == 0
-    assert not [o for o in outcomes if o[2]], outcomes
-    return outcomes
 
 
 def test_eight_processes_requesting_a_gpu_each_get_exactly_the_four_free_ones(

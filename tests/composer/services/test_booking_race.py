@@ -8,13 +8,11 @@ Skipped on SQLite (the `postgres` fixture says why); CI runs it on PostgreSQL.
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from composer.models import Allocation, Booking, BookingHold, Occurrence
@@ -22,27 +20,11 @@ from composer.services.compositions import composition_request
 from fabric.models import Device, FabricManager
 from tests.factories.composer import TenantFactory
 from tests.support import booking_race
-from tests.support.worker import database_url
+from tests.support.worker import run_race
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 PROCESSES = 16
-
-
-def run_race(target: Any, jobs: list[dict[str, Any]]) -> list[tuple[Any, Any, str]]:
-    ctx = multiprocessing.get_context("spawn")
-    barrier = ctx.Barrier(len(jobs))
-    results = ctx.Queue()
-    url = database_url(connection.settings_dict)
-    processes = [ctx.Process(target=target, args=(url, barrier, results, job)) for job in jobs]
-    for process in processes:
-        process.start()
-    outcomes = [results.get(timeout=180) for _ in jobs]
-    for process in processes:
-        process.join(timeout=60)
-        assert process.exitcode == 0
-    assert not [o for o in outcomes if o[2]], outcomes
-    return outcomes
 
 
 def base() -> datetime:
@@ -84,7 +66,7 @@ def test_sixteen_processes_booking_overlapping_windows_for_the_last_gpus_double_
         for i, t in enumerate(tenants)
     ]
 
-    outcomes = run_race(booking_race.book_child, jobs)
+    outcomes = run_race(booking_race.book_child, jobs, wait_s=180)
 
     assert Counter(refused for _, refused, _ in outcomes) == {False: 2, True: 14}, outcomes
     assert Booking.objects.count() == 2
@@ -128,7 +110,7 @@ def test_sixteen_holds_of_one_gpu_written_at_once_without_the_lock_grant_one(
         for i, occurrence in enumerate(_occurrences(PROCESSES))
     ]
 
-    outcomes = run_race(booking_race.holds_child, jobs)
+    outcomes = run_race(booking_race.holds_child, jobs, wait_s=180)
 
     assert sum(1 for _, granted, _ in outcomes if granted) == 1, outcomes
     assert BookingHold.objects.filter(device=gpu).count() == 1
@@ -150,7 +132,7 @@ def test_sixteen_slices_of_one_memory_device_at_once_never_exceed_its_capacity(
         for occurrence in _occurrences(PROCESSES)
     ]
 
-    outcomes = run_race(booking_race.holds_child, jobs)
+    outcomes = run_race(booking_race.holds_child, jobs, wait_s=180)
 
     assert sum(1 for _, granted, _ in outcomes if granted) == 3, outcomes  # 3 x 300 <= 1024
     assert sum(BookingHold.objects.filter(device=memory).values_list("gib", flat=True)) == 900
