@@ -31,7 +31,8 @@ class CalendarConflictSerializer(serializers.Serializer):
     booking = serializers.IntegerField()
     reason = serializers.CharField(
         help_text="`device_unavailable` (a held device is failed, in maintenance or critical "
-        "now), `device_taken` (a held whole device is allocated to another composition), or "
+        "now), `device_taken` (a held whole device is allocated to another composition that "
+        "will still hold it when the window starts), or "
         "the window's own state (`failed`, `missed`)."
     )
     count = serializers.IntegerField(help_text="How many held devices it concerns.")

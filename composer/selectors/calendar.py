@@ -52,8 +52,9 @@ FAILED_STATES = frozenset({OccurrenceState.FAILED, OccurrenceState.MISSED})
 class Conflict:
     """Why a booked window may not be served: `reason` is `device_unavailable` (a held
     device is failed, in maintenance or critical now), `device_taken` (a held whole device
-    is allocated to a composition other than the window's own, which has no end) or the
-    occurrence's own failed state. `devices` names them for operators only."""
+    is allocated to a composition other than the window's own that will still hold it when
+    the window starts: one with no end, or a running window's that ends after this one
+    starts) or the occurrence's own failed state. `devices` names them for operators only."""
 
     occurrence: int
     booking: int
@@ -322,7 +323,7 @@ def _standing(pool_kind: dict[int, str], start: datetime) -> dict[int, float]:
 def _conflicts(
     occurrences: dict[int, CalendarOccurrence], *, now: datetime, operator: bool
 ) -> list[Conflict]:
-    """Conflicts of the viewer's windows not yet over (two queries)."""
+    """Conflicts of the viewer's windows not yet over (four queries at most)."""
     live = {pk for pk, o in occurrences.items() if o.ends_at > now}
     found: list[Conflict] = [
         Conflict(o.id, o.booking, o.state, 1)
@@ -349,12 +350,27 @@ def _conflicts(
         Q(device_id__in=whole), released_at__isnull=True, gib__isnull=True, share__isnull=True
     ).values_list("device_id", "composition_id"):
         taken[device_id].add(composition_id)
+    # A composition serving a running window gives its devices back when that window ends
+    # (the clock's handover: day and night on the same GPUs); a window starting then or
+    # later finds them free, so it is not in conflict with it.
+    handing_over = dict(
+        Occurrence.objects.filter(
+            state=OccurrenceState.RUNNING,
+            composition_id__in={c for held in taken.values() for c in held},
+        ).values_list("composition_id", "ends_at")
+    )
     per_occurrence: dict[tuple[int, str], list[str]] = defaultdict(list)
     for occ, device_id, gib, share in holds:
         device = devices[device_id]
+        window = occurrences[occ]
+        others = {
+            c
+            for c in taken[device_id] - {window.composition}
+            if c not in handing_over or handing_over[c] > window.starts_at
+        }
         if is_out_of_service(device.state, device.health):
             per_occurrence[(occ, "device_unavailable")].append(device.name)
-        elif gib is None and share is None and taken[device_id] - {occurrences[occ].composition}:
+        elif gib is None and share is None and others:
             per_occurrence[(occ, "device_taken")].append(device.name)
     for (occ, reason), names in sorted(per_occurrence.items()):
         found.append(

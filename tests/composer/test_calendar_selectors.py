@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from composer.choices import AllocationState, CompositionState
+from composer.choices import AllocationState, CompositionState, OccurrenceState
 from composer.models import Allocation, BookingHold, Composition, Occurrence
 from composer.selectors.calendar import calendar
 from fabric.choices import DeviceState
 from fabric.models import Device
 from tests.factories.fabric import SmallFabric
-from tests.support.calendar import DAY, at, booked_world
+from tests.support.calendar import DAY, at, book_window, booked_world
 
 pytestmark = pytest.mark.django_db
 
@@ -170,6 +170,24 @@ def test_the_composition_serving_a_window_neither_stands_nor_conflicts(
     cal = day_calendar(alice)
     assert h100(cal).standing == 0 and cal.conflicts == []
     assert cal.occurrences[0].composition == box.pk
+
+
+def test_a_running_window_that_hands_over_at_the_start_is_no_conflict(
+    small: SmallFabric, acme: Any, globex: Any, alice: Any
+) -> None:
+    """Day and night on the same GPUs: the day's composition holds them now, and gives them
+    back when its window ends; the night's window starting then is not in conflict, one
+    starting before then is."""
+    world = booked_world(small, acme, globex)
+    day = _composition_holding(acme, small.gpus[0], small.hosts[0])
+    _, running = book_window(acme, "acme-day", at(-12), at(1), [], small.hosts[0])
+    Occurrence.objects.filter(pk=running.pk).update(state=OccurrenceState.RUNNING, composition=day)
+
+    assert day_calendar(alice).conflicts == []
+
+    Occurrence.objects.filter(pk=running.pk).update(ends_at=at(1) + timedelta(minutes=1))
+    (conflict,) = day_calendar(alice).conflicts
+    assert (conflict.occurrence, conflict.reason) == (world.acme_window.pk, "device_taken")
 
 
 def test_a_memory_pool_counts_gib(
