@@ -1,9 +1,11 @@
 """`make run`: the whole console on one machine with one command.
 
 Starts (in order) an embedded Redis when REDIS_URL is unset, migrates, loads the demo data
-centre (idempotent), then runs two Celery workers (one for jobs on the default queue, a
-small one for beat's housekeeping on the "housekeeping" queue, so that outbox sweeps and
-health polls never wait behind slow compose jobs), Celery beat, the listener of the fabric
+centre (idempotent) and, on the first start, its last week lived on a simulated clock
+(`seed_history`: COMPOSER_DEMO_HISTORY_DAYS days, 0 leaves it out), then runs two Celery
+workers (one for jobs on the default queue, a small one for beat's housekeeping on the
+"housekeeping" queue, so that outbox sweeps and health polls never wait behind slow compose
+jobs), Celery beat, the listener of the fabric
 managers' pushed events (`manage.py fabric_events`), the Redfish lab (a small simulated
 world of its own served as Redfish, for an operator to add as a manager:
 composer/redfish_lab.py; COMPOSER_REDFISH_LAB=0 leaves it out) and the ASGI server (Daphne)
@@ -233,6 +235,12 @@ def main() -> int:
     if not port.isdigit() or not 0 < int(port) < 65536:
         log.error("PORT must be a port number; got %r", port)
         return 1
+    history_days = env.get("COMPOSER_DEMO_HISTORY_DAYS", "7")
+    if not history_days.isdigit() or int(history_days) > 60:
+        log.error(
+            "COMPOSER_DEMO_HISTORY_DAYS must be a number of days, 0 to 60; got %r", history_days
+        )
+        return 1
     if not port_free(port):
         log.error("port %s on %s is taken by another program; set PORT to a free one", port, HOST)
         return 1
@@ -253,6 +261,12 @@ def main() -> int:
         _manage(env, "seed_demo")
         if launcher.stopping:
             raise Interrupted("start-up")
+        if int(history_days):
+            # The first start lives the demo's last week (the charts, the calendar and the
+            # counterfactual show it); later starts find it done and skip it at once.
+            _manage(env, "seed_history", "--days", history_days)
+            if launcher.stopping:
+                raise Interrupted("start-up")
         celery = [sys.executable, "-m", "celery", "-A", "composer"]
         # Named after this process, so that the readiness ping reaches these workers and no
         # others on the same Redis. Jobs (compose, decompose, heal, sync) on the default

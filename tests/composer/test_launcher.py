@@ -171,6 +171,18 @@ def test_without_the_simulator_there_is_no_demo_and_the_launcher_says_so(
     assert not (tmp_path / "var").exists()  # nothing started, nothing written
 
 
+@pytest.mark.parametrize("days", ["a week", "-1", "61"])
+def test_a_history_that_is_not_a_number_of_days_stops_the_launcher_before_it_starts(
+    days: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("COMPOSER_DEMO_HISTORY_DAYS", days)
+    monkeypatch.setenv("COMPOSER_VAR_DIR", str(tmp_path / "var"))
+    monkeypatch.setenv("PORT", str(free_port()))
+
+    assert main() == 1
+    assert "COMPOSER_DEMO_HISTORY_DAYS must be a number of days" in caplog.text
+
+
 def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -195,6 +207,8 @@ def launcher_env(tmp_path: Path, port: int) -> dict[str, str]:
         # Its own port: 8001 may be another console's lab on this machine.
         COMPOSER_REDFISH_LAB_PORT=str(free_port()),
         COMPOSER_SIMULATOR_REDFISH_PASSWORD="lab-launcher-test",
+        # A day of the demo's past (a week is the default): the wiring, in seconds.
+        COMPOSER_DEMO_HISTORY_DAYS="1",
     )
     return env
 
@@ -263,6 +277,8 @@ def test_the_console_starts_serves_and_stops_everything_on_ctrl_c(tmp_path: Path
         assert any(not name.startswith("composer-housekeeping-") for name in names), pongs
         assert "launcher-test" in output
         assert all(user.description in output for user in DEMO_USERS), output
+        # The demo's past was lived before the workers started.
+        assert "Demo history: " in output and "booked day-training, night-inference" in output
 
         # The Redfish lab answers at the address and with the account the banner gives, with
         # a world of its own, and is not a fabric manager until the operator adds it.

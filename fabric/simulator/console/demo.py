@@ -25,6 +25,7 @@ from django.db import transaction
 from composer.counterfactual.machine_spec import machine_spec_path
 from composer.demo_users import DEMO_TENANTS, DEMO_USERS
 from composer.models import Membership, Quota, Template, Tenant
+from composer.recurrence import schedule_normalise
 from composer.services.server_shapes import SeedOutcome, server_shapes_seed
 from composer.specs import spec_normalise
 from fabric.models import FabricManager
@@ -37,11 +38,13 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class DemoTemplate:
-    """A demo template; its spec is stored normalised."""
+    """A demo template; its spec is stored normalised. A default schedule (recurrence,
+    local start and end) is kept in the console's time zone (TIME_ZONE)."""
 
     slug: str
     description: str
     spec: dict[str, Any]
+    schedule: dict[str, str] = field(default_factory=dict)
 
 
 # Each fits the empty demo fabric (tests/fabric/simulator/test_seed_demo.py previews every one).
@@ -61,6 +64,8 @@ DEMO_TEMPLATES: tuple[DemoTemplate, ...] = (
             # A lost GPU is replaced from a spare behind the same switch (composer.services.heal).
             "self_heal": True,
         },
+        # Training by day (the demo's history books it: fabric.simulator.console.history).
+        {"recurrence": "weekdays", "starts": "08:00", "ends": "20:00"},
     ),
     DemoTemplate(
         "inference-2gpu-bigmem",
@@ -71,6 +76,8 @@ DEMO_TEMPLATES: tuple[DemoTemplate, ...] = (
             "max_latency_ns": 600,
             "cores": 16,
         },
+        # Inference by night, on what the day's training gave back.
+        {"recurrence": "daily", "starts": "20:00", "ends": "08:00"},
     ),
     DemoTemplate(
         "dev-1gpu",
@@ -217,7 +224,17 @@ def demo_catalog_ensure(*, result: DemoSeedResult) -> None:
     """
     for demo in DEMO_TEMPLATES:
         spec = spec_normalise(demo.spec)
-        wanted = {"name": demo.slug, "description": demo.description, "spec": spec}
+        schedule = (
+            schedule_normalise({**demo.schedule, "time_zone": settings.TIME_ZONE})
+            if demo.schedule
+            else {}
+        )
+        wanted = {
+            "name": demo.slug,
+            "description": demo.description,
+            "spec": spec,
+            "schedule": schedule,
+        }
         template = Template.objects.filter(slug=demo.slug).first()
         if template is None:
             Template.objects.create(slug=demo.slug, is_active=True, **wanted)
