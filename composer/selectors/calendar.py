@@ -267,6 +267,8 @@ def calendar(
             held = occurrences[occ].pools
             held[pool_slug[pool_id]] = held.get(pool_slug[pool_id], 0.0) + amount
 
+    _pools_of_finished(occurrences, pool_kind, pool_slug)
+
     booked = {pk: list(accumulate(series[:hours])) for pk, series in steps.items()}
     standing = _standing(pool_kind, start)
     loads = []
@@ -318,6 +320,26 @@ def _standing(pool_kind: dict[int, str], start: datetime) -> dict[int, float]:
     for pool_id, kind, memory_gib, gib, share in rows:
         standing[pool_id] += _amount(pool_kind[pool_id], kind, memory_gib or 0, gib, share)
     return standing
+
+
+def _pools_of_finished(
+    occurrences: dict[int, CalendarOccurrence], pool_kind: dict[int, str], pool_slug: dict[int, str]
+) -> None:
+    """Where the windows that are over held: an occurrence gives its holds back when it
+    ends, so one composed is drawn in the pools its composition held (one query), not in
+    none."""
+    served = {o.composition: o for o in occurrences.values() if o.composition and not o.pools}
+    if not served:
+        return
+    rows = Allocation.objects.filter(
+        composition_id__in=served, device__pool__in=pool_kind
+    ).values_list(
+        "composition_id", "device__pool_id", "device__kind", "device__memory_gib", "gib", "share"
+    )
+    for composition_id, pool_id, kind, memory_gib, gib, share in rows:
+        held = served[composition_id].pools
+        amount = _amount(pool_kind[pool_id], kind, memory_gib or 0, gib, share)
+        held[pool_slug[pool_id]] = held.get(pool_slug[pool_id], 0.0) + amount
 
 
 def _conflicts(

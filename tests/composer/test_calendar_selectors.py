@@ -190,6 +190,30 @@ def test_a_running_window_that_hands_over_at_the_start_is_no_conflict(
     assert (conflict.occurrence, conflict.reason) == (world.acme_window.pk, "device_taken")
 
 
+def test_a_window_that_is_over_is_drawn_in_the_pools_its_composition_held(
+    small: SmallFabric, acme: Any, globex: Any, alice: Any
+) -> None:
+    """Its holds were given back when it ended; its composition's allocations say where it
+    was (released ones too), and it adds nothing to the load."""
+    world = booked_world(small, acme, globex)
+    ran = Composition.objects.create(
+        tenant=acme, name="ran", host=small.hosts[0], state=CompositionState.RELEASED, spec={}
+    )
+    for device in small.gpus[0:3]:
+        Allocation.objects.create(
+            composition=ran, device=device, state=AllocationState.RELEASED, released_at=at(4)
+        )
+    BookingHold.objects.filter(occurrence=world.acme_window).delete()
+    Occurrence.objects.filter(pk=world.acme_window.pk).update(
+        state=OccurrenceState.DONE, composition=ran
+    )
+
+    cal = day_calendar(alice)
+    (window,) = cal.occurrences
+    assert window.pools == {"h100": 3.0} and window.composition == ran.pk
+    assert h100(cal).booked[:8] == [0, 0, 4, 4, 4, 4, 0, 0]  # Globex's window alone
+
+
 def test_a_memory_pool_counts_gib(
     small: SmallFabric, acme: Any, globex: Any, admin_user: Any
 ) -> None:
