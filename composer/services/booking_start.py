@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.db import IntegrityError, transaction
@@ -300,7 +301,9 @@ def occurrence_failed_alert(occurrence: Occurrence, reason: str, *, now: datetim
         )
         opened, updated = [alert], []
     else:
-        Alert.objects.filter(pk=alert.pk).update(message=message[:500], last_seen_at=now)
+        Alert.objects.filter(pk=alert.pk).update(
+            message=message[:500], last_seen_at=now, blast_radius=_radius_merged(alert, radius)
+        )
         alert.refresh_from_db()
         opened, updated = [], [alert]
     AlertAudience.objects.get_or_create(alert=alert, tenant_id=booking.tenant_id)
@@ -309,6 +312,20 @@ def occurrence_failed_alert(occurrence: Occurrence, reason: str, *, now: datetim
 
     notifications_for_alerts(opened=opened, updated=updated, now=now)
     logger.warning("occurrence %s failed: %s (alert %s)", occurrence.pk, reason, alert.pk)
+
+
+def _radius_merged(alert: Alert, radius: dict[str, Any]) -> dict[str, Any]:
+    """The open alert's blast radius with a further failure's tenant and composition: every
+    tenant whose window failed on the host stays named (and sees the alert)."""
+    merged = dict(alert.blast_radius or {})
+    tenants = list(merged.get("tenants") or [])
+    compositions = list(merged.get("compositions") or [])
+    known = {c.get("id") for c in compositions}
+    merged["tenants"] = tenants + [t for t in radius["tenants"] if t not in tenants]
+    merged["compositions"] = compositions + [
+        c for c in radius["compositions"] if c["id"] not in known
+    ]
+    return merged
 
 
 def booking_alerts_close(*, now: datetime) -> list[int]:

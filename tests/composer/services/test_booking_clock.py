@@ -24,7 +24,7 @@ from composer.models import (
     Occurrence,
 )
 from composer.services.booking_clock import bookings_tick
-from composer.services.booking_start import BOOKING_FAILED_RULE
+from composer.services.booking_start import BOOKING_FAILED_RULE, occurrence_failed_alert
 from composer.services.bookings import booking_cancel, booking_request, occurrence_cancel
 from fabric.choices import DeviceState, Health
 from fabric.models import Alert, ChangeRecord, Device, FabricManager
@@ -287,6 +287,28 @@ def test_cancelling_the_series_decomposes_its_running_occurrence(
     assert states == {OccurrenceState.CANCELLED}
     assert Composition.objects.get(pk=first.composition_id).state == CompositionState.RELEASED
     assert not BookingHold.objects.filter(occurrence__booking=booking).exists()
+
+
+def test_a_second_tenants_failure_on_the_same_host_joins_the_open_alert(
+    synced: FabricManager, acme: Any, globex: Any, alice: Any
+) -> None:
+    ours = book(acme, alice, tomorrow(8), tomorrow(20))
+    theirs = book(globex, None, tomorrow(8), tomorrow(20), name="theirs")
+    Occurrence.objects.filter(pk=theirs.pk).update(host=ours.host)
+    theirs.refresh_from_db()
+
+    occurrence_failed_alert(ours, "It could not come up: a GPU failed.", now=tomorrow(8))
+    occurrence_failed_alert(theirs, "It could not come up: a GPU failed.", now=tomorrow(8))
+
+    alert = Alert.objects.get(rule=BOOKING_FAILED_RULE)  # one alert for the host
+    assert alert.blast_radius["tenants"] == [acme.pk, globex.pk]
+    assert set(AlertAudience.objects.filter(alert=alert).values_list("tenant", flat=True)) == {
+        acme.pk,
+        globex.pk,
+    }
+    occurrence_failed_alert(theirs, "Again.", now=tomorrow(9))
+    alert.refresh_from_db()
+    assert alert.blast_radius["tenants"] == [acme.pk, globex.pk]  # named once each
 
 
 def test_the_alert_of_a_failed_start_closes_once_its_window_is_over(
