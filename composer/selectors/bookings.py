@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from composer.choices import OccurrenceState
-from composer.models import BookingHold, Occurrence, Quota
+from composer.choices import ACTIVE_COMPOSITION_STATES, OccurrenceState
+from composer.models import Allocation, BookingHold, Occurrence, Quota
 from composer.recurrence import Window
 from fabric.kinds import shares_per_device
 
@@ -21,6 +21,7 @@ __all__ = [
     "booked_between",
     "booked_quota_peak",
     "booked_quota_usage",
+    "running_as_holds",
 ]
 
 
@@ -207,11 +208,80 @@ def booked_quota_usage(
 
 
 def booked_quota_peak(
-    quotas: Iterable[Quota], *, tenant: int, since: datetime
+    quotas: Iterable[Quota], *, since: datetime, tenant: int | None = None
 ) -> dict[int, dict[str, float]]:
-    """Per quota, the most the tenant's bookings hold at once in any occurrence not ended
-    by `since`: what a composition made now (which has no end) will stand beside."""
-    quotas = [q for q in quotas if q.tenant_id == tenant]
+    """Per quota, what its tenant's bookings add, beside what the tenant holds at `since`,
+    to what a composition made then (which has no end) will stand beside: the most held at
+    once from `since` on by its booked windows and by the compositions serving its running
+    ones, less what those compositions hold now (quota usage counts them already).
+
+    A running window's composition is counted only until its window ends: a daily booking
+    whose night is running is counted once, not for tonight's composition and tomorrow's
+    window on top of each other. Three queries whatever the number of tenants (`tenant`
+    narrows them to one)."""
+    quotas = [q for q in quotas if tenant is None or q.tenant_id == tenant]
     if not quotas:
         return {}
-    return booked_quota_usage(quotas, booked_between(since, None, tenant=tenant).holds)
+    tenants = {q.tenant_id for q in quotas}
+    ahead = booked_between(since, None, tenants=tenants).holds
+    running = running_as_holds(since=since, tenants=tenants)
+    if not running:
+        return booked_quota_usage(quotas, ahead)
+    together = booked_quota_usage(quotas, (*running, *ahead))
+    now = booked_quota_usage(quotas, running)  # all start at `since`: their sum
+    return {
+        pk: {
+            name: value - now.get(pk, {}).get(name, 0.0)
+            for name, value in peak.items()
+            if value - now.get(pk, {}).get(name, 0.0) > 0
+        }
+        for pk, peak in together.items()
+    }
+
+
+def running_as_holds(*, since: datetime, tenants: Iterable[int]) -> tuple[HeldDevice, ...]:
+    """What the compositions serving running windows hold now, as holds from `since` to
+    their window's end (ids negative: an allocation is not a hold). Two queries."""
+    serving = {
+        composition: (occurrence, ends_at, tenant)
+        for occurrence, composition, ends_at, tenant in Occurrence.objects.filter(
+            state=OccurrenceState.RUNNING,
+            booking__tenant_id__in=list(tenants),
+            composition__isnull=False,
+            ends_at__gt=since,
+        ).values_list("id", "composition_id", "ends_at", "booking__tenant_id")
+    }
+    if not serving:
+        return ()
+    rows = Allocation.objects.filter(
+        composition_id__in=serving,
+        composition__state__in=ACTIVE_COMPOSITION_STATES,
+        released_at__isnull=True,
+    ).values_list(
+        "id",
+        "composition_id",
+        "device_id",
+        "composition__host_id",
+        "gib",
+        "share",
+        "device__kind",
+        "device__model",
+        "device__capacity_gb",
+    )
+    return tuple(
+        HeldDevice(
+            id=-pk,
+            occurrence=serving[composition][0],
+            device=f"device:{device}",
+            host=f"host:{host}" if host else None,
+            starts_at=since,
+            ends_at=serving[composition][1],
+            gib=gib,
+            share=share,
+            tenant=serving[composition][2],
+            kind=kind,
+            model=model or "",
+            capacity_gb=capacity_gb or 0,
+        )
+        for pk, composition, device, host, gib, share, kind, model, capacity_gb in rows
+    )

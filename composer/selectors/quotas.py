@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from composer.choices import ACTIVE_COMPOSITION_STATES
 from composer.models import Allocation, Quota, Tenant
-from composer.selectors.bookings import booked_between, booked_quota_usage
+from composer.selectors.bookings import booked_quota_peak
 from fabric.kinds import QuotaLimit, find, shares_per_device
 from fabric.permissions import is_operator
 
@@ -203,13 +203,11 @@ def _lines(
 
 def quota_uses(quotas: Iterable[Quota]) -> list[QuotaUse]:
     """Each quota with its lines, in the order given, what is in use and what is booked
-    ahead counted as the request's quota check counts them; three queries (`quota_usage`,
-    the bookings' holds) for any number of quotas and tenants."""
+    ahead counted as the request's quota check counts them (`booked_quota_peak`); five
+    queries at most for any number of quotas and tenants."""
     quotas = list(quotas)
     usage = quota_usage(quotas)
-    tenants = {quota.tenant_id for quota in quotas}
-    ahead = booked_between(timezone.now(), None, tenants=tenants).holds if tenants else ()
-    booked = booked_quota_usage(quotas, ahead)  # each quota counts its own tenant's holds
+    booked = booked_quota_peak(quotas, since=timezone.now())  # each quota its own tenant's
     return [
         QuotaUse(quota, _lines(quota, usage[quota.pk], booked.get(quota.pk))) for quota in quotas
     ]

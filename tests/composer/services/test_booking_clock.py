@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import time_machine
 from django.utils import timezone
 
 from composer.choices import CompositionState, EventType, JobKind, OccurrenceState
-from composer.errors import InvalidTransition
+from composer.errors import InvalidTransition, QuotaExceeded
 from composer.models import (
     AlertAudience,
     Booking,
@@ -22,10 +23,13 @@ from composer.models import (
     Event,
     Job,
     Occurrence,
+    Quota,
 )
+from composer.selectors.quotas import quota_uses
 from composer.services.booking_clock import bookings_tick
 from composer.services.booking_start import BOOKING_FAILED_RULE, occurrence_failed_alert
 from composer.services.bookings import booking_cancel, booking_request, occurrence_cancel
+from composer.services.compositions import composition_request
 from fabric.choices import DeviceState, Health
 from fabric.models import Alert, ChangeRecord, Device, FabricManager
 from fabric.simulator import store
@@ -309,6 +313,36 @@ def test_a_second_tenants_failure_on_the_same_host_joins_the_open_alert(
     occurrence_failed_alert(theirs, "Again.", now=tomorrow(9))
     alert.refresh_from_db()
     assert alert.blast_radius["tenants"] == [acme.pk, globex.pk]  # named once each
+
+
+def test_a_running_window_counts_in_quotas_until_its_end_and_not_beside_the_next_one(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A daily 1-GPU window is running; under a 2-GPU quota its composition and tomorrow's
+    window never hold 2 at once, so one more GPU now fits, and a second does not."""
+    Quota.objects.create(tenant=acme, kind="gpu", max_count=2)
+    one = {"items": [{"kind": "gpu", "count": 1}]}
+    booking = booking_request(
+        tenant=acme,
+        requested_by=alice,
+        name="daily",
+        spec=one,
+        starts_at=tomorrow(8),
+        ends_at=tomorrow(20),
+        recurrence="daily",
+        until=(tomorrow(8) + timedelta(days=3)).date(),
+    )
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+    occurrence = booking.occurrences.get(starts_at=tomorrow(8))
+    assert occurrence.state == OccurrenceState.RUNNING
+
+    with time_machine.travel(tomorrow(9), tick=False):
+        (use,) = quota_uses(Quota.objects.filter(tenant=acme))
+        (line,) = use.lines
+        assert (line.used, line.booked) == (1, 0)  # tonight's window is tomorrow's peak
+        composition_request(tenant=acme, requested_by=alice, spec=one, name="more")
+        with pytest.raises(QuotaExceeded):
+            composition_request(tenant=acme, requested_by=alice, spec=one, name="too-many")
 
 
 def test_the_alert_of_a_failed_start_closes_once_its_window_is_over(
