@@ -208,35 +208,49 @@ def booked_quota_usage(
 
 
 def booked_quota_peak(
-    quotas: Iterable[Quota], *, since: datetime, tenant: int | None = None
+    quotas: Iterable[Quota],
+    *,
+    now: datetime,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    tenant: int | None = None,
+    exclude_occurrence: int | None = None,
 ) -> dict[int, dict[str, float]]:
-    """Per quota, what its tenant's bookings add, beside what the tenant holds at `since`,
-    to what a composition made then (which has no end) will stand beside: the most held at
-    once from `since` on by its booked windows and by the compositions serving its running
-    ones, less what those compositions hold now (quota usage counts them already).
+    """Per quota, what its tenant's bookings add, beside what the tenant holds `now`, to
+    what a request for `[start, end)` will stand beside (`start` None: now; `end` None: no
+    end, as a composition made now): the most held at once in that span by its booked
+    windows (but `exclude_occurrence`'s) and by the compositions serving its running ones,
+    less what those compositions hold now (quota usage counts them already). A figure may
+    be negative: a running window's composition that ends before the span frees its share.
 
     A running window's composition is counted only until its window ends: a daily booking
     whose night is running is counted once, not for tonight's composition and tomorrow's
-    window on top of each other. Three queries whatever the number of tenants (`tenant`
-    narrows them to one)."""
+    window on top of each other. Five queries at most whatever the number of tenants
+    (`tenant` narrows them to one)."""
     quotas = [q for q in quotas if tenant is None or q.tenant_id == tenant]
     if not quotas:
         return {}
+    start = start or now
     tenants = {q.tenant_id for q in quotas}
-    ahead = booked_between(since, None, tenants=tenants).holds
-    running = running_as_holds(since=since, tenants=tenants)
+    ahead = booked_between(start, end, tenants=tenants, exclude_occurrence=exclude_occurrence)
+    running = running_as_holds(since=now, tenants=tenants)
     if not running:
-        return booked_quota_usage(quotas, ahead)
-    together = booked_quota_usage(quotas, (*running, *ahead))
-    now = booked_quota_usage(quotas, running)  # all start at `since`: their sum
-    return {
-        pk: {
-            name: value - now.get(pk, {}).get(name, 0.0)
-            for name, value in peak.items()
-            if value - now.get(pk, {}).get(name, 0.0) > 0
-        }
-        for pk, peak in together.items()
-    }
+        return booked_quota_usage(quotas, ahead.holds)
+    during = [
+        h
+        for h in running
+        if h.ends_at > start
+        and (end is None or h.starts_at < end)
+        and h.occurrence != exclude_occurrence
+    ]
+    together = booked_quota_usage(quotas, (*during, *ahead.holds))
+    held_now = booked_quota_usage(quotas, running)  # all start at `now`: their sum
+    added: dict[int, dict[str, float]] = {}
+    for quota in quotas:
+        peak, current = together.get(quota.pk, {}), held_now.get(quota.pk, {})
+        figures = {name: peak.get(name, 0.0) - current.get(name, 0.0) for name in {*peak, *current}}
+        added[quota.pk] = {name: value for name, value in figures.items() if value}
+    return added
 
 
 def running_as_holds(*, since: datetime, tenants: Iterable[int]) -> tuple[HeldDevice, ...]:

@@ -207,7 +207,7 @@ def quota_uses(quotas: Iterable[Quota]) -> list[QuotaUse]:
     queries at most for any number of quotas and tenants."""
     quotas = list(quotas)
     usage = quota_usage(quotas)
-    booked = booked_quota_peak(quotas, since=timezone.now())  # each quota its own tenant's
+    booked = booked_quota_peak(quotas, now=timezone.now())  # each quota its own tenant's
     return [
         QuotaUse(quota, _lines(quota, usage[quota.pk], booked.get(quota.pk))) for quota in quotas
     ]

@@ -6,7 +6,8 @@ Extending rewrites the occurrence's holds for the longer window under rule 7's d
 guarantee (`composer.services.booking_holds.holds_write`): another booking holding one of
 the devices in the extra time refuses it, naming the field `ends_at`. A device a
 composition holds now (other than the occurrence's own) refuses it too: compositions have
-no end, as the admission counts them. Cancelling a running occurrence or a series with one
+no end, as the admission counts them. The tenant's quotas are checked over the extra time
+as an admission checks them. Cancelling a running occurrence or a series with one
 decomposes its composition (`composer.services.booking_clock.occurrence_stop`).
 """
 
@@ -20,11 +21,20 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from composer.choices import OccurrenceState
-from composer.errors import BookingRefused, ClaimConflict, InvalidTransition, SpecError
-from composer.models import Allocation, Booking, BookingHold, Occurrence
+from composer.errors import (
+    BookingRefused,
+    ClaimConflict,
+    InvalidTransition,
+    QuotaExceeded,
+    SpecError,
+)
+from composer.models import Allocation, Booking, BookingHold, Occurrence, Quota
+from composer.selectors.bookings import booked_quota_peak
 from composer.services.booking_clock import occurrence_event, occurrence_local
 from composer.services.booking_holds import holds_write
 from composer.services.changes import composer_change_record
+from composer.services.composition_checks import composition_check_quotas
+from composer.services.composition_pins import pins_resolve
 from composer.services.composition_placement import PLACEMENT_LOCK_KEY
 from fabric.choices import ChangeAction
 
@@ -79,7 +89,7 @@ def occurrence_reschedule(
         if ends_at == before:
             return locked
         if ends_at > before:
-            _extend(locked, ends_at)
+            _extend(locked, ends_at, now=now)
         else:
             BookingHold.objects.filter(occurrence=locked).update(ends_at=ends_at)
         Occurrence.objects.filter(pk=locked.pk).update(ends_at=ends_at, warned_at=None)
@@ -104,11 +114,12 @@ def occurrence_reschedule(
     return occurrence
 
 
-def _extend(occurrence: Occurrence, ends_at: datetime) -> None:
+def _extend(occurrence: Occurrence, ends_at: datetime, *, now: datetime) -> None:
     """Rewrite the holds for the longer window, or BookingRefused naming `ends_at`."""
     if connection.vendor == "postgresql":  # decided one at a time with admissions
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
+    _check_quotas(occurrence, ends_at, now=now)
     holds = list(BookingHold.objects.filter(occurrence=occurrence).order_by("device_id"))
     whole = [h.device_id for h in holds if h.gib is None and h.share is None]
     in_use = (
@@ -144,4 +155,35 @@ def _extend(occurrence: Occurrence, ends_at: datetime) -> None:
             f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: a device it holds is booked "
             f"by another window in the extra time ({exc.message})",
             field="ends_at",
+        ) from exc
+
+
+def _check_quotas(occurrence: Occurrence, ends_at: datetime, *, now: datetime) -> None:
+    """The tenant's quotas over the extra time, as an admission counts them: the tenant's
+    compositions now, beside its other windows (and its running windows' compositions until
+    they end) in the extra time, plus what the occurrence asks for; BookingRefused naming
+    `ends_at` with the quota's words when it does not fit."""
+    booking = occurrence.booking
+    quotas = list(Quota.objects.filter(tenant_id=booking.tenant_id))
+    if not quotas:
+        return
+    booked = booked_quota_peak(
+        quotas,
+        now=now,
+        start=occurrence.ends_at,
+        end=ends_at,
+        tenant=booking.tenant_id,
+        exclude_occurrence=occurrence.pk,
+    )
+    try:
+        composition_check_quotas(
+            tenant=booking.tenant,
+            spec=booking.spec,
+            pins=pins_resolve(spec=booking.spec),
+            booked=booked,
+            quotas=quotas,
+        )
+    except QuotaExceeded as exc:
+        raise BookingRefused(
+            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: {exc.message}", field="ends_at"
         ) from exc

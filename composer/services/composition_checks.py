@@ -198,7 +198,7 @@ def composition_check_quotas(
         return
     usage = quota_usage(quotas)
     if booked is None:
-        booked = booked_quota_peak(quotas, since=timezone.now(), tenant=tenant.pk)
+        booked = booked_quota_peak(quotas, now=timezone.now(), tenant=tenant.pk)
     for quota in quotas:
         extra = booked.get(quota.pk, {})
         used = {name: usage[quota.pk][name] + extra.get(name, 0) for name in usage[quota.pk]}

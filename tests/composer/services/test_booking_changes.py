@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from composer.errors import BookingRefused, SpecError
-from composer.models import BookingHold
+from composer.models import BookingHold, Quota
 from composer.services.booking_changes import occurrence_reschedule
-from fabric.models import ChangeRecord, FabricManager
+from fabric.models import ChangeRecord, Device, FabricManager
 from tests.composer.services.test_booking_clock import LEAD, TWO_GPUS, book, held, tick, tomorrow
 
 pytestmark = pytest.mark.django_db
@@ -82,3 +82,36 @@ def test_shorten_gives_the_time_back_and_extend_of_a_running_one_moves_its_end(
     assert bad.value.field == "ends_at"
 
     assert tick(tomorrow(18), django_capture_on_commit_callbacks).ended == [occurrence.pk]
+
+
+def test_extend_counts_the_tenants_quotas_over_the_extra_time(
+    synced: FabricManager,
+    acme: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Under a 3-GPU quota: a running 2-GPU window may run on into a 1-GPU window's time
+    (3 at once), not into a 2-GPU one's (4); its own composition is not counted twice."""
+    Quota.objects.create(tenant=acme, kind="gpu", max_count=3)
+    g = list(Device.objects.filter(kind="gpu").order_by("name").values_list("name", flat=True))
+
+    def named(*names: str) -> dict[str, Any]:  # devices named: no window shares one
+        return {"devices": [{"device": name} for name in names]}
+
+    running = book(acme, alice, tomorrow(8), tomorrow(10), spec=named(g[0], g[1]))
+    book(acme, alice, tomorrow(10), tomorrow(12), name="one", spec=named(g[2]))
+    book(acme, alice, tomorrow(12), tomorrow(14), name="two", spec=named(g[2], g[3]))
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+
+    moved = occurrence_reschedule(
+        occurrence=running, ends_at=tomorrow(12), actor=alice, now=tomorrow(9)
+    )
+    assert moved.ends_at == tomorrow(12)
+    with pytest.raises(BookingRefused) as refused:
+        occurrence_reschedule(
+            occurrence=running, ends_at=tomorrow(13), actor=alice, now=tomorrow(9)
+        )
+    assert refused.value.field == "ends_at"
+    assert "Cannot extend to" in refused.value.message and "quota" in refused.value.message
+    running.refresh_from_db()
+    assert running.ends_at == tomorrow(12)  # unchanged
