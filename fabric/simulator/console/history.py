@@ -27,7 +27,9 @@ end the clock is back at the present: what should be running is running, and bea
 over.
 
 Part of the simulator's console: it moves the clock and runs jobs in-process, which only a
-demo may do. Idempotent: it does nothing once Acme's schedule is booked.
+demo may do. Idempotent: it does nothing once Acme's schedule is booked, which is its
+first step; a run stopped half-way is not taken up again (the clock marks the windows it
+did not reach missed): a fresh database lives it anew.
 """
 
 from __future__ import annotations
@@ -165,9 +167,10 @@ def demo_history(
             after = instants[index + 1] if index + 1 < len(instants) else at + timedelta(minutes=1)
             _step(world, at, step=after - at, into=result)
             if index and at.hour != instants[index - 1].hour:
-                _rollup(instants[index - 1], day=at.date() != instants[index - 1].date())
-            if on_progress is not None and at.minute == 0 and at.hour == 0:
-                on_progress(index, len(instants), f"{at:%Y-%m-%d}")
+                new_day = at.date() != instants[index - 1].date()
+                _rollup(instants[index - 1], day=new_day)
+                if new_day and on_progress is not None:
+                    on_progress(index, len(instants), f"{at:%Y-%m-%d}")
         _rollup(end, day=True)
     result.steps = len(instants)
     logger.info("demo history: %s", result.summary())
