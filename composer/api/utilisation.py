@@ -20,10 +20,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from composer.forms.utilisation import UtilisationForm
-from composer.selectors.utilisation import PERIODS, Utilisation, utilisation_series
+from composer.selectors.utilisation import (
+    PERIODS,
+    Utilisation,
+    aligned,
+    at_of,
+    rounded,
+    utilisation_series,
+)
 
 
-def _stamp(at: Any) -> str:
+def _stamp(at: datetime) -> str:
     return str(at.isoformat().replace("+00:00", "Z"))
 
 
@@ -31,28 +38,25 @@ FIGURES = ("capacity", "allocated", "allocated_peak", "free", "unavailable")
 
 
 def _numbers(help_text: str) -> serializers.ListField:
-    return serializers.ListField(child=serializers.FloatField(), help_text=help_text)
+    return serializers.ListField(child=serializers.FloatField(allow_null=True), help_text=help_text)
 
 
 class UtilisationSeriesSerializer(serializers.Serializer):
-    """One pool's series, or (`pool` null) the data centre's pools of one kind, as columns:
-    the n-th value of each figure belongs to the n-th time of `at`."""
+    """One pool's series, or (`pool` null) the data centre's pools of one kind, as columns
+    aligned on the answer's `at`: the n-th value of each figure belongs to its n-th time."""
 
     pool = serializers.CharField(allow_null=True, help_text="The pool's slug; null: all pools.")
     label = serializers.CharField()  # type: ignore[assignment]
     kind = serializers.CharField(help_text="The device kind.")
     unit = serializers.CharField(help_text="`GiB` for partitionable memory, else `devices`.")
-    at = serializers.ListField(
-        child=serializers.DateTimeField(), help_text="Each bucket's start (UTC), oldest first."
-    )
-    capacity = _numbers("allocated + free + unavailable.")
+    capacity = _numbers("allocated + free + unavailable; null: no sample at that time.")
     allocated = _numbers("Mean over the bucket's minute samples.")
     allocated_peak = _numbers("Highest allocated of the bucket's minute samples.")
     free = _numbers("Free (stranded included).")
     unavailable = _numbers("Failed, in maintenance or critical health.")
     utilisation_percent = _numbers("allocated / capacity, in percent.")
     stranded = serializers.ListField(
-        child=serializers.FloatField(),
+        child=serializers.FloatField(allow_null=True),
         required=False,
         help_text="Operators only: free capacity that no usable host could reach (part of `free`).",
     )
@@ -61,9 +65,9 @@ class UtilisationSeriesSerializer(serializers.Serializer):
 class UtilisationTenantSeriesSerializer(serializers.Serializer):
     tenant = serializers.CharField(help_text="The tenant's slug.")
     name = serializers.CharField()
-    at = serializers.ListField(child=serializers.DateTimeField())
     compositions = _numbers(
-        "Compositions holding resources (a rollup: the mean over its minute samples)."
+        "Compositions holding resources (a rollup: the mean over its minute samples), "
+        "aligned on the answer's `at`; null: no sample at that time."
     )
 
 
@@ -72,49 +76,46 @@ class UtilisationSerializer(serializers.Serializer):
     resolution = serializers.ChoiceField(choices=["minute", "hour", "day"])
     start = serializers.DateTimeField()
     end = serializers.DateTimeField()
+    at = serializers.ListField(
+        child=serializers.DateTimeField(),
+        help_text="Each bucket's start (UTC), oldest first: the times of every column.",
+    )
     series = UtilisationSeriesSerializer(many=True)
     tenants = UtilisationTenantSeriesSerializer(many=True)
 
 
 def utilisation_body(data: Utilisation) -> dict[str, Any]:
-    """The answer: the page's series as columns (a member's have no `stranded`). Each
-    bucket's time is formatted once, however many series share it."""
-    stamps: dict[datetime, str] = {}
-
-    def stamp(at: datetime) -> str:
-        text = stamps.get(at)
-        if text is None:
-            text = stamps[at] = _stamp(at)
-        return text
-
+    """The answer: one time axis, and every series (a member's without `stranded`) and
+    tenant as columns aligned on it, rounded as the page shows them. One axis rather than a
+    copy per series: a day of the data centre is a few thousand times that every series
+    shares, and their text was most of the answer."""
+    axis = data.time_axis()
     series = []
     for one in data.pools:
-        points = one.points
         columns: dict[str, Any] = {
             "pool": one.pool.slug if one.pool else None,
             "label": one.label,
             "kind": one.kind,
             "unit": one.unit,
-            "at": [stamp(p.at) for p in points],
         }
         for name in FIGURES:
-            columns[name] = [round(getattr(p, name), 3) for p in points]
-        columns["utilisation_percent"] = [p.utilisation_percent for p in points]
-        if data.show_stranded:
-            columns["stranded"] = [round(p.stranded or 0.0, 3) for p in points]
+            columns[name] = aligned(one.times, rounded(getattr(one, name)), axis)
+        columns["utilisation_percent"] = aligned(one.times, one.utilisation_percent(), axis)
+        if data.show_stranded and one.stranded is not None:
+            columns["stranded"] = aligned(one.times, rounded(one.stranded), axis)
         series.append(columns)
     return {
         "period": data.period,
         "resolution": data.resolution,
         "start": _stamp(data.start),
         "end": _stamp(data.end),
+        "at": [_stamp(at_of(seconds)) for seconds in axis],
         "series": series,
         "tenants": [
             {
                 "tenant": tenant.slug,
                 "name": tenant.name,
-                "at": [stamp(at) for at, _ in tenant.points],
-                "compositions": [round(count, 3) for _, count in tenant.points],
+                "compositions": aligned(tenant.times, rounded(tenant.compositions), axis),
             }
             for tenant in data.tenants
         ],
@@ -127,8 +128,9 @@ def utilisation_body(data: Utilisation) -> dict[str, Any]:
         "A pool's figures (capacity, allocated, free, unavailable) over the last day, week, "
         "month or year, sampled every minute: a day answers a point a minute, a week a point "
         "an hour, a month or a year a point a day, each the mean of its minute samples. "
-        "Each series is a set of columns: the n-th value of every figure belongs to the n-th "
-        "time of its `at`. Without `pool`, one series per device kind summing every pool of "
+        "`at` lists the buckets' times once; each series is a set of columns aligned on it: "
+        "the n-th value of every figure belongs to the n-th time, null where that series has "
+        "no sample at that time. Without `pool`, one series per device kind summing every pool of "
         "that kind (the data centre). Operators also get the stranded capacity: free "
         "capacity that no usable host could reach. `tenants`: live compositions per tenant "
         "across the data centre; operators get every tenant with any, members their own "
@@ -153,13 +155,13 @@ def utilisation_body(data: Utilisation) -> dict[str, Any]:
                 "resolution": "minute",
                 "start": "2026-12-03T05:21:00Z",
                 "end": "2026-12-04T05:21:30Z",
+                "at": ["2026-12-03T05:21:00Z", "2026-12-03T05:22:00Z"],
                 "series": [
                     {
                         "pool": "h100",
                         "label": "H100 GPUs",
                         "kind": "gpu",
                         "unit": "devices",
-                        "at": ["2026-12-03T05:21:00Z", "2026-12-03T05:22:00Z"],
                         "capacity": [64.0, 64.0],
                         "allocated": [40.0, 42.0],
                         "allocated_peak": [40.0, 42.0],
@@ -173,7 +175,6 @@ def utilisation_body(data: Utilisation) -> dict[str, Any]:
                     {
                         "tenant": "acme",
                         "name": "Acme",
-                        "at": ["2026-12-03T05:21:00Z", "2026-12-03T05:22:00Z"],
                         "compositions": [7.0, 8.0],
                     }
                 ],

@@ -3,8 +3,7 @@ or year, a summary table that also serves as the charts' text, and the CSV of th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime, timedelta
+from collections.abc import Iterator, Sequence
 from statistics import fmean
 from typing import Any
 
@@ -17,9 +16,11 @@ from django.utils import timezone
 from composer.forms.utilisation import UtilisationForm
 from composer.selectors.utilisation import (
     PERIOD_LABELS,
-    PoolPoint,
     PoolSeries,
     Utilisation,
+    aligned,
+    at_of,
+    rounded,
     utilisation_series,
 )
 from fabric.models import Pool
@@ -63,78 +64,108 @@ def utilisation(request: HttpRequest) -> HttpResponseBase:
             f'attachment; filename="utilisation-{name}-{data.period}.csv"'
         )
         return response
+    # Each series' utilisation column, computed once for its summary and its chart.
+    percents = [series.utilisation_percent() for series in data.pools]
     context = {
         "form": form,
         "pools": pools,
         "periods": PERIOD_LABELS,
         "data": data,
-        "summaries": [_summary(series, data.show_stranded) for series in data.pools],
-        "chart": _chart_json(data),
+        "summaries": [
+            _summary(series, percent, data.show_stranded)
+            for series, percent in zip(data.pools, percents, strict=True)
+        ],
+        "chart": _chart_json(data, percents),
         "query_pool": data.pool.slug if data.pool else "",
     }
     return render(request, "composer/utilisation.html", context)
 
 
-def _epoch(at: datetime) -> int:
-    return int(at.timestamp())
+def _chart_json(data: Utilisation, percents: list[list[float]]) -> dict[str, Any]:
+    """The series as the page's script draws them (uPlot's aligned data): one time axis in
+    epoch seconds, each line a column of numbers on it, null where its series has no sample
+    or where the samples stop for a while (`percents`: each series' utilisation)."""
+    axis = data.time_axis()
+    x, breaks = _with_gaps(axis, STEP_S[data.resolution])
 
+    def column(times: Sequence[int], values: Sequence[float]) -> list[float | None]:
+        return _broken(aligned(times, values, axis), breaks)
 
-def _chart_json(data: Utilisation) -> dict[str, Any]:
-    """The series as the page's script draws them: columns of numbers, times in epoch
-    seconds, a tenant's gaps as null."""
-    step = STEP_S[data.resolution]
     series = []
-    for i, pool_series in enumerate(data.pools):
-        points = _with_gaps(pool_series.points, step)
-        column: dict[str, Any] = {
+    for i, (one, percent) in enumerate(zip(data.pools, percents, strict=True)):
+        line: dict[str, Any] = {
             "id": f"series-{i}",
-            "label": pool_series.label,
-            "unit": pool_series.unit,
-            "x": [_epoch(at) for at, _ in points],
-            "utilisation": [p and p.utilisation_percent for _, p in points],
-            "allocated": [p and round(p.allocated, 3) for _, p in points],
-            "free": [p and round(p.free, 3) for _, p in points],
-            "unavailable": [p and round(p.unavailable, 3) for _, p in points],
+            "label": one.label,
+            "unit": one.unit,
+            "utilisation": column(one.times, percent),
+            "allocated": column(one.times, rounded(one.allocated)),
+            "free": column(one.times, rounded(one.free)),
+            "unavailable": column(one.times, rounded(one.unavailable)),
         }
-        if data.show_stranded:
-            column["stranded"] = [p and round(p.stranded or 0.0, 3) for _, p in points]
-        series.append(column)
-    times = sorted({_epoch(at) for t in data.tenants for at, _ in t.points})
-    tenants = []
-    for tenant in data.tenants:
-        by_time = {_epoch(at): round(count, 3) for at, count in tenant.points}
-        tenants.append({"name": tenant.name, "y": [by_time.get(x) for x in times]})
-    return {"series": series, "tenants": {"x": times, "series": tenants}}
+        if data.show_stranded and one.stranded is not None:
+            line["stranded"] = column(one.times, rounded(one.stranded))
+        series.append(line)
+    tenants = [
+        {"name": tenant.name, "y": column(tenant.times, rounded(tenant.compositions))}
+        for tenant in data.tenants
+    ]
+    return {"x": x, "series": series, "tenants": tenants}
 
 
-def _with_gaps(points: list[PoolPoint], step: int) -> list[tuple[datetime, PoolPoint | None]]:
-    """The points, with a None one bucket after each point that the next does not follow
-    within a bucket and a half: the chart breaks its line there (no samples, e.g. while no
-    worker ran) instead of drawing a straight line across the gap."""
-    out: list[tuple[datetime, PoolPoint | None]] = []
-    for before, point in zip([None, *points], points, strict=False):
-        if before is not None and (point.at - before.at).total_seconds() > 1.5 * step:
-            out.append((before.at + timedelta(seconds=step), None))
-        out.append((point.at, point))
+def _with_gaps(axis: list[int], step: int) -> tuple[list[int], list[int]]:
+    """The axis with a time one bucket after each time that the next does not follow within
+    a bucket and a half, and the positions of the axis before which those times go: the
+    charts break their lines there (no samples, e.g. while no worker ran) instead of drawing
+    a straight line across the gap."""
+    x: list[int] = []
+    breaks: list[int] = []
+    for i, at in enumerate(axis):
+        if i and at - axis[i - 1] > 1.5 * step:
+            x.append(axis[i - 1] + step)
+            breaks.append(i)
+        x.append(at)
+    return x, breaks
+
+
+def _broken(values: list[float | None], breaks: list[int]) -> list[float | None]:
+    """`values` with a None before each position of `breaks`."""
+    if not breaks:
+        return values
+    out: list[float | None] = []
+    last = 0
+    for at in breaks:
+        out.extend(values[last:at])
+        out.append(None)
+        last = at
+    out.extend(values[last:])
     return out
 
 
-def _summary(series: PoolSeries, show_stranded: bool) -> dict[str, Any]:
-    """The period in a few figures: the latest point, the mean and peak utilisation, the mean
-    and most stranded capacity (operators)."""
-    points = series.points
-    if not points:
+def _summary(series: PoolSeries, percent: list[float], show_stranded: bool) -> dict[str, Any]:
+    """The period in a few figures: the latest bucket, the mean and peak utilisation, the
+    mean and most stranded capacity (operators)."""
+    if not series.times:
         return {"series": series, "latest": None}
+    stranded = series.stranded if show_stranded else None
     return {
         "series": series,
-        "latest": points[-1],
-        "mean_utilisation": round(fmean(p.utilisation_percent for p in points), 1),
-        "peak_allocated": max(p.allocated_peak for p in points),
-        "mean_stranded": round(fmean(p.stranded or 0.0 for p in points), 2)
-        if show_stranded
-        else None,
-        "most_stranded": max(p.stranded or 0.0 for p in points) if show_stranded else None,
+        "latest": {
+            "at": at_of(series.times[-1]),
+            "capacity": series.capacity[-1],
+            "allocated": series.allocated[-1],
+            "free": series.free[-1],
+            "unavailable": series.unavailable[-1],
+            "stranded": stranded[-1] if stranded else None,
+        },
+        "mean_utilisation": round(fmean(percent), 1),
+        "peak_allocated": max(series.allocated_peak),
+        "mean_stranded": round(fmean(stranded), 2) if stranded else None,
+        "most_stranded": max(stranded) if stranded else None,
     }
+
+
+def _stamp(seconds: int) -> str:
+    return at_of(seconds).isoformat().replace("+00:00", "Z")
 
 
 def _csv_rows(data: Utilisation) -> Iterator[list[Any]]:
@@ -142,13 +173,17 @@ def _csv_rows(data: Utilisation) -> Iterator[list[Any]]:
     long form any spreadsheet pivots."""
     yield list(CSV_COLUMNS)
     for series in data.pools:
-        for point in series.points:
-            figures = point.as_dict()
-            at = figures.pop("at")
-            for measure, value in figures.items():
-                unit = "percent" if measure == "utilisation_percent" else series.unit
-                yield [at, series.label, unit, measure, value]
+        measures: list[tuple[str, str, list[float]]] = [
+            (name, series.unit, rounded(getattr(series, name)))
+            for name in ("capacity", "allocated", "allocated_peak", "free", "unavailable")
+        ]
+        measures.append(("utilisation_percent", "percent", series.utilisation_percent()))
+        if data.show_stranded and series.stranded is not None:
+            measures.append(("stranded", series.unit, rounded(series.stranded)))
+        for i, seconds in enumerate(series.times):
+            at = _stamp(seconds)
+            for measure, unit, values in measures:
+                yield [at, series.label, unit, measure, values[i]]
     for tenant in data.tenants:
-        for at, count in tenant.points:
-            stamp = at.isoformat().replace("+00:00", "Z")
-            yield [stamp, tenant.name, "compositions", "compositions", round(count, 3)]
+        for seconds, count in zip(tenant.times, rounded(tenant.compositions), strict=True):
+            yield [_stamp(seconds), tenant.name, "compositions", "compositions", count]

@@ -1,6 +1,7 @@
 // The utilisation page: draws each chart with uPlot from the series the page embeds
-// (#utilisation-data, columns of numbers, times in epoch seconds), and submits the pool
-// choice when it changes. Plain script; the summary tables say the same in text.
+// (#utilisation-data: one time axis `x` in epoch seconds and columns of numbers aligned on
+// it, null where a line breaks, as uPlot takes them), and submits the pool choice when it
+// changes. Plain script; the summary tables say the same in text.
 "use strict";
 
 (() => {
@@ -47,22 +48,22 @@
     let columns;
     if (kind === "tenants") {
       const t = data.tenants;
-      opts = options(el, t.series.map((s, i) => line(s.name, TENANT_COLOURS[i % TENANT_COLOURS.length], "")), "compositions");
-      columns = [t.x, ...t.series.map((s) => s.y)];
+      opts = options(el, t.map((s, i) => line(s.name, TENANT_COLOURS[i % TENANT_COLOURS.length], "")), "compositions");
+      columns = [data.x, ...t.map((s) => s.y)];
     } else {
       const s = bySeries.get(el.dataset.series);
       if (!s) return;
       if (kind === "utilisation") {
         opts = options(el, [line("Utilisation", COLOURS.allocated, "%")], "%");
         opts.scales.y = { range: [0, 100] };
-        columns = [s.x, s.utilisation];
+        columns = [data.x, s.utilisation];
       } else {
         const lines = [
           line("Allocated", COLOURS.allocated, s.unit),
           line("Free", COLOURS.free, s.unit),
           line("Unavailable", COLOURS.unavailable, s.unit),
         ];
-        columns = [s.x, s.allocated, s.free, s.unavailable];
+        columns = [data.x, s.allocated, s.free, s.unavailable];
         if (s.stranded) {
           lines.push(line("Stranded", COLOURS.stranded, s.unit));
           columns.push(s.stranded);

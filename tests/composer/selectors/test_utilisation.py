@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from composer.models import Resolution
-from composer.selectors.utilisation import utilisation_series
+from composer.selectors.utilisation import at_of, utilisation_series
 from fabric.choices import DeviceKind
 from tests.factories.fabric import PoolFactory
 from tests.support.utilisation import data_centre_rows, pool_row, tenant_row
@@ -45,7 +45,7 @@ def test_the_period_picks_the_resolution(
         pool_row(pools[0], NOW - timedelta(hours=2), resolution=r, allocated=1)
     data = utilisation_series(user=admin_user, period=period, now=NOW, pool=pools[0])
     assert data.resolution == resolution
-    assert [p.at for p in data.pools[0].points] == [NOW - timedelta(hours=2)]
+    assert [at_of(t) for t in data.pools[0].times] == [NOW - timedelta(hours=2)]
 
 
 def test_a_day_reads_the_last_day_of_minutes_in_time_order(
@@ -58,8 +58,8 @@ def test_a_day_reads_the_last_day_of_minutes_in_time_order(
     (series,) = utilisation_series(user=admin_user, period="day", now=NOW, pool=pools[0]).pools
 
     assert series.label == "H100 GPUs" and series.unit == "devices"
-    assert [p.allocated for p in series.points] == [3, 4, 2]  # 25 hours ago is not in it
-    assert series.points[0].utilisation_percent == 37.5
+    assert list(series.allocated) == [3, 4, 2]  # 25 hours ago is not in it
+    assert series.utilisation_percent()[0] == 37.5
 
 
 def test_the_data_centre_has_a_series_per_kind(pools: list[Any], admin_user: Any) -> None:
@@ -74,10 +74,11 @@ def test_the_data_centre_has_a_series_per_kind(pools: list[Any], admin_user: Any
     by_kind = {s.kind: s for s in data.pools}
     assert set(by_kind) == {"gpu", "nvme"}
     assert by_kind["gpu"].label == "All GPUs" and by_kind["gpu"].pool is None
-    (gpu,) = by_kind["gpu"].points
-    assert (gpu.capacity, gpu.allocated, gpu.free, gpu.stranded) == (12, 6, 6, 1.5)
-    assert gpu.utilisation_percent == 50
-    assert by_kind["nvme"].points[0].allocated == 1
+    gpu = by_kind["gpu"]
+    assert len(gpu) == 1
+    assert (gpu.capacity[0], gpu.allocated[0], gpu.free[0], gpu.stranded) == (12, 6, 6, [1.5])
+    assert gpu.utilisation_percent() == [50]
+    assert list(by_kind["nvme"].allocated) == [1]
 
 
 def test_members_get_no_stranded_figure_and_only_their_tenants_compositions(
@@ -92,14 +93,14 @@ def test_members_get_no_stranded_figure_and_only_their_tenants_compositions(
     member = utilisation_series(user=alice, period="day", now=NOW, pool=pools[0])
     other = utilisation_series(user=carol, period="day", now=NOW)
 
-    assert operator.show_stranded and operator.pools[0].points[0].stranded == 1
-    assert [(t.name, t.points) for t in operator.tenants] == [
-        ("Acme", [(at, 3)]),
-        ("Globex", [(at, 5)]),
+    assert operator.show_stranded and operator.pools[0].stranded == [1]
+    stamp = int(at.timestamp())
+    assert [(t.name, list(t.times), list(t.compositions)) for t in operator.tenants] == [
+        ("Acme", [stamp], [3]),
+        ("Globex", [stamp], [5]),
     ]
     assert not member.show_stranded
-    assert member.pools[0].points[0].stranded is None
-    assert "stranded" not in member.pools[0].points[0].as_dict()
+    assert member.pools[0].stranded is None
     assert [t.slug for t in member.tenants] == ["acme"]
     assert [t.slug for t in other.tenants] == ["globex"]
 
@@ -121,5 +122,5 @@ def test_no_samples_is_an_empty_history_with_the_pools_series_still_named(
 ) -> None:
     data = utilisation_series(user=admin_user, period="week", now=NOW, pool=pools[0])
     assert data.is_empty
-    assert [(s.label, s.points) for s in data.pools] == [("H100 GPUs", [])]
+    assert [(s.label, len(s)) for s in data.pools] == [("H100 GPUs", 0)]
     assert utilisation_series(user=admin_user, period="day", now=NOW).pools == []
