@@ -1,5 +1,9 @@
 /* The calendar page's timeline: draws the booked windows the page embedded (json_script
-   "calendar-data") with vis-timeline, in UTC; choosing one opens its booking's page. */
+   "calendar-data") with vis-timeline, in UTC; choosing one opens its booking's page.
+
+   vis-timeline keeps its drawing hidden until its first range change has settled (about a
+   second after load): the items are in the page before they can be seen. `data-ready`
+   on #calendar-timeline turns "true" only once they can, for tests and tools. */
 (function () {
   "use strict";
 
@@ -22,6 +26,7 @@
       tooltip: { followMouse: true },
       // The tables beside it are in UTC: so is the axis.
       moment: function (date) { return vis.moment(date).utc(); },
+      onInitialDrawComplete: function () { holder.dataset.ready = "true"; },
     });
     function open(id) {
       var item = items.get(id);
@@ -35,7 +40,6 @@
       var chosen = timeline.getSelection();
       if (chosen.length) open(chosen[0]);
     });
-    holder.dataset.ready = "true";
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", draw);

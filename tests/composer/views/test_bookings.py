@@ -74,6 +74,21 @@ def test_alice_books_from_the_form_in_her_time_zone(
     assert b"nightly" in detail.content and b"gpu-" in detail.content
 
 
+def test_the_booking_page_shows_the_windows_in_the_booking_time_zone(
+    synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    client = client_as(alice)
+    client.post(reverse("composer:booking_create"), form(), **HTMX)
+    booking = Booking.objects.get()
+    local = booking.starts_at.astimezone(ZoneInfo("Europe/Berlin"))
+
+    page = client.get(reverse("composer:booking_detail", args=[booking.pk])).content.decode()
+
+    # 20:00 to 23:00 as booked in Berlin, not the server's UTC.
+    assert f"{local:%a %Y-%m-%d} 20:00\u201323:00 Europe/Berlin" in page
+    assert f"{local:%a %Y-%m-%d} 20:00\u201323:00 {local:%Z}" in page
+
+
 def test_a_refusal_is_shown_beside_the_window_with_the_nearest_that_fits(
     acme_booking: Booking, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:
