@@ -241,6 +241,13 @@ def main() -> int:
             "COMPOSER_DEMO_HISTORY_DAYS must be a number of days, 0 to 60; got %r", history_days
         )
         return 1
+    minute_hours = env.get("COMPOSER_DEMO_HISTORY_MINUTE_HOURS", "24")
+    if not minute_hours.isdigit() or int(minute_hours) > 24:
+        log.error(
+            "COMPOSER_DEMO_HISTORY_MINUTE_HOURS must be a number of hours, 0 to 24; got %r",
+            minute_hours,
+        )
+        return 1
     if not port_free(port):
         log.error("port %s on %s is taken by another program; set PORT to a free one", port, HOST)
         return 1
@@ -264,7 +271,8 @@ def main() -> int:
         if int(history_days):
             # The first start lives the demo's last week (the charts, the calendar and the
             # counterfactual show it); later starts find it done and skip it at once.
-            _manage(env, "seed_history", "--days", history_days)
+            hours = str(min(int(minute_hours), 24 * int(history_days)))
+            _manage(env, "seed_history", "--days", history_days, "--minute-hours", hours)
             if launcher.stopping:
                 raise Interrupted("start-up")
         celery = [sys.executable, "-m", "celery", "-A", "composer"]

@@ -171,16 +171,29 @@ def test_without_the_simulator_there_is_no_demo_and_the_launcher_says_so(
     assert not (tmp_path / "var").exists()  # nothing started, nothing written
 
 
-@pytest.mark.parametrize("days", ["a week", "-1", "61"])
+@pytest.mark.parametrize(
+    ("variable", "value", "words"),
+    [
+        ("COMPOSER_DEMO_HISTORY_DAYS", "a week", "a number of days"),
+        ("COMPOSER_DEMO_HISTORY_DAYS", "-1", "a number of days"),
+        ("COMPOSER_DEMO_HISTORY_DAYS", "61", "a number of days"),
+        ("COMPOSER_DEMO_HISTORY_MINUTE_HOURS", "25", "a number of hours"),
+    ],
+)
 def test_a_history_that_is_not_a_number_of_days_stops_the_launcher_before_it_starts(
-    days: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    variable: str,
+    value: str,
+    words: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    monkeypatch.setenv("COMPOSER_DEMO_HISTORY_DAYS", days)
+    monkeypatch.setenv(variable, value)
     monkeypatch.setenv("COMPOSER_VAR_DIR", str(tmp_path / "var"))
     monkeypatch.setenv("PORT", str(free_port()))
 
     assert main() == 1
-    assert "COMPOSER_DEMO_HISTORY_DAYS must be a number of days" in caplog.text
+    assert f"{variable} must be {words}" in caplog.text
 
 
 def group_alive(pgid: int) -> bool:
@@ -207,8 +220,10 @@ def launcher_env(tmp_path: Path, port: int) -> dict[str, str]:
         # Its own port: 8001 may be another console's lab on this machine.
         COMPOSER_REDFISH_LAB_PORT=str(free_port()),
         COMPOSER_SIMULATOR_REDFISH_PASSWORD="lab-launcher-test",
-        # A day of the demo's past (a week is the default): the wiring, in seconds.
+        # A day of the demo's past, its last hour minute by minute (a week, and a day of
+        # minutes, by default): the wiring, in seconds.
         COMPOSER_DEMO_HISTORY_DAYS="1",
+        COMPOSER_DEMO_HISTORY_MINUTE_HOURS="1",
     )
     return env
 
