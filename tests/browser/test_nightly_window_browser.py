@@ -54,11 +54,11 @@ ZONE = ZoneInfo("Europe/Berlin")  # alice's: the form's times are her wall-clock
 # The first window starts on the first whole minute at least this far off: the form has
 # minute precision, and the booking, the calendar and both browsers come first.
 LEAD_IN = timedelta(seconds=30)
-WINDOW = timedelta(minutes=2)
+WINDOW = timedelta(minutes=1)
 CLOCK = {
     "COMPOSER_BOOKING_TICK_S": "1",
     "COMPOSER_BOOKING_LEAD_S": "2",
-    "COMPOSER_BOOKING_WARN_S": "60",
+    "COMPOSER_BOOKING_WARN_S": "30",
 }
 # Long enough for a loaded two-core machine: the start may be LEAD_IN plus a minute away.
 CLOCK_WAIT_MS = 240_000
@@ -141,7 +141,7 @@ def test_alice_books_a_nightly_window_sees_it_come_and_go_and_carol_sees_none_of
     assert shown == "visible"
     drawn = timeline.locator(".vis-item.calendar-booked")
     expect(drawn).to_have_count(3)
-    box = drawn.first.bounding_box()  # two minutes of two weeks: wide enough to see anyway
+    box = drawn.first.bounding_box()  # a minute of two weeks: wide enough to see anyway
     assert box is not None and box["width"] >= 6, box
     expect(timeline.locator(".vis-label")).to_contain_text(["nightly-inference"])
     day = (first.starts_at.astimezone(UTC).date() - timezone.now().astimezone(UTC).date()).days
