@@ -181,8 +181,22 @@ def replacing(
         group_cores_sorted=tuple(cores_sorted),
         max_cores=_max_cores(snapshot, old_hosts, new_hosts, host_map),
         shared_on=_shared_on(snapshot.shared_on, sharing, device_map, new_devices),
-        memo={},
+        memo=_lineage(snapshot, new_devices, gone),
     )
+
+
+def _lineage(snapshot: Snapshot, devices: list[DeviceInfo], gone: set[str]) -> dict[object, object]:
+    """The patched snapshot's memo: `LINEAGE` (`snapshot`, and the enclosures of every
+    device given or removed, before and after), unless `snapshot` has a lineage itself."""
+    from composer.placement.snapshot import LINEAGE
+
+    if LINEAGE in snapshot.memo:
+        return {}
+    old = snapshot.devices
+    touched = {d.enclosure for d in devices}
+    touched.update(old[d.id].enclosure for d in devices if d.id in old)
+    touched.update(old[d].enclosure for d in gone if d in old)
+    return {LINEAGE: (snapshot, frozenset(touched))}
 
 
 def _shared_on(
