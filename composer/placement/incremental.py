@@ -108,7 +108,10 @@ def replacing(
             device_map[device.id] = device
             if not same:
                 into.append(device)
-                reorder = True
+            # A device replaced keeps its place in the mapping; a new one, or one whose
+            # (enclosure, name, id) changed, needs the mapping sorted again (a taken slice
+            # or share changes neither: no sort of every device for it).
+            reorder = reorder or old is None or _order(old) != _order(device)
         else:
             device_map.pop(device.id, None)
         sharing.update(h for h in (old and old.shared_host, device.shared_host) if h)
