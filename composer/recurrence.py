@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
@@ -59,10 +60,17 @@ class Window:
         return Window(self.starts_at + delta, self.ends_at + delta)
 
 
+@cache
+def _zone_names() -> frozenset[str]:
+    """The IANA names installed, read once per process: `available_timezones` walks the
+    zone files (tens of milliseconds), and they change only with the system's tzdata."""
+    return frozenset(available_timezones())
+
+
 def zone_find(name: str | None) -> ZoneInfo:
     """The IANA time zone called `name` ("Europe/Berlin"); SpecError on `time_zone`."""
     name = (name or "").strip() or "UTC"
-    if name not in available_timezones() and name != "UTC":
+    if name not in _zone_names() and name != "UTC":
         raise SpecError(
             f"Unknown time zone {name!r}; give an IANA name such as Europe/Berlin.",
             field="time_zone",

@@ -11,12 +11,12 @@ pickers only decide what is *allowed*.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from typing import Any, NamedTuple, cast
 
 import composer.placement.policies as policies
 from composer.placement.request import DeviceItem, PlacementRequest
 from composer.placement.shareable import shares_per_device
-from composer.placement.snapshot import DeviceInfo, Snapshot
+from composer.placement.snapshot import LINEAGE, DeviceInfo, Snapshot
 from fabric.kinds import find, is_sliced
 
 __all__ = [
@@ -117,20 +117,33 @@ def item_candidates(
 ) -> dict[str, list[DeviceInfo]]:
     """The usable devices of one kind (and model) that meet the minima and the isolation,
     by enclosure; each filter appends its (name, before, after) to `funnel`. Worked out once
-    per snapshot and key (the result is shared: callers must not change it)."""
+    per snapshot and key (the result is shared: callers must not change it); on a snapshot
+    patched from another (`LINEAGE`), only for the enclosures whose devices changed, the
+    others' lists taken from that snapshot's (worked out there once)."""
     key = ("items", kind, model, tuple(sorted(minima.items())), blocked, label)
     known = snapshot.memo.get(key)
     if known is None:
+        inherited = None
+        lineage = snapshot.memo.get(LINEAGE)
+        if lineage is not None:
+            parent, touched = cast("tuple[Snapshot, frozenset[str]]", lineage)
+            item_candidates(parent, kind, model, minima, blocked, [], label)
+            inherited = (_Known(*cast("tuple[Any, Any, Any]", parent.memo[key])).unblocked, touched)
         steps: list[tuple[str, int, int]] = []
-        known = snapshot.memo[key] = (
-            _filter(snapshot, kind, model, minima, blocked, steps, label),
-            tuple(steps),
-        )
-    found, steps_done = cast(
-        "tuple[dict[str, list[DeviceInfo]], tuple[tuple[str, int, int], ...]]", known
-    )
-    funnel.extend(steps_done)
-    return found
+        found, unblocked = _filter(snapshot, kind, model, minima, blocked, steps, label, inherited)
+        known = snapshot.memo[key] = (found, tuple(steps), unblocked)
+    entry = _Known(*cast("tuple[Any, Any, Any]", known))
+    funnel.extend(entry.steps)
+    return entry.found
+
+
+class _Known(NamedTuple):
+    """A memoised `item_candidates`: the candidates, the funnel's steps, and the candidates
+    before isolation (what a patched snapshot inherits: isolation is per key)."""
+
+    found: dict[str, list[DeviceInfo]]
+    steps: tuple[tuple[str, int, int], ...]
+    unblocked: dict[str, list[DeviceInfo]]
 
 
 def _filter(
@@ -141,22 +154,46 @@ def _filter(
     blocked: frozenset[str],
     funnel: list[tuple[str, int, int]],
     label: str,
-) -> dict[str, list[DeviceInfo]]:
+    inherited: tuple[Mapping[str, list[DeviceInfo]], frozenset[str]] | None = None,
+) -> tuple[dict[str, list[DeviceInfo]], dict[str, list[DeviceInfo]]]:
+    """(candidates, candidates before isolation). With `inherited` (the lists before
+    isolation of the snapshot this one was patched from, and the enclosures changed since),
+    the lists of enclosures not changed are taken from it: the same devices, so the same
+    lists, in this snapshot's order."""
     by_kind = snapshot.by_kind.get(kind, {})
     total = sum(len(ids) for ids in by_kind.values())
     index = by_kind if model is None else snapshot.by_model.get((kind, model), {})
     devices = snapshot.devices
-    found = {e: [devices[i] for i in ids] for e, ids in index.items()}
-    count = sum(len(v) for v in found.values())
-    funnel.append((f"{label}: kind and model", total, count))
-    if minima:
-        found = {
-            e: kept
-            for e, devs in found.items()
-            if (kept := [d for d in devs if meets_minima(d, minima)])
-        }
-        before, count = count, sum(len(v) for v in found.values())
-        funnel.append((f"{label}: attribute minima", before, count))
+    if inherited is None:
+        found = {e: [devices[i] for i in ids] for e, ids in index.items()}
+        count = sum(len(v) for v in found.values())
+        funnel.append((f"{label}: kind and model", total, count))
+        if minima:
+            found = {
+                e: kept
+                for e, devs in found.items()
+                if (kept := [d for d in devs if meets_minima(d, minima)])
+            }
+            before, count = count, sum(len(v) for v in found.values())
+            funnel.append((f"{label}: attribute minima", before, count))
+    else:
+        lists, touched = inherited
+        count = sum(len(ids) for ids in index.values())
+        funnel.append((f"{label}: kind and model", total, count))
+        found = {}
+        for e, ids in index.items():
+            if e in touched:
+                kept = [devices[i] for i in ids]
+                if minima:
+                    kept = [d for d in kept if meets_minima(d, minima)]
+                if kept or not minima:
+                    found[e] = kept
+            elif e in lists:
+                found[e] = lists[e]
+        if minima:
+            before, count = count, sum(len(v) for v in found.values())
+            funnel.append((f"{label}: attribute minima", before, count))
+    unblocked = found
     if blocked:
         enclosures = snapshot.enclosures
         found = {
@@ -166,7 +203,7 @@ def _filter(
         }
         before, count = count, sum(len(v) for v in found.values())
         funnel.append((f"{label}: isolation", before, count))
-    return found
+    return found, unblocked
 
 
 def meets_minima(device: DeviceInfo, minima: Mapping[str, float]) -> bool:

@@ -108,7 +108,10 @@ def replacing(
             device_map[device.id] = device
             if not same:
                 into.append(device)
-                reorder = True
+            # A device replaced keeps its place in the mapping; a new one, or one whose
+            # (enclosure, name, id) changed, needs the mapping sorted again (a taken slice
+            # or share changes neither: no sort of every device for it).
+            reorder = reorder or old is None or _order(old) != _order(device)
         else:
             device_map.pop(device.id, None)
         sharing.update(h for h in (old and old.shared_host, device.shared_host) if h)
@@ -181,8 +184,22 @@ def replacing(
         group_cores_sorted=tuple(cores_sorted),
         max_cores=_max_cores(snapshot, old_hosts, new_hosts, host_map),
         shared_on=_shared_on(snapshot.shared_on, sharing, device_map, new_devices),
-        memo={},
+        memo=_lineage(snapshot, new_devices, gone),
     )
+
+
+def _lineage(snapshot: Snapshot, devices: list[DeviceInfo], gone: set[str]) -> dict[object, object]:
+    """The patched snapshot's memo: `LINEAGE` (`snapshot`, and the enclosures of every
+    device given or removed, before and after), unless `snapshot` has a lineage itself."""
+    from composer.placement.snapshot import LINEAGE
+
+    if LINEAGE in snapshot.memo:
+        return {}
+    old = snapshot.devices
+    touched = {d.enclosure for d in devices}
+    touched.update(old[d.id].enclosure for d in devices if d.id in old)
+    touched.update(old[d].enclosure for d in gone if d in old)
+    return {LINEAGE: (snapshot, frozenset(touched))}
 
 
 def _shared_on(

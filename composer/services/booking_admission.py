@@ -122,8 +122,9 @@ def admission_check(
     that fails (its local date and time), the engine's reason or the quota it would
     exceed, and the nearest window that fits. Call under the placement lock, so that what
     other bookings hold cannot change before the holds are written."""
-    horizon = timedelta(hours=NEAREST_HORIZON_HOURS)
-    booked = booked_between(windows[0].starts_at, windows[-1].ends_at + horizon)
+    # What the windows overlap only: the week after them is read when the nearest window
+    # that fits is looked for, after a refusal.
+    booked = booked_between(windows[0].starts_at, windows[-1].ends_at, windows=windows)
     admission = Admission(
         tenant=tenant,
         spec=spec,
@@ -148,6 +149,9 @@ def admission_check(
         alternative = problem.nearest.tenant or problem.nearest.operator
         if alternative:
             reason += f" {alternative}"
+    horizon = timedelta(hours=NEAREST_HORIZON_HOURS)
+    # A superset of what was read: every decision made so far stays as it was.
+    admission.booked = booked_between(windows[0].starts_at, windows[-1].ends_at + horizon)
     nearest = _nearest(admission, windows)
     if nearest is None:
         suggestion = "No window within a week after it fits either."

@@ -28,6 +28,7 @@ from composer.selectors.bookings import booked_between
 from composer.services.allocations import Claim
 from composer.services.booking_holds import snapshot_less_booked
 from composer.services.composition_pins import Pin, pins_as_request, pins_unusable
+from composer.services.snapshot_cache import snapshot_reused
 from composer.specs import spec_to_request
 from fabric.models import Host
 
@@ -60,7 +61,21 @@ def placement_snapshot(*, honour_bookings: bool = True) -> Snapshot:
     With `honour_bookings` (the default), less everything booked windows hold from now on
     (`composer.services.booking_holds`): a composition made now has no end, so a device a
     booking needs later is not given to it (rule 7). Off only for an operator's audited
-    override, and for the booking admission, which takes each window's holds itself."""
+    override, and for the booking admission, which takes each window's holds itself.
+
+    What precedes the bookings is kept while the inventory has not changed
+    (`composer.services.snapshot_cache`): the admission of a booking, the most frequent
+    caller, then places on it without reading the inventory again."""
+    snapshot = snapshot_reused(_base_snapshot)
+    if honour_bookings:
+        snapshot = snapshot_less_booked(snapshot, booked_between(timezone.now(), None))
+    return snapshot
+
+
+def _base_snapshot() -> Snapshot:
+    """The snapshot of `placement_snapshot` before bookings: reads only the tables the
+    inventory generation watches (devices, hosts, enclosures, switches, links, ports, pools,
+    compositions and allocations)."""
     active = (
         Allocation.objects.filter(released_at__isnull=True)
         .select_related("device", "composition")
@@ -118,8 +133,6 @@ def placement_snapshot(*, honour_bookings: bool = True) -> Snapshot:
             critical=critical,
             sliced={k: frozenset(v) for k, v in sliced.items()},
         )
-    if honour_bookings:
-        snapshot = snapshot_less_booked(snapshot, booked_between(timezone.now(), None))
     return snapshot
 
 

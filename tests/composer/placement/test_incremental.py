@@ -13,7 +13,14 @@ import pytest
 from composer.placement.engine import place
 from composer.placement.incremental import KNOWN_FIELDS
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
-from composer.placement.snapshot import DeviceInfo, EnclosureInfo, HostInfo, Reach, Snapshot
+from composer.placement.snapshot import (
+    LINEAGE,
+    DeviceInfo,
+    EnclosureInfo,
+    HostInfo,
+    Reach,
+    Snapshot,
+)
 
 
 def ordered(value: object) -> object:
@@ -101,7 +108,7 @@ def change(rng: random.Random, snapshot: Snapshot, every: list[DeviceInfo]) -> S
         reach=snapshot.reach,
     )
     same(patched, rebuilt)
-    assert patched.memo == {}
+    assert set(patched.memo) <= {LINEAGE}  # nothing worked out yet
     return patched
 
 
