@@ -26,6 +26,7 @@ __all__ = [
     "Booked",
     "HeldDevice",
     "booked_between",
+    "booked_quota_added",
     "booked_quota_peak",
     "booked_quota_usage",
     "running_as_holds",
@@ -321,8 +322,18 @@ def booked_quota_peak(
         and (end is None or h.starts_at < end)
         and h.occurrence != exclude_occurrence
     ]
-    together = booked_quota_usage(quotas, (*during, *ahead.holds))
-    held_now = booked_quota_usage(quotas, running)  # all start at `now`: their sum
+    return booked_quota_added(quotas, (*during, *ahead.holds), running)
+
+
+def booked_quota_added(
+    quotas: Iterable[Quota], during: Iterable[HeldDevice], running: Iterable[HeldDevice]
+) -> dict[int, dict[str, float]]:
+    """Per quota, the most `during` holds at once (booked windows in a span and the running
+    windows' compositions that reach into it) less what all of `running` hold now, which
+    quota usage already counts: what bookings add to it for that span."""
+    quotas = list(quotas)
+    together = booked_quota_usage(quotas, during)
+    held_now = booked_quota_usage(quotas, running)  # all start at the same instant: their sum
     added: dict[int, dict[str, float]] = {}
     for quota in quotas:
         peak, current = together.get(quota.pk, {}), held_now.get(quota.pk, {})

@@ -18,12 +18,20 @@ from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from django.utils import timezone
+
 from composer.errors import BookingRefused, QuotaExceeded
 from composer.models import Quota, Tenant
 from composer.placement.request import Placement, PlacementRequest, Rejection
 from composer.placement.snapshot import Snapshot
 from composer.recurrence import Window
-from composer.selectors.bookings import Booked, booked_between, booked_quota_usage
+from composer.selectors.bookings import (
+    Booked,
+    HeldDevice,
+    booked_between,
+    booked_quota_added,
+    running_as_holds,
+)
 from composer.services.booking_holds import snapshot_less_booked
 from composer.services.composition_checks import composition_check_quotas
 from composer.services.composition_pins import Pin
@@ -52,6 +60,9 @@ class Admission:
     booked: Booked
     quotas: list[Quota]
     zone: ZoneInfo
+    # The compositions of the tenant's running windows, as holds until their windows end:
+    # quota usage counts them now, a window after their end must not.
+    running: tuple[HeldDevice, ...] = ()
     decisions: dict[frozenset[int], Placement | Rejection] = field(default_factory=dict)
     quota_verdicts: dict[frozenset[int], QuotaExceeded | None] = field(default_factory=dict)
     placed: int = 0  # decisions made (placements and quota checks), for the budget
@@ -71,6 +82,9 @@ class Admission:
         if not self.quotas:
             return None
         mine = tuple(h for h in self.booked.during(window).holds if h.tenant == self.tenant.pk)
+        mine += tuple(
+            h for h in self.running if h.starts_at < window.ends_at and h.ends_at > window.starts_at
+        )
         key = frozenset(h.id for h in mine)
         if key not in self.quota_verdicts:
             self.placed += 1  # a check reads the database: counted in the same budget
@@ -79,7 +93,7 @@ class Admission:
                     tenant=self.tenant,
                     spec=self.spec,
                     pins=self.pins,
-                    booked=booked_quota_usage(self.quotas, mine),
+                    booked=booked_quota_added(self.quotas, mine, self.running),
                     quotas=self.quotas,
                 )
                 self.quota_verdicts[key] = None
@@ -125,6 +139,8 @@ def admission_check(
     # What the windows overlap only: the week after them is read when the nearest window
     # that fits is looked for, after a refusal.
     booked = booked_between(windows[0].starts_at, windows[-1].ends_at, windows=windows)
+    quotas = list(Quota.objects.filter(tenant=tenant))
+    running = running_as_holds(since=timezone.now(), tenants=[tenant.pk]) if quotas else ()
     admission = Admission(
         tenant=tenant,
         spec=spec,
@@ -133,8 +149,9 @@ def admission_check(
         pins=pins,
         base=base,
         booked=booked,
-        quotas=list(Quota.objects.filter(tenant=tenant)),
+        quotas=quotas,
         zone=zone,
+        running=running,
     )
     failure = admission.first_failure(windows)
     if failure is None:

@@ -14,7 +14,7 @@ import time_machine
 from django.utils import timezone
 
 from composer.choices import CompositionState, EventType, JobKind, OccurrenceState
-from composer.errors import InvalidTransition, QuotaExceeded
+from composer.errors import BookingRefused, InvalidTransition, QuotaExceeded
 from composer.models import (
     AlertAudience,
     Booking,
@@ -343,6 +343,39 @@ def test_a_running_window_counts_in_quotas_until_its_end_and_not_beside_the_next
         composition_request(tenant=acme, requested_by=alice, spec=one, name="more")
         with pytest.raises(QuotaExceeded):
             composition_request(tenant=acme, requested_by=alice, spec=one, name="too-many")
+
+
+def test_a_booking_made_while_a_window_runs_counts_it_only_until_it_ends(
+    synced: FabricManager, acme: Any, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Under a 2-GPU quota, while a 1-GPU window runs until 10:00: 2 GPUs booked for
+    11:00-12:00 fit (the window's composition is gone by then), 2 for 09:30-11:00 do not."""
+    Quota.objects.create(tenant=acme, kind="gpu", max_count=2)
+    book(acme, alice, tomorrow(8), tomorrow(10), spec={"items": [{"kind": "gpu", "count": 1}]})
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+    at = {hour: tomorrow(hour) for hour in (9, 11, 12)}  # read before the clock moves
+    half_past_nine = tomorrow(9, 30)
+
+    with time_machine.travel(at[9], tick=False):
+        later = booking_request(
+            tenant=acme,
+            requested_by=alice,
+            name="later",
+            spec=TWO_GPUS,
+            starts_at=at[11],
+            ends_at=at[12],
+        )
+        assert later.occurrences.count() == 1
+        with pytest.raises(BookingRefused) as refused:
+            booking_request(
+                tenant=acme,
+                requested_by=alice,
+                name="overlapping",
+                spec=TWO_GPUS,
+                starts_at=half_past_nine,
+                ends_at=at[11],
+            )
+        assert "Over the GPU quota of Acme by 1" in refused.value.message
 
 
 def test_the_alert_of_a_failed_start_closes_once_its_window_is_over(
