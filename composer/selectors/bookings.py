@@ -29,6 +29,7 @@ __all__ = [
     "booked_quota_added",
     "booked_quota_peak",
     "booked_quota_usage",
+    "overlapping",
     "running_as_holds",
 ]
 
@@ -118,8 +119,8 @@ def booked_between(
         holds = holds.filter(starts_at__lt=end)
         occurrences = occurrences.filter(starts_at__lt=end)
     if windows is not None:  # within [start, end) already: the windows alone bound the read
-        holds = _overlapping(holds, BookingHold._meta.db_table, windows)
-        occurrences = _overlapping(occurrences, Occurrence._meta.db_table, windows)
+        holds = overlapping(holds, BookingHold._meta.db_table, windows)
+        occurrences = overlapping(occurrences, Occurrence._meta.db_table, windows)
     if tenant is not None:
         holds = holds.filter(occurrence__booking__tenant_id=tenant)
         occurrences = occurrences.filter(booking__tenant_id=tenant)
@@ -225,7 +226,7 @@ def _fetched(rows: QuerySet[Any, tuple[Any, ...]]) -> Iterable[tuple[Any, ...]]:
         return cursor.fetchall()
 
 
-def _overlapping(rows: QuerySet[_M], table: str, windows: Sequence[Window]) -> QuerySet[_M]:
+def overlapping(rows: QuerySet[_M], table: str, windows: Sequence[Window]) -> QuerySet[_M]:
     """`rows` (holds or occurrences) whose window overlaps one of `windows` (half-open).
     PostgreSQL: as range overlaps, which the GiST index of their windows answers
     (migration 0029); elsewhere as the same comparisons."""

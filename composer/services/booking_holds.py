@@ -10,7 +10,6 @@ so it would still hold the device when the booked window starts.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -21,6 +20,7 @@ from composer.errors import ClaimConflict
 from composer.models import BookingHold
 from composer.placement.shareable import free_shares
 from composer.placement.snapshot import Snapshot
+from composer.selectors.booked_totals import HeldTotals
 from composer.selectors.bookings import Booked
 from fabric.kinds import is_sliced, shares_per_device
 from fabric.models import Device
@@ -28,42 +28,45 @@ from fabric.models import Device
 __all__ = [
     "holds_write",
     "snapshot_less_booked",
+    "snapshot_less_held",
 ]
 
 
 def snapshot_less_booked(snapshot: Snapshot, booked: Booked) -> Snapshot:
-    """`snapshot` with what `booked` holds taken: whole devices, GiB of memory devices,
+    """`snapshot` with what `booked` holds taken (`snapshot_less_held` of its totals)."""
+    if not booked.holds and not booked.occupants:
+        return snapshot
+    return snapshot_less_held(snapshot, HeldTotals.of(booked))
+
+
+def snapshot_less_held(snapshot: Snapshot, held: HeldTotals) -> Snapshot:
+    """`snapshot` with what `held` sums taken: whole devices, GiB of memory devices,
     shares of GPUs on their hosts (a device shared on another host, or with fewer shares
     free than held, leaves the snapshot), and the occurrences' cores and host memory. A
     memory device holding a booked slice for a host is marked sliced for it (one slice of
-    a device per host)."""
-    if not booked.holds and not booked.occupants:
+    a device per host). A device no longer in the snapshot (allocated now, failed) is
+    passed over: it is taken already."""
+    if not held:
         return snapshot
-    whole: set[str] = set()
-    gib: dict[str, int] = defaultdict(int)
-    shares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    sliced: dict[str, set[str]] = defaultdict(set)
-    for hold in booked.holds:
-        if hold.device not in snapshot.devices:
-            continue  # taken already (allocated now, failed, or held twice)
-        if hold.gib is not None:
-            gib[hold.device] += hold.gib
-            if hold.host:
-                sliced[hold.host].add(hold.device)
-        elif hold.share is not None and hold.host:
-            shares[hold.device][hold.host] += hold.share
-        else:
-            whole.add(hold.device)
+    present = snapshot.devices
+    whole = {d for d in held.whole if d in present}
+    gib = {d: n for d, n in held.gib.items() if d in present}
+    shares = {d: per_host for d, per_host in held.shares.items() if d in present}
+    sliced = {
+        host: kept
+        for host, devices in held.sliced.items()
+        if (kept := frozenset(d for d in devices if d in present))
+    }
     share_taken: dict[str, tuple[str, int]] = {}
     for device_id in sorted(whole):
-        device = snapshot.devices[device_id]
+        device = present[device_id]
         if device.shared_host:  # shared since (an operator's override): all it has left
             share_taken[device_id] = (device.shared_host, device.shares_free)
             shares.pop(device_id, None)
     for device_id, per_host in shares.items():
         if device_id in share_taken:
             continue
-        device = snapshot.devices[device_id]
+        device = present[device_id]
         hosts = set(per_host) | ({device.shared_host} if device.shared_host else set())
         total = sum(per_host.values())
         if len(hosts) == 1 and total < free_shares(device):
@@ -72,22 +75,17 @@ def snapshot_less_booked(snapshot: Snapshot, booked: Booked) -> Snapshot:
             share_taken[device_id] = (device.shared_host, device.shares_free)
         else:
             whole.add(device_id)
-    cores: dict[str, int] = defaultdict(int)
-    memory: dict[str, int] = defaultdict(int)
-    for _, host, _, _, c, m in booked.occupants:
-        cores[host] += c
-        memory[host] += m
     taken = snapshot.taking(
         devices=whole - set(share_taken),
         memory_gib=gib,
         shares=share_taken,
-        cores=cores,
-        host_memory_gib=memory,
+        cores=held.cores,
+        host_memory_gib=held.host_memory_gib,
     )
     if sliced:
         merged = {h: frozenset(v) for h, v in taken.sliced.items()}
         for host, devices in sliced.items():
-            merged[host] = merged.get(host, frozenset()) | frozenset(devices)
+            merged[host] = merged.get(host, frozenset()) | devices
         taken = replace(taken, sliced=merged)
     return taken
 

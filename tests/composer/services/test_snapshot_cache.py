@@ -29,7 +29,7 @@ from composer.placement.engine import place
 from composer.placement.request import DeviceItem, Placement, PlacementRequest
 from composer.placement.snapshot import Snapshot
 from composer.recurrence import windows_expand
-from composer.selectors.bookings import booked_between
+from composer.selectors.bookings import Booked, booked_between
 from composer.services.allocations import allocations_release
 from composer.services.booking_admission import admission_check
 from composer.services.booking_holds import snapshot_less_booked
@@ -229,8 +229,8 @@ def test_pruning_moves_the_epoch_and_keeps_snapshots_right(
 def test_an_admission_decides_as_on_a_fresh_snapshot_and_a_full_read_of_holds(
     postgres: None, synced: FabricManager
 ) -> None:
-    """The kept snapshot, the holds read for the windows only, and each occurrence's
-    patched snapshot give the plans that a fresh snapshot and every hold of the span give."""
+    """The kept snapshot and the holds summed in the database give the plans that a fresh
+    snapshot and every hold of the span give; so does each window's patched snapshot."""
     tenants = [TenantFactory.create() for _ in range(3)]
     day = (timezone.now() + timedelta(days=1)).date()
     first = datetime(day.year, day.month, day.day, 8, tzinfo=UTC)
@@ -265,18 +265,40 @@ def test_an_admission_decides_as_on_a_fresh_snapshot_and_a_full_read_of_holds(
 
     plans = admit(kept)
     assert plans == admit(fresh())
-    # Every hold of the span, each occurrence's snapshot rebuilt rather than patched.
+    # Placed once for every window (devices free in all of them), on a snapshot rebuilt
+    # rather than patched, less every hold of the span that overlaps a window.
     everything = booked_between(windows[0].starts_at, windows[-1].ends_at)
+    overlapping = unique(
+        Booked(
+            tuple(h for w in windows for h in everything.during(w).holds),
+            tuple(o for w in windows for o in everything.during(w).occupants),
+        )
+    )
+    assert overlapping.holds  # the windows do overlap other bookings
     rebuilt = fresh()
-    for window, plan in zip(windows, plans, strict=True):
+    assert all(plan == plans[0] for plan in plans)
+    together = rebuilt_alone(snapshot_less_booked(rebuilt, overlapping))
+    assert place_on(together, request, None, []) == plans[0]
+    # Each window alone (the path of a series whose windows share no free devices): its
+    # patched snapshot decides as one rebuilt from its holds.
+    for window in windows:
         during = everything.during(window)
-        assert during.holds  # the windows do overlap other bookings
-        taken = snapshot_less_booked(rebuilt, during)
-        alone = Snapshot.build(
-            hosts=taken.hosts.values(), enclosures=taken.enclosures.values(),
-            devices=taken.devices.values(), reach=taken.reach,
-            switch_names=taken.switch_names, holders=taken.holders, critical=taken.critical,
-            sliced=taken.sliced, oversubscription=taken.oversubscription,
-            workload=taken.workload,
-        )  # fmt: skip
-        assert place_on(alone, request, None, []) == plan
+        patched = place_on(snapshot_less_booked(kept, during), request, None, [])
+        alone = rebuilt_alone(snapshot_less_booked(rebuilt, during))
+        assert place_on(alone, request, None, []) == patched
+
+
+def unique(booked: Booked) -> Booked:
+    """`booked` with each hold and occupant once (windows can overlap the same hold)."""
+    return Booked(tuple(dict.fromkeys(booked.holds)), tuple(dict.fromkeys(booked.occupants)))
+
+
+def rebuilt_alone(taken: Snapshot) -> Snapshot:
+    """`taken` built anew from its contents: no index or memo carried over from a patch."""
+    return Snapshot.build(
+        hosts=taken.hosts.values(), enclosures=taken.enclosures.values(),
+        devices=taken.devices.values(), reach=taken.reach,
+        switch_names=taken.switch_names, holders=taken.holders, critical=taken.critical,
+        sliced=taken.sliced, oversubscription=taken.oversubscription,
+        workload=taken.workload,
+    )  # fmt: skip
