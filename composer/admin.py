@@ -23,6 +23,8 @@ from composer.models import (
     EventAudience,
     Job,
     JobLogLine,
+    KubernetesClaim,
+    KubernetesController,
     Membership,
     Occurrence,
     Quota,
@@ -240,6 +242,22 @@ class RedfishSessionAdmin(ReadOnlyAdmin):
     fields = list_display
     list_select_related = ("user",)
     search_fields = ("public_id", "user__username")
+
+
+@admin.register(KubernetesClaim)
+class KubernetesClaimAdmin(ReadOnlyAdmin):
+    """The ResourceClaims the Kubernetes controller composed for (docs/kubernetes.md)."""
+
+    list_display = ("uid", "namespace", "name", "node", "composition", "created_at", "released_at")
+    list_select_related = ("composition",)
+    search_fields = ("uid", "namespace", "name", "node")
+
+
+@admin.register(KubernetesController)
+class KubernetesControllerAdmin(ReadOnlyAdmin):
+    """Each controller replica's last pass, as the fabric managers page shows it."""
+
+    list_display = ("identity", "driver", "is_leader", "last_pass_at", "pools", "claims")
 
 
 @admin.register(UnbindPending)

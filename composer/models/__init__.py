@@ -6,6 +6,7 @@ from composer.models.bookings import Booking, BookingHold, Occurrence
 from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.events import AlertAudience, ChangeAudience, Event, EventAudience
 from composer.models.jobs import Job, JobLogLine
+from composer.models.kubernetes import KubernetesClaim, KubernetesController
 from composer.models.notifications import (
     DeliveryChannel,
     DeliveryEvent,
@@ -47,6 +48,8 @@ __all__ = [
     "Job",
     "JobLogLine",
     "KindSample",
+    "KubernetesClaim",
+    "KubernetesController",
     "Membership",
     "NotificationDelivery",
     "NotificationRoute",

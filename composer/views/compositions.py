@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 from composer.choices import TERMINAL_JOB_STATUSES, CompositionState, Role
 from composer.errors import ComposerError
 from composer.forms.compositions import CompositionRequestForm
-from composer.models import Composition, Job, Membership, Template, Tenant
+from composer.models import Composition, Job, KubernetesClaim, Membership, Template, Tenant
 from composer.placement.audience import plan_for
 from composer.selectors.health import composition_device_status
 from composer.selectors.jobs import job_log
@@ -251,6 +251,8 @@ def _composition_context(request: HttpRequest, pk: int) -> dict[str, Any]:
     job_finished = job is None or job.status in TERMINAL_JOB_STATUSES
     return {
         "composition": composition,
+        # The ResourceClaim it was made for, when the Kubernetes controller made it.
+        "kubernetes_claim": KubernetesClaim.objects.filter(composition=composition).first(),
         "rows": rows,
         "plan": plan,
         "history": list(composition.state_changes.select_related("actor").order_by("at", "id")),

@@ -25,6 +25,8 @@ from composer.models import (
     EventAudience,
     Job,
     JobLogLine,
+    KubernetesClaim,
+    KubernetesController,
     Membership,
     NotificationDelivery,
     NotificationRoute,
@@ -114,6 +116,10 @@ def operator_client(db: None) -> Client:
         route=route, webhook=hook, channel="webhook", event="test", body="{}", body_sha256="0"
     )
     ServerShape.objects.create(name="8-GPU", gpus=8, cores=96, memory_gib=512)
+    KubernetesClaim.objects.create(
+        uid="u-1", namespace="ml", name="gpus", node="node-1", composition=composition
+    )
+    KubernetesController.objects.create(identity="replica-a", driver="fabric.composer.dev")
     pools_ensure_defaults(manager=device.manager)
     pools_assign(manager=device.manager, source="test")
     utilisation_tick(now=now)  # a pool's, a kind's and the tenant's sample

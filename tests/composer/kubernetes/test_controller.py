@@ -1,0 +1,204 @@
+"""The controller against an in-process API server: a claim allocated to two published
+GPUs becomes a composition on the node's host, the claim is told when it is ready, and
+deleting the claim decomposes it; restarts never compose twice; what cannot be composed
+is reported on the claim with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from composer.choices import CompositionState
+from composer.kubernetes.api import Conflict
+from composer.kubernetes.controller import Controller
+from composer.models import Composition, KubernetesClaim, StateChange
+from composer.services.compositions import composition_request
+from composer.states import composition_transition
+from fabric.models import Device, FabricManager
+from tests.support.kube import FakeKube
+
+pytestmark = pytest.mark.django_db
+
+H100 = "h100-pcie-80gb-sim"
+L40S = "l40s-48gb-sim"
+
+
+@pytest.fixture
+def kube(synced: FabricManager, acme: Any) -> FakeKube:
+    api = FakeKube()
+    api.node_add("node-1", host="host-a-01")
+    api.node_add("host-a-02")  # no annotation: the node's own name is the host's
+    api.namespace_add("ml", tenant="acme")
+    api.namespace_add("web")
+    return api
+
+
+@pytest.fixture
+def run(django_capture_on_commit_callbacks: Any) -> Iterator[Any]:
+    """One reconcile, the jobs it queues run as a worker would (eager)."""
+
+    def reconcile(controller: Controller) -> Any:
+        with django_capture_on_commit_callbacks(execute=True):
+            return controller.reconcile()
+
+    yield reconcile
+
+
+def published(kube: FakeKube, pool: str) -> list[str]:
+    return [d["name"] for s in kube.slices.values() if s["spec"]["pool"]["name"] == pool
+            for d in s["spec"]["devices"]]  # fmt: skip
+
+
+def test_a_claim_is_composed_on_its_node_s_host_ready_and_released_when_deleted(
+    kube: FakeKube, acme: Any, run: Any
+) -> None:
+    controller = Controller(kube)
+    run(controller)
+    chosen = published(kube, H100)[:2]
+    assert len(chosen) == 2
+    kube.claim_allocate("ml", "gpus", uid="u-1", node="node-1",
+                        devices=[(H100, name) for name in chosen])  # fmt: skip
+
+    first = run(controller)
+
+    assert first.attached == ["ml/gpus"] and not first.errors
+    record = KubernetesClaim.objects.get(uid="u-1")
+    composition = Composition.objects.get(pk=record.composition_id)
+    assert composition.tenant == acme and composition.host is not None
+    assert composition.host.name == "host-a-01"
+    assert composition.state == CompositionState.READY, composition.failure_reason
+    bound = sorted(f"gpu-{pk}" for pk in composition.allocations.values_list("device", flat=True))
+    assert bound == sorted(chosen)
+    assert StateChange.objects.filter(composition=composition).exists()  # audited as any
+
+    second = run(controller)  # the composition is up: the claim hears it
+    assert kube.conditions("ml", "gpus") == {name: ["FabricDeviceReady"] for name in chosen}
+    assert not set(chosen) & set(published(kube, H100))  # bound: no longer offered
+    assert second.attached == [] and Composition.objects.count() == 1
+
+    kube.claim_delete("ml", "gpus")
+    third = run(controller)
+
+    composition.refresh_from_db()
+    assert third.released == ["ml/gpus"]
+    assert composition.state == CompositionState.RELEASED
+    assert KubernetesClaim.objects.get(uid="u-1").released_at is not None
+    run(controller)
+    assert set(chosen) <= set(published(kube, H100))  # offered again
+
+
+def test_a_controller_killed_between_composing_and_recording_composes_once(
+    kube: FakeKube, run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(Controller(kube))
+    chosen = published(kube, H100)[:1]
+    kube.claim_allocate("ml", "one", uid="u-2", node="node-1", devices=[(H100, chosen[0])])
+
+    def killed(*args: Any, **kwargs: Any) -> Any:
+        raise SystemExit("killed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(KubernetesClaim.objects, "update_or_create", killed)
+        with pytest.raises(SystemExit):
+            run(Controller(kube))
+    assert Composition.objects.count() == 1 and not KubernetesClaim.objects.exists()
+
+    run(Controller(kube))  # a fresh controller, as after a restart
+    run(Controller(kube))
+
+    assert Composition.objects.count() == 1
+    record = KubernetesClaim.objects.get(uid="u-2")
+    assert record.composition == Composition.objects.get()
+    assert kube.conditions("ml", "one") == {chosen[0]: ["FabricDeviceReady"]}
+
+
+def test_what_cannot_be_composed_asks_the_scheduler_to_reschedule_with_the_reason(
+    kube: FakeKube, acme: Any, run: Any
+) -> None:
+    run(Controller(kube))
+    first, second = published(kube, H100)[:2]
+    # A node whose host Composer does not know.
+    kube.node_add("node-9", host="host-z-99")
+    kube.claim_allocate("ml", "lost", uid="u-3", node="node-9", devices=[(H100, first)])
+    # A device taken by the console between the publish and the claim.
+    taken = Device.objects.get(pk=int(second.rpartition("-")[2]))
+    composition_request(tenant=acme, requested_by=None, name="console",
+                        spec={"devices": [{"device": taken.pk}]})  # fmt: skip
+    kube.claim_allocate("ml", "late", uid="u-4", node="node-1", devices=[(H100, second)])
+
+    report = run(Controller(kube))
+
+    assert any("host-z-99" in e and "composer.dev/host" in e for e in report.errors)
+    assert kube.conditions("ml", "lost") == {first: ["FabricDeviceReschedule"]}
+    lost = kube.claims[("ml", "lost")]["status"]["devices"][0]["conditions"]
+    assert "host-z-99" in next(c["message"] for c in lost if c["status"] == "True")
+    late = KubernetesClaim.objects.get(uid="u-4").composition
+    assert late is not None and late.state == CompositionState.REJECTED
+    assert kube.conditions("ml", "late") == {second: ["FabricDeviceReschedule"]}
+
+    # The scheduler allocates the claim again, to a device that is free: composed anew.
+    other = published(kube, L40S)[0]
+    kube.claim_allocate("ml", "late", uid="u-4", node="node-1", devices=[(L40S, other)])
+    run(Controller(kube))
+    run(Controller(kube))
+    again = KubernetesClaim.objects.get(uid="u-4").composition
+    assert again is not None and again != late and again.state == CompositionState.READY
+    assert kube.conditions("ml", "late") == {other: ["FabricDeviceReady"]}
+
+
+def test_namespaces_map_to_tenants_and_unknown_ones_are_refused(
+    kube: FakeKube, globex: Any, run: Any
+) -> None:
+    run(Controller(kube, default_tenant="globex"))
+    name = published(kube, H100)[0]
+    kube.claim_allocate("web", "plain", uid="u-5", node="host-a-02", devices=[(H100, name)])
+    run(Controller(kube, default_tenant="globex"))
+    composition = KubernetesClaim.objects.get(uid="u-5").composition
+    assert composition is not None and composition.tenant == globex
+    assert composition.host is not None and composition.host.name == "host-a-02"
+
+    kube.namespace_add("stray", tenant="nobody")
+    kube.claim_allocate("stray", "x", uid="u-6", node="node-1",
+                        devices=[(H100, published(kube, H100)[0])])  # fmt: skip
+    report = run(Controller(kube, default_tenant="globex"))
+    assert any("'nobody'" in e for e in report.errors)
+    assert KubernetesClaim.objects.get(uid="u-6").composition is None
+
+
+def test_a_fault_on_a_bound_device_fails_the_claim_s_devices(kube: FakeKube, run: Any) -> None:
+    run(Controller(kube))
+    name = published(kube, H100)[0]
+    kube.claim_allocate("ml", "f", uid="u-7", node="node-1", devices=[(H100, name)])
+    run(Controller(kube))
+    composition = KubernetesClaim.objects.get(uid="u-7").composition
+    assert composition is not None
+    composition_transition(composition, CompositionState.DEGRADED, reason="GPU fell off the bus")
+
+    run(Controller(kube))
+
+    assert kube.conditions("ml", "f") == {name: ["FabricDeviceFailed"]}
+
+
+def test_a_slice_changed_meanwhile_is_read_again_and_written(
+    kube: FakeKube, run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(Controller(kube))
+    device = Device.objects.filter(model="H100 PCIe 80GB").order_by("pk").first()
+    assert device is not None
+    Device.objects.filter(pk=device.pk).update(state="maintenance")
+    real = kube.slice_replace
+    calls = []
+
+    def once_stale(body: dict) -> None:
+        calls.append(body["metadata"]["name"])
+        if len(calls) == 1:
+            raise Conflict(body["metadata"]["name"])
+        real(body)
+
+    monkeypatch.setattr(kube, "slice_replace", once_stale)
+    report = run(Controller(kube))
+
+    assert len(calls) == 2 and report.slices_written == 1
+    assert f"gpu-{device.pk}" not in published(kube, H100)

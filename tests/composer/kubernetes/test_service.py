@@ -1,0 +1,70 @@
+"""The controller's loop and command: each pass recorded for the console (leader or not,
+its error), only the leader reconciling, and a command that refuses a tenant that does not
+exist before it touches the cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+
+import composer.management.commands.k8s_controller as command
+from composer.kubernetes.controller import Controller
+from composer.kubernetes.leader import Elector
+from composer.kubernetes.service import serve_once
+from composer.models import KubernetesController
+from fabric.models import FabricManager
+from tests.support.kube import FakeKube
+
+pytestmark = pytest.mark.django_db
+
+
+def test_each_pass_is_recorded_and_only_the_leader_reconciles(
+    synced: FabricManager, acme: Any
+) -> None:
+    kube = FakeKube()
+    leader = Elector(kube, "composer", "lease", "a")
+    follower = Elector(kube, "composer", "lease", "b")
+
+    report = serve_once(Controller(kube, default_tenant="acme"), leader, "a", 5)
+    assert report is not None and report.pools and len(kube.slices) == len(report.pools)
+    assert serve_once(Controller(kube, default_tenant="acme"), follower, "b", 5) is None
+
+    a, b = KubernetesController.objects.order_by("identity")
+    assert (a.identity, a.is_leader, a.pools, a.last_error) == ("a", True, len(report.pools), "")
+    assert (b.identity, b.is_leader, b.pools) == ("b", False, 0)
+    assert a.last_pass_at is not None and a.driver == "fabric.composer.dev"
+
+
+def test_a_failed_pass_is_recorded_with_its_error_and_the_next_one_runs(
+    synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kube = FakeKube()
+
+    def down() -> list[dict[str, Any]]:
+        raise ConnectionError("API server unreachable")
+
+    monkeypatch.setattr(kube, "claims_list", down)
+    assert serve_once(Controller(kube), None, "solo", 5) is None
+    record = KubernetesController.objects.get(identity="solo")
+    assert record.last_error == "ConnectionError: API server unreachable"
+
+    monkeypatch.undo()
+    assert serve_once(Controller(kube), None, "solo", 5) is not None
+    assert KubernetesController.objects.get(identity="solo").last_error == ""
+
+
+def test_the_command_runs_a_pass_and_refuses_a_tenant_that_does_not_exist(
+    synced: FabricManager, acme: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    kube = FakeKube()
+    monkeypatch.setattr(command, "client_api", lambda kubeconfig, context: kube)
+
+    with pytest.raises(CommandError, match="--tenant: no active tenant has the slug 'nobody'"):
+        call_command("k8s_controller", "--once", "--tenant", "nobody")
+    assert not kube.slices
+
+    call_command("k8s_controller", "--once", "--tenant", "acme", "--identity", "one")
+    assert kube.slices and kube.leases
+    assert KubernetesController.objects.get(identity="one").is_leader
