@@ -4,21 +4,40 @@ Why apart from `controller`: the loop owns time, leadership and what the console
 the controller (`KubernetesController`, on the fabric managers page); the controller owns
 one pass. A pass that fails is logged and recorded with its error, and the next one starts
 from what the API server and the database say then.
+
+Passes come every `interval` seconds, and at once when the console's own events say the
+pool may have changed: the loop watches the event outbox (`composer.models.Event`, ids
+only ever growing) for compositions changing state, devices' health or state, alerts and
+booked windows, so a composition that comes up is reported to its claim, and a device
+taken or given back leaves or joins its slice, within a `watch` period rather than an
+interval. Reading the outbox from the last id seen misses nothing, Redis or not.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 
 from django.db import close_old_connections
+from django.db.models import Max
 from django.utils import timezone
 
+from composer.choices import EventType
 from composer.kubernetes.controller import Controller, Report
 from composer.kubernetes.leader import Elector
-from composer.models import KubernetesClaim, KubernetesController
+from composer.models import Event, KubernetesClaim, KubernetesController
 
-__all__ = ["serve", "serve_once"]
+__all__ = ["Loop", "serve", "serve_once"]
+
+# The console's events after which the pool or a claim's composition may have changed.
+WATCHED = (
+    EventType.COMPOSITION_STATE,
+    EventType.DEVICE_HEALTH,
+    EventType.FABRIC_ALERT,
+    EventType.BOOKING_OCCURRENCE,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -57,15 +76,46 @@ def serve_once(
     return report
 
 
+class Loop:
+    """When to pass: every `interval` seconds, and at once after a watched event."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        elector: Elector | None,
+        identity: str,
+        interval: int,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.controller, self.elector, self.identity = controller, elector, identity
+        self.interval, self.clock = interval, clock
+        self.last_event = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
+        self.next_pass = 0.0  # the first step passes
+
+    def step(self) -> Report | None:
+        """One look at the outbox, and a pass when it is due or an event calls for one."""
+        newest = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
+        called = newest > self.last_event and (
+            Event.objects.filter(id__gt=self.last_event, id__lte=newest, type__in=WATCHED).exists()
+        )
+        self.last_event = max(self.last_event, newest)
+        if not called and self.clock() < self.next_pass:
+            return None
+        self.next_pass = self.clock() + self.interval
+        return serve_once(self.controller, self.elector, self.identity, self.interval)
+
+
 def serve(
     controller: Controller,
     elector: Elector | None,
     identity: str,
     interval: int,
     stop: threading.Event,
+    watch: float = 1.0,
 ) -> None:
-    """Pass after pass, `interval` seconds apart, until `stop` is set."""
+    """Pass after pass until `stop` is set, looking at the outbox every `watch` seconds."""
+    loop = Loop(controller, elector, identity, interval)
     while not stop.is_set():
         close_old_connections()  # a connection the database dropped is opened again
-        serve_once(controller, elector, identity, interval)
-        stop.wait(interval)
+        loop.step()
+        stop.wait(watch)

@@ -36,6 +36,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--driver", default=DRIVER, help="the DRA driver name")
         parser.add_argument("--interval", type=int, default=5, help="seconds between passes")
+        parser.add_argument(
+            "--watch",
+            type=float,
+            default=1.0,
+            help="seconds between looks at the console's events (a pass follows a change)",
+        )
         parser.add_argument("--once", action="store_true", help="one pass, then exit")
         parser.add_argument(
             "--lease-namespace",
@@ -48,6 +54,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["interval"] < 1:
             raise CommandError("--interval: at least 1 second.")
+        if not 0.1 <= options["watch"] <= options["interval"]:
+            raise CommandError("--watch: from 0.1 seconds to the --interval.")
         slug = options["tenant"]
         if not Tenant.objects.filter(slug=slug, is_active=True).exists():
             raise CommandError(
@@ -70,4 +78,4 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
         self.stdout.write(f"kubernetes controller {identity} for {options['driver']}: running\n")
-        serve(controller, elector, identity, options["interval"], stop)
+        serve(controller, elector, identity, options["interval"], stop, watch=options["watch"])

@@ -12,9 +12,10 @@ from django.core.management import CommandError, call_command
 import composer.management.commands.k8s_controller as command
 from composer.kubernetes.controller import Controller
 from composer.kubernetes.leader import Elector
-from composer.kubernetes.service import serve_once
+from composer.kubernetes.service import Loop, serve_once
 from composer.models import KubernetesController
-from fabric.models import FabricManager
+from composer.services.compositions import composition_request
+from fabric.models import Device, FabricManager
 from tests.support.kube import FakeKube
 
 pytestmark = pytest.mark.django_db
@@ -68,3 +69,48 @@ def test_the_command_runs_a_pass_and_refuses_a_tenant_that_does_not_exist(
     call_command("k8s_controller", "--once", "--tenant", "acme", "--identity", "one")
     assert kube.slices and kube.leases
     assert KubernetesController.objects.get(identity="one").is_leader
+
+
+class Ticks:
+    """A monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_pass_comes_every_interval_and_at_once_after_the_console_s_events(
+    synced: FabricManager, acme: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    kube, ticks = FakeKube(), Ticks()
+    loop = Loop(Controller(kube, default_tenant="acme"), None, "solo", 60, clock=ticks)
+    assert loop.step() is not None  # the first step passes
+    ticks.now += 5
+    assert loop.step() is None  # nothing happened, the interval is not over
+    gpu = Device.objects.filter(kind="gpu").order_by("pk").first()
+    assert gpu is not None and f"gpu-{gpu.pk}" in published(kube)
+
+    with django_capture_on_commit_callbacks(execute=True):  # the console composes it
+        composition_request(tenant=acme, requested_by=None, name="c",
+                            spec={"devices": [{"device": gpu.pk}]})  # fmt: skip
+    ticks.now += 1
+    report = loop.step()  # its state events call for a pass: the GPU leaves its slice
+
+    assert report is not None and f"gpu-{gpu.pk}" not in published(kube)
+    ticks.now += 1
+    assert loop.step() is None  # no event since
+    ticks.now += 60
+    assert loop.step() is not None  # the interval is over
+
+
+def published(kube: FakeKube) -> list[str]:
+    return [d["name"] for s in kube.slices.values() for d in s["spec"]["devices"]]
+
+
+def test_the_command_refuses_a_watch_longer_than_its_interval(
+    synced: FabricManager, acme: Any
+) -> None:
+    with pytest.raises(CommandError, match="--watch"):
+        call_command("k8s_controller", "--tenant", "acme", "--interval", "5", "--watch", "9")
