@@ -19,8 +19,9 @@ is deleted or deallocated, its composition is decomposed.
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -181,8 +182,9 @@ class Controller:
             requested_by=None,
             spec={"host": host.pk, "devices": pins},
             name=f"k8s {view.namespace}/{view.name}"[:90] + f" {view.uid[:8]}",
-            # One composition per claim and allocation, whoever asks twice.
-            idempotency_key=f"kubernetes:{view.uid}:" + ",".join(d for _, d in view.devices),
+            # One composition per claim and allocation, whoever asks twice; the allocation
+            # as a digest, so that a claim of many devices stays within the key's length.
+            idempotency_key=f"kubernetes:{view.uid}:{_digest(view.devices)}",
         )
 
     def _host(self, node: str) -> Host:
@@ -239,6 +241,12 @@ class Controller:
 
     def __repr__(self) -> str:  # the command's log line
         return f"Controller(driver={self.driver!r}, default_tenant={self.default_tenant!r})"
+
+
+def _digest(devices: Sequence[tuple[str, str]]) -> str:
+    """A short digest of an allocation's (pool, device) pairs."""
+    text = "\n".join(f"{pool}/{device}" for pool, device in devices)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _ended(composition: Composition | None) -> bool:

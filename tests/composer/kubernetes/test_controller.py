@@ -202,3 +202,19 @@ def test_a_slice_changed_meanwhile_is_read_again_and_written(
 
     assert len(calls) == 2 and report.slices_written == 1
     assert f"gpu-{device.pk}" not in published(kube, H100)
+
+
+def test_a_claim_of_many_devices_is_asked_for_whole_and_refused_by_what_is_wrong(
+    kube: FakeKube, run: Any
+) -> None:
+    """A claim of 32 devices (one the console never had): its idempotency key stays within
+    the API's 200 characters, so the refusal names the device, not the key."""
+    run(Controller(kube))
+    devices = [(H100, f"gpu-{900000 + i}") for i in range(32)]
+    kube.claim_allocate("ml", "big", uid="1d2e3f4a-5b6c-7d8e-9fa0-b1c2d3e4f5a6", node="node-1",
+                        devices=devices)  # fmt: skip
+
+    report = run(Controller(kube))
+
+    (error,) = report.errors
+    assert "900000" in error and "idempotency" not in error
