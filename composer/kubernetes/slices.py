@@ -32,7 +32,7 @@ from composer.kubernetes.names import (
     device_name,
     dns_label,
 )
-from composer.selectors.bookings import booked_between
+from composer.models import BookingHold
 from fabric.choices import DeviceState, Health
 from fabric.kinds import partitioned
 from fabric.models import Device
@@ -72,10 +72,9 @@ def pools_free() -> dict[str, Pool]:
     health OK or warning, of a kind handed out whole or in shares (never CXL memory, which
     is sliced), and held by no booked window from now on (rule 7: a pod's composition has
     no end)."""
-    booked = {
-        int(hold.device.removeprefix("device:"))
-        for hold in booked_between(timezone.now(), None).holds
-    }
+    # Held by a window not ended (a running window's devices are its composition's: not
+    # free either way), as ids only: a pass reads this every few seconds.
+    booked = BookingHold.objects.filter(ends_at__gt=timezone.now()).values("device_id")
     rows = (
         Device.objects.filter(
             state=DeviceState.FREE,
