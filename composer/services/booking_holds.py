@@ -64,7 +64,10 @@ def snapshot_less_held(snapshot: Snapshot, held: HeldTotals) -> Snapshot:
             share_taken[device_id] = (device.shared_host, device.shares_free)
             shares.pop(device_id, None)
     for device_id, per_host in shares.items():
-        if device_id in share_taken:
+        # Taken whole already: shared out since (above), or held whole by a window while
+        # another window holds shares of it (possible only in sums over several windows:
+        # it stays taken whole, never left partly free).
+        if device_id in share_taken or device_id in whole:
             continue
         device = present[device_id]
         hosts = set(per_host) | ({device.shared_host} if device.shared_host else set())
