@@ -25,8 +25,8 @@ class KubeApi(Protocol):
     def slice_delete(self, name: str) -> None: ...
     def claims_list(self) -> list[dict[str, Any]]: ...
     def claim_status_set(
-        self, namespace: str, name: str, devices: list[dict[str, Any]]
-    ) -> None: ...
+        self, namespace: str, name: str, devices: list[dict[str, Any]], version: str | None
+    ) -> None: ...  # Conflict when the claim changed since `version` was read
     def node_get(self, name: str) -> dict[str, Any] | None: ...
     def namespace_get(self, name: str) -> dict[str, Any] | None: ...
     def lease_get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
@@ -71,10 +71,16 @@ class ClientApi:
         answer = self._custom.list_cluster_custom_object(GROUP, VERSION, "resourceclaims")
         return list(answer.get("items") or [])
 
-    def claim_status_set(self, namespace: str, name: str, devices: list[dict[str, Any]]) -> None:
-        self._custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, "resourceclaims", name, {"status": {"devices": devices}}
-        )
+    def claim_status_set(
+        self, namespace: str, name: str, devices: list[dict[str, Any]], version: str | None
+    ) -> None:
+        """`status.devices` as a merge patch of the status, conditional on the claim's
+        resourceVersion: another driver's entries written since are never overwritten."""
+        body: dict[str, Any] = {"status": {"devices": devices}}
+        if version:
+            body["metadata"] = {"resourceVersion": version}
+        patch = self._custom.patch_namespaced_custom_object_status
+        self._conflicting(patch, GROUP, VERSION, namespace, "resourceclaims", name, body)
 
     def node_get(self, name: str) -> dict[str, Any] | None:
         return self._read(self._core.read_node, name)

@@ -23,12 +23,13 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.utils import timezone
 
 from composer.choices import CompositionState
-from composer.errors import InvalidTransition, QuotaExceeded, SpecError
+from composer.errors import ComposerError, InvalidTransition, SpecError
 from composer.kubernetes.api import Conflict, KubeApi
 from composer.kubernetes.claims import ClaimView, Verdict, claim_view, status_devices, verdict
 from composer.kubernetes.names import (
@@ -49,6 +50,10 @@ __all__ = ["Controller", "Report"]
 logger = logging.getLogger(__name__)
 
 PUBLISH_TRIES = 3  # a slice changed by someone else meanwhile: read and plan again
+# A claim whose composition could not be made (or ended) is tried again this often while
+# it stays allocated: the scheduler may give it the same devices again after a reschedule,
+# or the operator may have fixed the cause (a node's host, a quota).
+RETRY_S = 30
 # Still coming up: the claim's record waits for it before the decompose.
 COMING_UP = (
     CompositionState.REQUESTED,
@@ -90,10 +95,15 @@ class Controller:
         self.clock = clock
 
     def reconcile(self) -> Report:
-        """Publish, then settle every claim. Raises what the API server raises (the
-        command logs it and tries again on its next pass)."""
+        """Publish, then settle every claim. What fails is reported and left to the next
+        pass, one claim's failure never holding up another's (nor the releases); only a
+        failure to list the claims ends the pass early."""
         report = Report()
-        self.publish(report)
+        try:
+            self.publish(report)
+        except Exception as exc:  # the API server refused a slice: the claims still settle
+            logger.exception("kubernetes: publishing the pool failed")
+            report.errors.append(f"publishing the pool: {_words(exc)}")
         self.claims_settle(report)
         return report
 
@@ -126,30 +136,65 @@ class Controller:
             if view is None or not view.uid or view.deleting:
                 continue
             live.add(view.uid)
-            record = self._record(view, report)
-            settled = self._verdict(record)
-            devices = status_devices(claim, view, settled, self.clock(), self.driver)
-            if devices != ((claim.get("status") or {}).get("devices") or []):
-                self.api.claim_status_set(view.namespace, view.name, devices)
-                report.conditions += 1
+            try:
+                self._settle(claim, view, report)
+            except Conflict:
+                pass  # the claim changed since it was listed: the next pass reads it again
+            except Exception as exc:
+                logger.exception("kubernetes: claim %s/%s", view.namespace, view.name)
+                report.errors.append(f"{view.namespace}/{view.name}: {_words(exc)}")
         gone = KubernetesClaim.objects.filter(released_at__isnull=True).exclude(uid__in=live)
         for record in gone.select_related("composition"):
-            if self._release(record):
-                report.released.append(f"{record.namespace}/{record.name}")
+            try:
+                if self._release(record):
+                    report.released.append(f"{record.namespace}/{record.name}")
+            except Exception as exc:
+                logger.exception("kubernetes: releasing claim %s", record.uid)
+                report.errors.append(f"{record.namespace}/{record.name}: {_words(exc)}")
+
+    def _settle(self, claim: dict[str, Any], view: ClaimView, report: Report) -> None:
+        """One claim: its composition asked for when due, its conditions written."""
+        record = self._record(view, report)
+        # Conditions for the devices now allocated only once their composition is theirs.
+        settled = self._verdict(record) if record.devices == _devices(view) else None
+        devices = status_devices(claim, view, settled, self.clock(), self.driver)
+        if devices != ((claim.get("status") or {}).get("devices") or []):
+            version = (claim.get("metadata") or {}).get("resourceVersion")
+            self.api.claim_status_set(view.namespace, view.name, devices, version)
+            report.conditions += 1
 
     def _record(self, view: ClaimView, report: Report) -> KubernetesClaim:
-        """The claim's record, its composition asked for the first time the claim is seen
-        with these devices. A claim rescheduled (its composition refused or failed, so
-        the scheduler allocated it again, maybe elsewhere) is composed anew."""
+        """The claim's record, with a composition asked for when one is due: the first
+        time the claim is seen; when it comes back after it was released (deallocated,
+        then allocated again); when it is allocated to other devices and the composition
+        of the old ones has ended (it is decomposed first: until then the claim waits);
+        and, every RETRY_S, when its composition could not be made or ended (the scheduler
+        may allocate the same devices again after a reschedule, or the operator fixed the
+        cause). Each attempt has its own idempotency key, so a restart never asks twice."""
         found = KubernetesClaim.objects.filter(uid=view.uid).select_related("composition").first()
-        devices = [list(d) for d in view.devices]
-        if found is not None and (found.devices == devices or not _ended(found.composition)):
-            return found
+        if found is None:
+            return self._attempt(view, report, 1)
+        if found.released_at is not None:
+            return self._attempt(view, report, found.attempt + 1)
+        if found.devices != _devices(view):
+            if not _ended(found.composition):
+                self._release(found, mark=False)  # the old devices go first
+                return found
+            return self._attempt(view, report, found.attempt + 1)
+        if _ended(found.composition) and (
+            found.attempted_at is None
+            or self.clock() - found.attempted_at >= timedelta(seconds=RETRY_S)
+        ):
+            return self._attempt(view, report, found.attempt + 1)
+        return found
+
+    def _attempt(self, view: ClaimView, report: Report, attempt: int) -> KubernetesClaim:
+        """Ask for the claim's composition (attempt `attempt`) and record the outcome."""
         composition, error = None, ""
         try:
-            composition = self._compose(view)
+            composition = self._compose(view, attempt)
             report.attached.append(f"{view.namespace}/{view.name}")
-        except (SpecError, QuotaExceeded) as exc:
+        except ComposerError as exc:  # bad mapping, quota, name: reported on the claim
             error = exc.message
             report.errors.append(f"{view.namespace}/{view.name}: {error}")
         values = {
@@ -157,14 +202,17 @@ class Controller:
             "name": view.name,
             "node": view.node or "",
             "pods": list(view.pods),
-            "devices": devices,
+            "devices": _devices(view),
             "composition": composition,
             "error": error,
+            "attempt": attempt,
+            "attempted_at": self.clock(),
+            "released_at": None,
         }
         record, _ = KubernetesClaim.objects.update_or_create(uid=view.uid, defaults=values)
         return record
 
-    def _compose(self, view: ClaimView) -> Composition:
+    def _compose(self, view: ClaimView, attempt: int) -> Composition:
         """The specific composition of the claim's devices on its node's host."""
         if not view.node:
             raise SpecError("The claim's allocation names no node.", field="host")
@@ -184,7 +232,7 @@ class Controller:
             name=f"k8s {view.namespace}/{view.name}"[:90] + f" {view.uid[:8]}",
             # One composition per claim and allocation, whoever asks twice; the allocation
             # as a digest, so that a claim of many devices stays within the key's length.
-            idempotency_key=f"kubernetes:{view.uid}:{_digest(view.devices)}",
+            idempotency_key=f"kubernetes:{view.uid}:{attempt}:{_digest(view.devices)}",
         )
 
     def _host(self, node: str) -> Host:
@@ -223,8 +271,9 @@ class Controller:
         reason = composition.failure_reason or ""
         return verdict(composition.state, reason)
 
-    def _release(self, record: KubernetesClaim) -> bool:
-        """Decompose the composition of a claim gone; True once nothing is left to do."""
+    def _release(self, record: KubernetesClaim, *, mark: bool = True) -> bool:
+        """Decompose the composition of a claim gone (or of devices it no longer has);
+        True once nothing is left to do. With `mark`, the record is marked released."""
         composition = record.composition
         if composition is not None:
             composition.refresh_from_db()
@@ -236,11 +285,22 @@ class Controller:
                 except InvalidTransition as exc:
                     logger.info("claim %s: decompose later: %s", record.uid, exc.message)
                     return False
-        KubernetesClaim.objects.filter(pk=record.pk).update(released_at=self.clock())
+        if mark:
+            KubernetesClaim.objects.filter(pk=record.pk).update(released_at=self.clock())
         return True
 
     def __repr__(self) -> str:  # the command's log line
         return f"Controller(driver={self.driver!r}, default_tenant={self.default_tenant!r})"
+
+
+def _devices(view: ClaimView) -> list[list[str]]:
+    """A claim's (pool, device) pairs as its record stores them."""
+    return [list(d) for d in view.devices]
+
+
+def _words(exc: Exception) -> str:
+    """An error in a line: a Composer error's own words, else its type and text."""
+    return getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _digest(devices: Sequence[tuple[str, str]]) -> str:

@@ -3,12 +3,16 @@ does it: one replica holds the Lease and renews it; the others wait until it has
 renewed for its duration, then one of them takes it over (the API server's
 resourceVersion decides who, when several try at once). Only the leader reconciles, so two
 replicas never compose the same claim at the same time.
+
+Expiry is judged on this replica's own clock, from when it last saw the Lease change (its
+holder or renew time), never by comparing the holder's renewTime with the local clock: two
+machines' clocks may disagree by more than a Lease's duration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,6 +35,9 @@ class Elector:
     identity: str
     duration_s: int = 15
     clock: Callable[[], datetime] = timezone.now
+    # What the Lease said when this replica last saw it change, and when (its own clock).
+    _seen: tuple[Any, Any] | None = field(default=None, init=False, repr=False)
+    _seen_at: datetime | None = field(default=None, init=False, repr=False)
 
     def lead(self) -> bool:
         """Acquire or renew the Lease; True while this replica holds it."""
@@ -49,10 +56,12 @@ class Elector:
                     self.namespace, self._body(lease, acquired, now, transitions)
                 )
                 return True
-            renewed = _parse(spec.get("renewTime"))
+            record = (holder, spec.get("renewTime"))
+            if record != self._seen or self._seen_at is None:
+                self._seen, self._seen_at = record, now
             duration = timedelta(seconds=int(spec.get("leaseDurationSeconds") or self.duration_s))
-            if holder and renewed is not None and renewed + duration > now:
-                return False  # another replica leads and is alive
+            if holder and self._seen_at + duration > now:
+                return False  # another replica leads and was alive within the duration
             transitions = int(spec.get("leaseTransitions") or 0) + 1
             self.api.lease_replace(self.namespace, self._body(lease, now, now, transitions))
             return True

@@ -10,7 +10,8 @@ pool may have changed: the loop watches the event outbox (`composer.models.Event
 only ever growing) for compositions changing state, devices' health or state, alerts and
 booked windows, so a composition that comes up is reported to its claim, and a device
 taken or given back leaves or joins its slice, within a `watch` period rather than an
-interval. Reading the outbox from the last id seen misses nothing, Redis or not.
+interval. The outbox is read from the last id seen, Redis or not; an event whose row
+commits after a later id was seen is caught by the next interval's pass.
 """
 
 from __future__ import annotations
@@ -46,8 +47,12 @@ def serve_once(
     controller: Controller, elector: Elector | None, identity: str, interval: int
 ) -> Report | None:
     """One pass: the report, or None when another replica leads. Records the pass."""
-    leader = elector.lead() if elector is not None else True
     report, error = None, ""
+    try:
+        leader = elector.lead() if elector is not None else True
+    except Exception as exc:  # the API server away: no leader this pass, said so
+        logger.exception("kubernetes controller: the Lease could not be read or written")
+        leader, error = False, f"leader election: {type(exc).__name__}: {exc}"[:2000]
     if leader:
         try:
             report = controller.reconcile()
@@ -89,12 +94,14 @@ class Loop:
     ) -> None:
         self.controller, self.elector, self.identity = controller, elector, identity
         self.interval, self.clock = interval, clock
-        self.last_event = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
+        self.last_event: int | None = None  # read at the first step (the database may be away)
         self.next_pass = 0.0  # the first step passes
 
     def step(self) -> Report | None:
         """One look at the outbox, and a pass when it is due or an event calls for one."""
         newest = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
+        if self.last_event is None:
+            self.last_event = newest
         called = newest > self.last_event and (
             Event.objects.filter(id__gt=self.last_event, id__lte=newest, type__in=WATCHED).exists()
         )
@@ -117,5 +124,8 @@ def serve(
     loop = Loop(controller, elector, identity, interval)
     while not stop.is_set():
         close_old_connections()  # a connection the database dropped is opened again
-        loop.step()
+        try:
+            loop.step()
+        except Exception:  # the database away: logged, and the loop goes on
+            logger.exception("kubernetes controller: a step failed")
         stop.wait(watch)

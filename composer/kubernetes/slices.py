@@ -15,6 +15,8 @@ so a reconcile that finds nothing new writes nothing.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,13 +37,22 @@ from composer.kubernetes.names import (
 from composer.models import BookingHold
 from fabric.choices import DeviceState, Health
 from fabric.kinds import partitioned
-from fabric.models import Device
+from fabric.models import Device, FabricManager
 
-__all__ = ["API_VERSION", "MAX_DEVICES", "Pool", "SlicePlan", "pools_free", "slices_planned"]
+__all__ = [
+    "API_VERSION",
+    "MAX_DEVICES",
+    "Pool",
+    "SlicePlan",
+    "fabric_labels",
+    "pools_free",
+    "slices_planned",
+]
 
 API_VERSION = "resource.k8s.io/v1"
 MAX_DEVICES = 128  # devices per ResourceSlice, the API's limit
 POOL_LABEL = "composer.dev/pool"
+DIGEST_ANNOTATION = "composer.dev/spec-digest"
 
 
 @dataclass(frozen=True)
@@ -88,9 +99,10 @@ def pools_free() -> dict[str, Pool]:
     )
     found: dict[str, list[dict[str, Any]]] = defaultdict(list)
     fabrics: dict[str, str] = {}
+    labels = fabric_labels()
     for device in rows:
-        fabric = dns_label(device.manager.name)
-        pool = dns_label(f"{device.model or device.kind}-{fabric}")
+        fabric = labels[device.manager_id]
+        pool = f"{fabric}/{dns_label(device.model or device.kind)}"
         fabrics[pool] = fabric
         found[pool].append(_device(device))
     return {
@@ -99,13 +111,25 @@ def pools_free() -> dict[str, Pool]:
     }
 
 
+def fabric_labels() -> dict[int, str]:
+    """Each fabric manager's value of the node label `names.FABRIC_LABEL`: its name as a
+    DNS label, with its id appended where two names fold to the same label."""
+    names = dict(FabricManager.objects.values_list("pk", "name"))
+    folded = {pk: dns_label(name, 50) for pk, name in names.items()}
+    taken = [label for label in folded.values()]
+    return {
+        pk: label if taken.count(label) == 1 else f"{label}-{pk}" for pk, label in folded.items()
+    }
+
+
 def _device(device: Device) -> dict[str, Any]:
     """One device as a ResourceSlice lists it."""
     attributes: dict[str, Any] = {
-        "kind": {"string": device.kind},
-        "model": {"string": device.model or ""},
-        "vendor": {"string": device.vendor or ""},
-        "enclosure": {"string": device.enclosure.name if device.enclosure else ""},
+        # String attributes are at most 64 characters.
+        "kind": {"string": device.kind[:64]},
+        "model": {"string": (device.model or "")[:64]},
+        "vendor": {"string": (device.vendor or "")[:64]},
+        "enclosure": {"string": (device.enclosure.name if device.enclosure else "")[:64]},
         "composerId": {"int": device.pk},
     }
     capacity: dict[str, Any] = {}
@@ -164,48 +188,61 @@ def _generation(item: Mapping[str, Any]) -> int:
 
 
 def _same(old: list[Mapping[str, Any]], wanted: list[dict[str, Any]]) -> bool:
-    """Whether the published slices hold exactly the wanted ones (names, devices, node
-    selector), whatever the generation."""
+    """Whether the published slices are the wanted ones, whatever the generation: the same
+    names with the same digest of what Composer wrote. The digest, not the spec as read
+    back: the API server canonicalises quantities ("1000G" reads "1T") and drops fields
+    its feature gates turn off, so a spec read back may never equal the one written."""
 
-    def key(item: Mapping[str, Any]) -> tuple[str, Any, Any]:
-        spec = item.get("spec") or {}
-        return (item["metadata"]["name"], spec.get("devices"), spec.get("nodeSelector"))
+    def key(item: Mapping[str, Any]) -> tuple[str, str]:
+        annotations = (item.get("metadata") or {}).get("annotations") or {}
+        return (item["metadata"]["name"], str(annotations.get(DIGEST_ANNOTATION, "")))
 
-    return sorted(map(key, old), key=lambda k: k[0]) == sorted(map(key, wanted), key=lambda k: k[0])
+    return sorted(map(key, old)) == sorted(map(key, wanted))
+
+
+def _digest(spec: Mapping[str, Any]) -> str:
+    """The digest of a slice's spec but its generation."""
+    pool = {k: v for k, v in (spec.get("pool") or {}).items() if k != "generation"}
+    text = json.dumps({**spec, "pool": pool}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _bodies(pool: Pool, generation: int, driver: str) -> list[dict[str, Any]]:
     """The pool's slices at `generation`, MAX_DEVICES devices each."""
     chunks = [pool.devices[i : i + MAX_DEVICES] for i in range(0, len(pool.devices), MAX_DEVICES)]
-    return [
-        {
-            "apiVersion": API_VERSION,
-            "kind": "ResourceSlice",
-            "metadata": {
-                "name": dns_label(f"composer-{pool.name}", 240) + f"-{index}",
-                "labels": {
-                    "app.kubernetes.io/managed-by": MANAGED_BY,
-                    POOL_LABEL: pool.name[:63],
-                },
+    bodies = []
+    for index, chunk in enumerate(chunks):
+        spec = {
+            "driver": driver,
+            "pool": {
+                "name": pool.name,
+                "generation": generation,
+                "resourceSliceCount": len(chunks),
             },
-            "spec": {
-                "driver": driver,
-                "pool": {
-                    "name": pool.name,
-                    "generation": generation,
-                    "resourceSliceCount": len(chunks),
-                },
-                "nodeSelector": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": FABRIC_LABEL, "operator": "In", "values": [pool.fabric]}
-                            ]
-                        }
-                    ]
-                },
-                "devices": list(chunk),
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": FABRIC_LABEL, "operator": "In", "values": [pool.fabric]}
+                        ]
+                    }
+                ]
             },
+            "devices": list(chunk),
         }
-        for index, chunk in enumerate(chunks)
-    ]
+        bodies.append(
+            {
+                "apiVersion": API_VERSION,
+                "kind": "ResourceSlice",
+                "metadata": {
+                    "name": dns_label(f"composer-{pool.name}", 240) + f"-{index}",
+                    "labels": {
+                        "app.kubernetes.io/managed-by": MANAGED_BY,
+                        POOL_LABEL: dns_label(pool.name.replace("/", "."), 63),
+                    },
+                    "annotations": {DIGEST_ANNOTATION: _digest(spec)},
+                },
+                "spec": spec,
+            }
+        )
+    return bodies

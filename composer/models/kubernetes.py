@@ -28,6 +28,9 @@ class KubernetesClaim(models.Model):
         related_name="kubernetes_claim",
     )
     error = models.TextField(blank=True)  # why no composition could be asked for
+    # Compositions asked for so far (a claim rescheduled is composed anew), and when last.
+    attempt = models.PositiveIntegerField(default=1)
+    attempted_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     released_at = models.DateTimeField(null=True, blank=True)
 

@@ -51,9 +51,15 @@ class FakeKube:
     def claims_list(self) -> list[dict[str, Any]]:
         return copy.deepcopy(list(self.claims.values()))
 
-    def claim_status_set(self, namespace: str, name: str, devices: list[dict[str, Any]]) -> None:
+    def claim_status_set(
+        self, namespace: str, name: str, devices: list[dict[str, Any]], version: str | None
+    ) -> None:
         claim = self.claims[(namespace, name)]
+        if version is not None and version != claim["metadata"].get("resourceVersion"):
+            raise Conflict(name)
         claim.setdefault("status", {})["devices"] = copy.deepcopy(devices)
+        self.version += 1
+        claim["metadata"]["resourceVersion"] = str(self.version)
         self.writes.append(("status", f"{namespace}/{name}"))
 
     def node_get(self, name: str) -> dict[str, Any] | None:
@@ -123,6 +129,15 @@ class FakeKube:
             },
         }
         claim["status"]["reservedFor"] = [{"resource": "pods", "name": pod, "uid": "pod-uid"}]
+        self.version += 1
+        claim["metadata"]["resourceVersion"] = str(self.version)
+
+    def claim_deallocate(self, namespace: str, name: str) -> None:
+        """What the scheduler does after a reschedule: the allocation is taken back."""
+        claim = self.claims[(namespace, name)]
+        claim["status"] = {}
+        self.version += 1
+        claim["metadata"]["resourceVersion"] = str(self.version)
 
     def claim_delete(self, namespace: str, name: str) -> None:
         self.claims.pop((namespace, name), None)

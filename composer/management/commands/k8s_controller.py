@@ -65,8 +65,10 @@ class Command(BaseCommand):
         api = client_api(options["kubeconfig"], options["context"])
         controller = Controller(api, default_tenant=slug, driver=options["driver"])
         identity = options["identity"]
+        # Renewed every pass: the Lease outlives at least three of them.
+        duration = max(15, 3 * options["interval"])
         elector = (
-            Elector(api, options["lease_namespace"], options["lease_name"], identity)
+            Elector(api, options["lease_namespace"], options["lease_name"], identity, duration)
             if options["lease_namespace"]
             else None
         )

@@ -19,7 +19,7 @@ def allocated(driver: str = "fabric.composer.dev") -> dict:
     kube = FakeKube()
     kube.claim_allocate(
         "ml", "gpus", uid="u-1", node="node-1", driver=driver,
-        devices=[("h100-pcie-80gb-sim", "gpu-3"), ("h100-pcie-80gb-sim", "gpu-4")],
+        devices=[("sim/h100-pcie-80gb", "gpu-3"), ("sim/h100-pcie-80gb", "gpu-4")],
     )  # fmt: skip
     return kube.claims[("ml", "gpus")]
 
@@ -29,7 +29,7 @@ def test_a_claim_allocated_to_composer_names_its_node_devices_and_pods() -> None
 
     assert view is not None
     assert (view.uid, view.namespace, view.name, view.node) == ("u-1", "ml", "gpus", "node-1")
-    assert view.devices == (("h100-pcie-80gb-sim", "gpu-3"), ("h100-pcie-80gb-sim", "gpu-4"))
+    assert view.devices == (("sim/h100-pcie-80gb", "gpu-3"), ("sim/h100-pcie-80gb", "gpu-4"))
     assert view.pods == ("trainer-0",) and not view.deleting
 
 

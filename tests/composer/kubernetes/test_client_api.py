@@ -90,8 +90,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         path, body = self._seen(), self._body()
         claim = self.server.objects[path.removesuffix("/status")]
+        version = (body.get("metadata") or {}).get("resourceVersion")
+        if version and version != (claim.get("metadata") or {}).get("resourceVersion"):
+            self._answer(409, {"kind": "Status", "code": 409, "reason": "Conflict"})
+            return
         claim.setdefault("status", {}).update(body.get("status") or {})
-        self._answer(200, claim)
+        self._answer(200, self.server.stamped(claim))
 
     def do_DELETE(self) -> None:
         path = self._seen()
@@ -152,10 +156,15 @@ def test_a_claim_s_devices_are_written_as_a_merge_patch_of_its_status(
     assert [c["metadata"]["name"] for c in api.claims_list()] == ["gpus"]
 
     devices = [{"driver": "fabric.composer.dev", "pool": "p", "device": "gpu-3", "conditions": []}]
-    api.claim_status_set("ml", "gpus", devices)
+    api.claim_status_set("ml", "gpus", devices, None)
 
     assert server.objects[path]["status"]["devices"] == devices
     assert server.seen[-1] == ("PATCH", f"{path}/status", "application/merge-patch+json")
+    read = server.objects[path]["metadata"]["resourceVersion"]
+    api.claim_status_set("ml", "gpus", [], read)  # the version read: written
+    with pytest.raises(Conflict):  # written by someone since: refused, read it again
+        api.claim_status_set("ml", "gpus", devices, read)
+    assert server.objects[path]["status"]["devices"] == []
 
 
 def test_nodes_namespaces_and_leases(api: ClientApi, server: Server) -> None:

@@ -6,23 +6,25 @@ is reported on the claim with the reason."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from composer.choices import CompositionState
 from composer.kubernetes.api import Conflict
-from composer.kubernetes.controller import Controller
+from composer.kubernetes.controller import RETRY_S, Controller
 from composer.models import Composition, KubernetesClaim, StateChange
-from composer.services.compositions import composition_request
+from composer.services.compositions import composition_decompose, composition_request
 from composer.states import composition_transition
 from fabric.models import Device, FabricManager
 from tests.support.kube import FakeKube
 
 pytestmark = pytest.mark.django_db
 
-H100 = "h100-pcie-80gb-sim"
-L40S = "l40s-48gb-sim"
+H100 = "sim/h100-pcie-80gb"
+L40S = "sim/l40s-48gb"
 
 
 @pytest.fixture
@@ -218,3 +220,118 @@ def test_a_claim_of_many_devices_is_asked_for_whole_and_refused_by_what_is_wrong
 
     (error,) = report.errors
     assert "900000" in error and "idempotency" not in error
+
+
+class Clock:
+    """The controller's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = timezone.now()
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def test_a_claim_rescheduled_onto_the_same_device_is_composed_anew_and_released_after(
+    kube: FakeKube, acme: Any, run: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    run(Controller(kube))
+    name = published(kube, H100)[0]
+    gpu = Device.objects.get(pk=int(name.rpartition("-")[2]))
+    with django_capture_on_commit_callbacks(execute=True):  # the console takes it first
+        console = composition_request(tenant=acme, requested_by=None, name="console",
+                                      spec={"devices": [{"device": gpu.pk}]})  # fmt: skip
+    kube.claim_allocate("ml", "again", uid="u-8", node="node-1", devices=[(H100, name)])
+    run(Controller(kube))
+    assert kube.conditions("ml", "again") == {name: ["FabricDeviceReschedule"]}
+    with django_capture_on_commit_callbacks(execute=True):
+        composition_decompose(composition=console, actor=None)
+
+    kube.claim_deallocate("ml", "again")  # the scheduler takes the allocation back...
+    run(Controller(kube))
+    assert KubernetesClaim.objects.get(uid="u-8").released_at is not None
+    kube.claim_allocate("ml", "again", uid="u-8", node="node-1", devices=[(H100, name)])
+    run(Controller(kube))  # ...and gives it the same GPU, free now
+    run(Controller(kube))
+
+    record = KubernetesClaim.objects.get(uid="u-8")
+    assert record.released_at is None and record.attempt == 2
+    assert record.composition is not None and record.composition.state == CompositionState.READY
+    assert kube.conditions("ml", "again") == {name: ["FabricDeviceReady"]}
+    kube.claim_delete("ml", "again")
+    run(Controller(kube))
+    record.composition.refresh_from_db()
+    assert record.composition.state == CompositionState.RELEASED
+
+
+def test_a_refused_claim_is_tried_again_after_a_while_once_its_cause_is_fixed(
+    kube: FakeKube, run: Any
+) -> None:
+    clock = Clock()
+    run(Controller(kube, clock=clock))
+    name = published(kube, H100)[0]
+    kube.node_add("node-7", host="host-typo")
+    kube.claim_allocate("ml", "fixed", uid="u-9", node="node-7", devices=[(H100, name)])
+    run(Controller(kube, clock=clock))
+    assert KubernetesClaim.objects.get(uid="u-9").composition is None
+    kube.node_add("node-7", host="host-a-01")  # the admin fixes the annotation
+
+    clock.now += timedelta(seconds=RETRY_S - 1)
+    run(Controller(kube, clock=clock))
+    assert KubernetesClaim.objects.get(uid="u-9").composition is None  # not yet
+    clock.now += timedelta(seconds=2)
+    run(Controller(kube, clock=clock))
+    run(Controller(kube, clock=clock))
+
+    assert kube.conditions("ml", "fixed") == {name: ["FabricDeviceReady"]}
+
+
+def test_a_claim_moved_to_other_devices_waits_for_the_old_ones_to_be_given_back(
+    kube: FakeKube, run: Any
+) -> None:
+    run(Controller(kube))
+    first, second = published(kube, H100)[:2]
+    kube.claim_allocate("ml", "moved", uid="u-10", node="node-1", devices=[(H100, first)])
+    run(Controller(kube))
+    old = KubernetesClaim.objects.get(uid="u-10").composition
+    assert old is not None and old.state == CompositionState.READY
+
+    kube.claim_allocate("ml", "moved", uid="u-10", node="node-1", devices=[(H100, second)])
+    run(Controller(kube))
+
+    old.refresh_from_db()
+    assert old.state == CompositionState.RELEASED
+    # Never Ready for devices that were not composed.
+    assert kube.conditions("ml", "moved") == {second: []}
+    run(Controller(kube))
+    run(Controller(kube))
+    new = KubernetesClaim.objects.get(uid="u-10").composition
+    assert new is not None and new != old and new.state == CompositionState.READY
+    assert kube.conditions("ml", "moved") == {second: ["FabricDeviceReady"]}
+
+
+def test_one_claim_failing_holds_up_neither_the_others_nor_the_releases(
+    kube: FakeKube, run: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run(Controller(kube))
+    first, second = published(kube, H100)[:2]
+    kube.claim_allocate("ml", "gone", uid="u-11", node="node-1", devices=[(H100, first)])
+    run(Controller(kube))
+    kube.claim_delete("ml", "gone")
+    kube.claim_allocate("ml", "broken", uid="u-12", node="node-1", devices=[(L40S, "gpu-x")])
+    kube.claim_allocate("ml", "fine", uid="u-13", node="node-1", devices=[(H100, second)])
+    real = kube.claim_status_set
+
+    def refuses_broken(namespace: str, name: str, *args: Any) -> None:
+        if name == "broken":
+            raise RuntimeError("422 Unprocessable Entity")
+        real(namespace, name, *args)
+
+    monkeypatch.setattr(kube, "claim_status_set", refuses_broken)
+    monkeypatch.setattr(kube, "slice_replace", lambda body: (_ for _ in ()).throw(OSError("down")))
+
+    report = run(Controller(kube))
+
+    assert any("publishing the pool" in e and "down" in e for e in report.errors)
+    assert any("ml/broken" in e and "422" in e for e in report.errors)
+    assert report.released == ["ml/gone"] and "ml/fine" in report.attached

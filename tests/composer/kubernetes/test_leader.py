@@ -48,3 +48,20 @@ def test_two_replicas_racing_for_a_new_lease_have_one_winner() -> None:
     assert not b.lead()  # its create is refused: a got there first
     kube.lease_get = kube_get  # type: ignore[method-assign]
     assert kube.leases[("composer", "lease")]["spec"]["holderIdentity"] == "replica-a"
+
+
+def test_a_standby_whose_clock_is_an_hour_ahead_never_takes_over_a_live_leader() -> None:
+    kube, clock_a, clock_b = FakeKube(), Clock(), Clock()
+    clock_b.now += timedelta(hours=1)
+    a = Elector(kube, "composer", "lease", "replica-a", duration_s=15, clock=clock_a)
+    b = Elector(kube, "composer", "lease", "replica-b", duration_s=15, clock=clock_b)
+
+    assert a.lead()
+    for _ in range(10):  # a renews every 5 s; b looks as often
+        assert not b.lead()
+        clock_a.now += timedelta(seconds=5)
+        clock_b.now += timedelta(seconds=5)
+        assert a.lead()
+    assert not b.lead()  # b sees a's last renewal...
+    clock_b.now += timedelta(seconds=16)  # ...and none for longer than the Lease: a is gone
+    assert b.lead()

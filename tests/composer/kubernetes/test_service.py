@@ -4,15 +4,17 @@ exist before it touches the cluster."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import OperationalError
 
 import composer.management.commands.k8s_controller as command
 from composer.kubernetes.controller import Controller
 from composer.kubernetes.leader import Elector
-from composer.kubernetes.service import Loop, serve_once
+from composer.kubernetes.service import Loop, serve, serve_once
 from composer.models import KubernetesController
 from composer.services.compositions import composition_request
 from fabric.models import Device, FabricManager
@@ -114,3 +116,38 @@ def test_the_command_refuses_a_watch_longer_than_its_interval(
 ) -> None:
     with pytest.raises(CommandError, match="--watch"):
         call_command("k8s_controller", "--tenant", "acme", "--interval", "5", "--watch", "9")
+
+
+def test_a_lease_that_cannot_be_reached_makes_no_leader_and_says_why(
+    synced: FabricManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kube = FakeKube()
+
+    def away(namespace: str, name: str) -> None:
+        raise ConnectionError("connection refused")
+
+    monkeypatch.setattr(kube, "lease_get", away)
+    elector = Elector(kube, "composer", "lease", "a")
+
+    assert serve_once(Controller(kube), elector, "a", 5) is None
+    record = KubernetesController.objects.get(identity="a")
+    assert not record.is_leader and "connection refused" in record.last_error
+    assert not kube.slices
+
+
+def test_the_loop_outlives_a_step_that_fails(
+    synced: FabricManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stop = threading.Event()
+    steps: list[int] = []
+
+    def step(self: Loop) -> None:
+        steps.append(1)
+        if len(steps) == 1:
+            raise OperationalError("the database went away")
+        stop.set()
+
+    monkeypatch.setattr(Loop, "step", step)
+    serve(Controller(FakeKube()), None, "a", 5, stop, watch=0.01)
+
+    assert len(steps) == 2

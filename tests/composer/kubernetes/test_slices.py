@@ -10,7 +10,13 @@ import pytest
 from django.utils import timezone
 
 from composer.kubernetes.api import Conflict
-from composer.kubernetes.slices import MAX_DEVICES, Pool, pools_free, slices_planned
+from composer.kubernetes.slices import (
+    MAX_DEVICES,
+    Pool,
+    fabric_labels,
+    pools_free,
+    slices_planned,
+)
 from composer.services.bookings import booking_request
 from composer.services.compositions import composition_request
 from fabric.choices import DeviceState
@@ -19,7 +25,7 @@ from tests.support.kube import FakeKube
 
 pytestmark = pytest.mark.django_db
 
-H100 = "h100-pcie-80gb-sim"
+H100 = "sim/h100-pcie-80gb"
 
 
 def apply(kube: FakeKube, pools: dict[str, Pool]) -> None:
@@ -42,7 +48,7 @@ def test_free_devices_are_pooled_by_model_and_fabric_with_binding_conditions(
     pools = pools_free()
 
     # GPUs, NICs and drives; never CXL memory (sliced, not handed out whole).
-    assert set(pools) == {H100, "l40s-48gb-sim", "connectx-7-400gbe-sim", "pm1743-7-68tb-sim"}
+    assert set(pools) == {H100, "sim/l40s-48gb", "sim/connectx-7-400gbe", "sim/pm1743-7-68tb"}
     assert all(p.fabric == "sim" for p in pools.values())
     h100 = pools[H100].devices
     assert h100 and all(d["attributes"]["model"] == {"string": "H100 PCIe 80GB"} for d in h100)
@@ -93,7 +99,7 @@ def test_a_pool_is_written_only_when_it_changes_at_a_new_generation(
     Device.objects.filter(pk=gpu.pk).update(state=DeviceState.MAINTENANCE)
     apply(kube, pools_free())
 
-    assert kube.writes[created:] == [("replace", f"composer-{H100}-0")]
+    assert kube.writes[created:] == [("replace", "composer-sim-h100-pcie-80gb-0")]
     (h100,) = [s for s in kube.slices.values() if s["spec"]["pool"]["name"] == H100]
     assert h100["spec"]["pool"]["generation"] == 2
     assert f"gpu-{gpu.pk}" not in [d["name"] for d in h100["spec"]["devices"]]
@@ -108,7 +114,7 @@ def test_a_pool_gone_is_deleted_and_a_stale_replace_is_a_conflict(
     apply(kube, pools_free())
     Device.objects.filter(model="H100 PCIe 80GB").update(state=DeviceState.MAINTENANCE)
     plan = slices_planned(kube.slices_list(), pools_free())
-    assert plan.delete == [f"composer-{H100}-0"] and not plan.create and not plan.replace
+    assert plan.delete == ["composer-sim-h100-pcie-80gb-0"] and not plan.create and not plan.replace
 
     Device.objects.filter(model="H100 PCIe 80GB").update(state=DeviceState.FREE)
     one = Device.objects.filter(model="L40S 48GB").order_by("pk").first()
@@ -134,3 +140,29 @@ def test_large_pools_are_split_into_slices_of_at_most_128_devices() -> None:
     }
     again = slices_planned([other, *plan.create], {"big": Pool("big", "f1", devices)})
     assert not again  # another driver's slice is neither counted nor touched
+
+
+def test_a_slice_read_back_in_the_server_s_canonical_form_is_not_rewritten(
+    synced: FabricManager,
+) -> None:
+    kube = FakeKube()
+    apply(kube, pools_free())
+    written = len(kube.writes)
+    for item in kube.slices.values():  # quantities canonicalised, a gated field dropped
+        for device in item["spec"]["devices"]:
+            device.pop("bindingFailureConditions", None)
+            if "storage" in device["capacity"]:
+                device["capacity"]["storage"] = {"value": "7680000M"}
+
+    apply(kube, pools_free())
+
+    assert len(kube.writes) == written
+
+
+def test_fabrics_whose_names_fold_alike_get_labels_of_their_own(synced: FabricManager) -> None:
+    other = FabricManager.objects.create(name="SIM", driver="simulated", endpoint="sim://other")
+
+    labels = fabric_labels()
+
+    assert labels == {synced.pk: f"sim-{synced.pk}", other.pk: f"sim-{other.pk}"}
+    assert {p.fabric for p in pools_free().values()} == {f"sim-{synced.pk}"}
