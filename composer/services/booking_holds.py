@@ -107,6 +107,7 @@ def holds_write(holds: Sequence[BookingHold]) -> None:
         _check_parts(holds, devices)
     if connection.vendor != "postgresql":
         _check_whole_overlaps(holds)
+    _check_whole_against_parts(holds)
     try:
         BookingHold.objects.bulk_create(holds)
     except IntegrityError as exc:  # the exclusion constraint: another window holds it
@@ -136,6 +137,37 @@ def _check_whole_overlaps(holds: Iterable[BookingHold]) -> None:
                 "try again.",
                 field="starts_at",
             )
+
+
+def _check_whole_against_parts(holds: Sequence[BookingHold]) -> None:
+    """A device is never held whole and in parts (slices or shares) in overlapping windows.
+    The admission never plans it, and both writers (a booking, an extension) hold the
+    placement lock, so this is one query before the insert: it keeps the rule should a
+    plan ever be wrong."""
+    if not holds:
+        return
+    whole_kind = Q(gib__isnull=True, share__isnull=True)
+    clashes = Q()
+    for hold in holds:
+        whole = hold.gib is None and hold.share is None
+        clashes |= Q(
+            ~whole_kind if whole else whole_kind,
+            device_id=hold.device_id,
+            starts_at__lt=hold.ends_at,
+            ends_at__gt=hold.starts_at,
+        )
+    mine = {h.occurrence_id for h in holds}
+    clash = (
+        BookingHold.objects.filter(clashes)
+        .exclude(occurrence_id__in=mine)
+        .exclude(occurrence__state="running")
+    )
+    if clash.exists():
+        raise ClaimConflict(
+            "A device this booking needs is held whole by one request and in parts by "
+            "another in that window; try again.",
+            field="starts_at",
+        )
 
 
 def _check_parts(holds: Sequence[BookingHold], devices: dict[int, Device]) -> None:

@@ -11,11 +11,12 @@ import pytest
 from django.utils import timezone
 
 from composer.choices import OccurrenceState
+from composer.errors import ClaimConflict
 from composer.models import Booking, BookingHold, Occurrence
 from composer.recurrence import Window
 from composer.selectors.booked_totals import HeldTotals, held_totals
 from composer.selectors.bookings import booked_between
-from composer.services.booking_holds import snapshot_less_held
+from composer.services.booking_holds import holds_write, snapshot_less_held
 from composer.services.bookings import booking_request
 from composer.services.composition_placement import placement_snapshot
 from fabric.models import Device, FabricManager
@@ -139,3 +140,29 @@ def test_a_gpu_held_whole_in_one_window_and_shared_in_another_stays_taken_whole(
     taken = snapshot_less_held(placement_snapshot(honour_bookings=False), summed)
 
     assert f"device:{gpu.pk}" not in taken.devices
+
+
+def test_the_database_never_holds_a_device_whole_and_in_shares_at_once(
+    synced: FabricManager, acme: Any, globex: Any
+) -> None:
+    """Should a plan ever be wrong (as the summed snapshot once was), the write refuses a
+    share over a whole hold and a whole hold over a share, in overlapping windows."""
+    gpus = list(Device.objects.filter(kind="gpu").order_by("pk"))
+    whole = book(acme, {"devices": [{"device": gpus[0].pk}]}, day_at(1, 8), day_at(1, 12))
+    shared = book(globex, {"items": [{"kind": "gpu", "share": 500}]}, day_at(2, 8),
+                  day_at(2, 12), name="share")  # fmt: skip
+    on_whole = shared.occurrences.get()
+    share_hold = BookingHold.objects.get(occurrence=on_whole)
+
+    with pytest.raises(ClaimConflict, match="whole by one request and in parts"):
+        holds_write([BookingHold(occurrence=on_whole, device_id=gpus[0].pk,
+                                 host_id=share_hold.host_id, share=250,
+                                 starts_at=day_at(1, 9), ends_at=day_at(1, 10))])  # fmt: skip
+    with pytest.raises(ClaimConflict, match="whole by one request and in parts"):
+        holds_write([BookingHold(occurrence=whole.occurrences.get(),
+                                 device_id=share_hold.device_id, host_id=share_hold.host_id,
+                                 starts_at=day_at(2, 11), ends_at=day_at(2, 13))])  # fmt: skip
+    # Back to back is no overlap.
+    holds_write([BookingHold(occurrence=on_whole, device_id=gpus[0].pk,
+                             host_id=share_hold.host_id, share=250,
+                             starts_at=day_at(1, 12), ends_at=day_at(1, 13))])  # fmt: skip
