@@ -10,14 +10,16 @@ so it would still hold the device when the booked window starts.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from django.db import IntegrityError, connection
 from django.db.models import Q
 
 from composer.errors import ClaimConflict
-from composer.models import BookingHold
+from composer.models import BookingHold, Occurrence
 from composer.placement.shareable import free_shares
 from composer.placement.snapshot import Snapshot
 from composer.selectors.booked_totals import HeldTotals
@@ -142,32 +144,33 @@ def _check_whole_overlaps(holds: Iterable[BookingHold]) -> None:
 def _check_whole_against_parts(holds: Sequence[BookingHold]) -> None:
     """A device is never held whole and in parts (slices or shares) in overlapping windows.
     The admission never plans it, and both writers (a booking, an extension) hold the
-    placement lock, so this is one query before the insert: it keeps the rule should a
-    plan ever be wrong."""
+    placement lock, so this is a check before the insert: it keeps the rule should a plan
+    ever be wrong. One query reads the other holds of the same devices over the span of
+    the new ones (by the device's index); the windows are compared here."""
     if not holds:
         return
-    whole_kind = Q(gib__isnull=True, share__isnull=True)
-    clashes = Q()
+    others = (
+        BookingHold.objects.filter(
+            device_id__in={h.device_id for h in holds},
+            starts_at__lt=max(h.ends_at for h in holds),
+            ends_at__gt=min(h.starts_at for h in holds),
+        )
+        .exclude(occurrence_id__in={h.occurrence_id for h in holds})
+        .exclude(occurrence_id__in=Occurrence.objects.filter(state="running").values("pk"))
+        .values_list("device_id", "starts_at", "ends_at", "gib", "share")
+    )
+    held: dict[int, list[tuple[Any, Any, bool]]] = defaultdict(list)
+    for device_id, starts_at, ends_at, gib, share in others:
+        held[device_id].append((starts_at, ends_at, gib is None and share is None))
     for hold in holds:
         whole = hold.gib is None and hold.share is None
-        clashes |= Q(
-            ~whole_kind if whole else whole_kind,
-            device_id=hold.device_id,
-            starts_at__lt=hold.ends_at,
-            ends_at__gt=hold.starts_at,
-        )
-    mine = {h.occurrence_id for h in holds}
-    clash = (
-        BookingHold.objects.filter(clashes)
-        .exclude(occurrence_id__in=mine)
-        .exclude(occurrence__state="running")
-    )
-    if clash.exists():
-        raise ClaimConflict(
-            "A device this booking needs is held whole by one request and in parts by "
-            "another in that window; try again.",
-            field="starts_at",
-        )
+        for starts_at, ends_at, other_whole in held.get(hold.device_id, ()):
+            if other_whole != whole and starts_at < hold.ends_at and ends_at > hold.starts_at:
+                raise ClaimConflict(
+                    "A device this booking needs is held whole by one request and in parts "
+                    "by another in that window; try again.",
+                    field="starts_at",
+                )
 
 
 def _check_parts(holds: Sequence[BookingHold], devices: dict[int, Device]) -> None:
