@@ -24,8 +24,11 @@ PASSWORD = "not-the-default-0xc0ffee"
 EXPOSED = ("--fabric", "exposed-cmd", "--bind", "0.0.0.0", "--port", "0")
 
 
-def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """`manage.py simulator_redfish ARGS --port 0` on the test database, its output piped."""
+def _serve(
+    *args: str, env: dict[str, str] | None = None, sigint_ignored: bool = False
+) -> subprocess.Popen[str]:
+    """`manage.py simulator_redfish ARGS --port 0` on the test database, its output piped;
+    with `sigint_ignored`, started as a shell's background job is (SIGINT ignored)."""
     settings_dict = connection.settings_dict
     if settings_dict["ENGINE"].endswith("sqlite3") and "memory" in str(settings_dict["NAME"]):
         pytest.skip("an in-memory SQLite test database cannot be shared with another process")
@@ -42,6 +45,9 @@ def _serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[st
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        if sigint_ignored
+        else None,
     )
 
 
@@ -72,6 +78,7 @@ def test_the_command_serves_the_world_with_its_account_until_interrupted() -> No
         "--username",
         "ops",
         env={"COMPOSER_SIMULATOR_REDFISH_PASSWORD": PASSWORD},
+        sigint_ignored=True,  # Ctrl-C stops it all the same
     )
     try:
         url, first = _served_at(server)

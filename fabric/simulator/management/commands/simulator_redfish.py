@@ -12,6 +12,7 @@ but the loopback. `--create` first writes the fabric as a small lab world
 from __future__ import annotations
 
 import ipaddress
+import signal
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -106,6 +107,9 @@ class Command(BaseCommand):
             f"Simulated fabric {options['fabric']!r} served as Redfish at http://{host!s}:{port}"
             f"/redfish/v1/ (sign in as {username!r}); Ctrl-C stops it."
         )
+        # Ctrl-C stops it even when started with SIGINT ignored (a shell's background job
+        # ignores it, and Python then never raises KeyboardInterrupt).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
