@@ -13,7 +13,7 @@ any one window holds: a placement that fits them fits every window.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from django.db.models import Count, FloatField, Q, Sum
@@ -47,32 +47,50 @@ class HeldTotals:
     @classmethod
     def of(cls, booked: Booked) -> HeldTotals:
         """The totals of holds already read (one window's, to patch its snapshot)."""
-        whole: set[str] = set()
-        gib: dict[str, int] = defaultdict(int)
-        sliced: dict[str, set[str]] = defaultdict(set)
-        shares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for hold in booked.holds:
-            if hold.gib is not None:
-                gib[hold.device] += hold.gib
-                if hold.host:
-                    sliced[hold.host].add(hold.device)
-            elif hold.share is not None and hold.host:
-                shares[hold.device][hold.host] += hold.share
-            else:
-                whole.add(hold.device)
-        cores: dict[str, int] = defaultdict(int)
-        memory: dict[str, int] = defaultdict(int)
-        for _, host, _, _, c, m in booked.occupants:
-            cores[host] += c
-            memory[host] += m
-        return cls(
-            whole=frozenset(whole),
-            gib=dict(gib),
-            sliced={h: frozenset(d) for h, d in sliced.items()},
-            shares={d: dict(per_host) for d, per_host in shares.items()},
-            cores=dict(cores),
-            host_memory_gib=dict(memory),
+        parts = (
+            (h.device, h.host, h.gib, None, False)
+            if h.gib is not None
+            else (h.device, h.host, None, h.share, False)
+            if h.share is not None and h.host
+            else (h.device, h.host, None, None, True)
+            for h in booked.holds
         )
+        return _summed(parts, ((host, c, m) for _, host, _, _, c, m in booked.occupants))
+
+
+# (device, host, GiB held, shares held on that host, held whole): a hold, or a device's
+# and host's sums of them.
+Part = tuple[str, str | None, int | None, int | None, bool]
+
+
+def _summed(parts: Iterable[Part], occupants: Iterable[tuple[str, float, float]]) -> HeldTotals:
+    """The totals of `parts` and of the occupants' (host, cores, host memory GiB)."""
+    whole: set[str] = set()
+    gib: dict[str, int] = defaultdict(int)
+    sliced: dict[str, set[str]] = defaultdict(set)
+    shares: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for device, host, gib_held, share_held, held_whole in parts:
+        if gib_held is not None:
+            gib[device] += gib_held
+            if host:
+                sliced[host].add(device)
+        if share_held is not None and host:
+            shares[device][host] += share_held
+        if held_whole:
+            whole.add(device)
+    cores: dict[str, int] = defaultdict(int)
+    memory: dict[str, int] = defaultdict(int)
+    for host, host_cores, host_memory in occupants:
+        cores[host] += int(host_cores or 0)
+        memory[host] += int(host_memory or 0)
+    return HeldTotals(
+        whole=frozenset(whole),
+        gib=dict(gib),
+        sliced={h: frozenset(d) for h, d in sliced.items()},
+        shares={d: dict(per_host) for d, per_host in shares.items()},
+        cores=dict(cores),
+        host_memory_gib=dict(memory),
+    )
 
 
 def held_totals(windows: Sequence[Window]) -> HeldTotals:
@@ -85,10 +103,6 @@ def held_totals(windows: Sequence[Window]) -> HeldTotals:
         BookingHold._meta.db_table,
         windows,
     )
-    whole: set[str] = set()
-    gib: dict[str, int] = {}
-    sliced: dict[str, set[str]] = defaultdict(set)
-    shares: dict[str, dict[str, int]] = defaultdict(dict)
     rows = (
         holds.order_by()
         .values("device_id", "host_id")
@@ -101,17 +115,6 @@ def held_totals(windows: Sequence[Window]) -> HeldTotals:
         )
         .values_list("device_id", "host_id", "gib_held", "share_held", "whole_held")
     )
-    for device_pk, host_pk, gib_held, share_held, whole_held in rows:
-        device = f"device:{device_pk}"
-        host = f"host:{host_pk}" if host_pk else None
-        if gib_held is not None:
-            gib[device] = gib.get(device, 0) + int(gib_held)
-            if host:
-                sliced[host].add(device)
-        if share_held is not None and host:
-            shares[device][host] = int(share_held)
-        if whole_held:
-            whole.add(device)
     occupants = (
         overlapping(
             Occurrence.objects.filter(state=OccurrenceState.BOOKED, host__isnull=False),
@@ -127,16 +130,16 @@ def held_totals(windows: Sequence[Window]) -> HeldTotals:
         )
         .values_list("host_id", "cores", "memory")
     )
-    cores: dict[str, int] = {}
-    memory: dict[str, int] = {}
-    for host_pk, host_cores, host_memory in occupants:
-        cores[f"host:{host_pk}"] = int(host_cores or 0)
-        memory[f"host:{host_pk}"] = int(host_memory or 0)
-    return HeldTotals(
-        whole=frozenset(whole),
-        gib=gib,
-        sliced={h: frozenset(d) for h, d in sliced.items()},
-        shares={d: per_host for d, per_host in shares.items()},
-        cores=cores,
-        host_memory_gib=memory,
+    return _summed(
+        (
+            (
+                f"device:{device}",
+                f"host:{host}" if host else None,
+                int(gib_held) if gib_held is not None else None,
+                int(share_held) if share_held is not None else None,
+                bool(whole_held),
+            )
+            for device, host, gib_held, share_held, whole_held in rows
+        ),
+        ((f"host:{host}", c, m) for host, c, m in occupants),
     )
