@@ -265,11 +265,11 @@ class Controller:
         return tenant
 
     def _verdict(self, record: KubernetesClaim) -> Verdict | None:
-        if record.composition is None:
+        """The claim's condition from its composition, as read by `_record` this pass."""
+        composition = record.composition
+        if composition is None:
             return Verdict(CONDITION_RESCHEDULE, "NotComposed", record.error)
-        composition = Composition.objects.get(pk=record.composition.pk)
-        reason = composition.failure_reason or ""
-        return verdict(composition.state, reason)
+        return verdict(composition.state, composition.failure_reason or "")
 
     def _release(self, record: KubernetesClaim, *, mark: bool = True) -> bool:
         """Decompose the composition of a claim gone (or of devices it no longer has);
@@ -288,9 +288,6 @@ class Controller:
         if mark:
             KubernetesClaim.objects.filter(pk=record.pk).update(released_at=self.clock())
         return True
-
-    def __repr__(self) -> str:  # the command's log line
-        return f"Controller(driver={self.driver!r}, default_tenant={self.default_tenant!r})"
 
 
 def _devices(view: ClaimView) -> list[list[str]]:

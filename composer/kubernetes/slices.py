@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,10 +116,8 @@ def fabric_labels() -> dict[int, str]:
     DNS label, with its id appended where two names fold to the same label."""
     names = dict(FabricManager.objects.values_list("pk", "name"))
     folded = {pk: dns_label(name, 50) for pk, name in names.items()}
-    taken = [label for label in folded.values()]
-    return {
-        pk: label if taken.count(label) == 1 else f"{label}-{pk}" for pk, label in folded.items()
-    }
+    uses = Counter(folded.values())
+    return {pk: label if uses[label] == 1 else f"{label}-{pk}" for pk, label in folded.items()}
 
 
 def _device(device: Device) -> dict[str, Any]:

@@ -53,6 +53,17 @@ def published(kube: FakeKube, pool: str) -> list[str]:
             for d in s["spec"]["devices"]]  # fmt: skip
 
 
+def composed_anew(
+    kube: FakeKube, run: Any, claim: tuple[str, str], uid: str, device: str, instead_of: Any
+) -> None:
+    """Two passes later, the claim has a new composition, ready, and its device is told."""
+    run(Controller(kube))
+    run(Controller(kube))
+    new = KubernetesClaim.objects.get(uid=uid).composition
+    assert new is not None and new != instead_of and new.state == CompositionState.READY
+    assert kube.conditions(*claim) == {device: ["FabricDeviceReady"]}
+
+
 def test_a_claim_is_composed_on_its_node_s_host_ready_and_released_when_deleted(
     kube: FakeKube, acme: Any, run: Any
 ) -> None:
@@ -143,11 +154,7 @@ def test_what_cannot_be_composed_asks_the_scheduler_to_reschedule_with_the_reaso
     # The scheduler allocates the claim again, to a device that is free: composed anew.
     other = published(kube, L40S)[0]
     kube.claim_allocate("ml", "late", uid="u-4", node="node-1", devices=[(L40S, other)])
-    run(Controller(kube))
-    run(Controller(kube))
-    again = KubernetesClaim.objects.get(uid="u-4").composition
-    assert again is not None and again != late and again.state == CompositionState.READY
-    assert kube.conditions("ml", "late") == {other: ["FabricDeviceReady"]}
+    composed_anew(kube, run, ("ml", "late"), "u-4", other, instead_of=late)
 
 
 def test_namespaces_map_to_tenants_and_unknown_ones_are_refused(
@@ -303,11 +310,7 @@ def test_a_claim_moved_to_other_devices_waits_for_the_old_ones_to_be_given_back(
     assert old.state == CompositionState.RELEASED
     # Never Ready for devices that were not composed.
     assert kube.conditions("ml", "moved") == {second: []}
-    run(Controller(kube))
-    run(Controller(kube))
-    new = KubernetesClaim.objects.get(uid="u-10").composition
-    assert new is not None and new != old and new.state == CompositionState.READY
-    assert kube.conditions("ml", "moved") == {second: ["FabricDeviceReady"]}
+    composed_anew(kube, run, ("ml", "moved"), "u-10", second, instead_of=old)
 
 
 def test_one_claim_failing_holds_up_neither_the_others_nor_the_releases(
