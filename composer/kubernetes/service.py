@@ -5,13 +5,14 @@ the controller (`KubernetesController`, on the fabric managers page); the contro
 one pass. A pass that fails is logged and recorded with its error, and the next one starts
 from what the API server and the database say then.
 
-Passes come every `interval` seconds, and at once when the console's own events say the
-pool may have changed: the loop watches the event outbox (`composer.models.Event`, ids
-only ever growing) for compositions changing state, devices' health or state, alerts and
-booked windows, so a composition that comes up is reported to its claim, and a device
-taken or given back leaves or joins its slice, within a `watch` period rather than an
-interval. The outbox is read from the last id seen, Redis or not; an event whose row
-commits after a later id was seen is caught by the next interval's pass.
+Passes come every `interval` seconds, and at once when the console says the pool may have
+changed: the loop watches the event outbox (`composer.models.Event`, ids only ever growing)
+for compositions changing state, devices' health, alerts and booked windows, and the audit
+trail (`fabric.models.ChangeRecord`) for what tells no live event: a booking made or
+cancelled, an element put in maintenance or taken out. So a composition that comes up is
+reported to its claim, and a device taken or given back leaves or joins its slice, within a
+`watch` period rather than an interval. Both are read from the last id seen, Redis or not;
+a row that commits after a later id was seen is caught by the next interval's pass.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from composer.choices import EventType
 from composer.kubernetes.controller import Controller, Report
 from composer.kubernetes.leader import Elector
 from composer.models import Event, KubernetesClaim, KubernetesController
+from fabric.models import ChangeRecord
 
 __all__ = ["Loop", "serve", "serve_once"]
 
@@ -39,6 +41,8 @@ WATCHED = (
     EventType.FABRIC_ALERT,
     EventType.BOOKING_OCCURRENCE,
 )
+# The audited changes (their target types) after which the pool may have changed.
+WATCHED_CHANGES = ("booking", "occurrence", "device", "enclosure", "switch")
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +98,14 @@ class Loop:
     ) -> None:
         self.controller, self.elector, self.identity = controller, elector, identity
         self.interval, self.clock = interval, clock
-        self.last_event: int | None = None  # read at the first step (the database may be away)
+        # The last ids seen, read at the first step (the database may be away before).
+        self.last_event: int | None = None
+        self.last_change: int | None = None
         self.next_pass = 0.0  # the first step passes
 
     def step(self) -> Report | None:
-        """One look at the outbox, and a pass when it is due or an event calls for one."""
+        """One look at the outbox and the audit trail, and a pass when it is due or what
+        they tell calls for one."""
         newest = Event.objects.aggregate(newest=Max("id"))["newest"] or 0
         if self.last_event is None:
             self.last_event = newest
@@ -106,6 +113,16 @@ class Loop:
             Event.objects.filter(id__gt=self.last_event, id__lte=newest, type__in=WATCHED).exists()
         )
         self.last_event = max(self.last_event, newest)
+        changed = ChangeRecord.objects.aggregate(newest=Max("id"))["newest"] or 0
+        if self.last_change is None:
+            self.last_change = changed
+        called = called or (
+            changed > self.last_change
+            and ChangeRecord.objects.filter(
+                id__gt=self.last_change, id__lte=changed, target_type__in=WATCHED_CHANGES
+            ).exists()
+        )
+        self.last_change = max(self.last_change, changed)
         if not called and self.clock() < self.next_pass:
             return None
         self.next_pass = self.clock() + self.interval

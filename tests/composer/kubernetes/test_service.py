@@ -5,19 +5,23 @@ exist before it touches the cluster."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import OperationalError
+from django.utils import timezone
 
 import composer.management.commands.k8s_controller as command
 from composer.kubernetes.controller import Controller
 from composer.kubernetes.leader import Elector
 from composer.kubernetes.service import Loop, serve, serve_once
 from composer.models import KubernetesController
+from composer.services.bookings import booking_request
 from composer.services.compositions import composition_request
 from fabric.models import Device, FabricManager
+from fabric.services.maintenance import maintenance_set
 from tests.support.kube import FakeKube
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +109,31 @@ def test_a_pass_comes_every_interval_and_at_once_after_the_console_s_events(
     assert loop.step() is None  # no event since
     ticks.now += 60
     assert loop.step() is not None  # the interval is over
+
+
+def test_a_booking_or_maintenance_calls_for_a_pass_at_once(
+    synced: FabricManager, acme: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Neither tells a live event; both are audited, and the audit trail is watched too."""
+    kube, ticks = FakeKube(), Ticks()
+    loop = Loop(Controller(kube, default_tenant="acme"), None, "solo", 60, clock=ticks)
+    assert loop.step() is not None
+    first, second = Device.objects.filter(kind="gpu").order_by("pk")[:2]
+    assert {f"gpu-{first.pk}", f"gpu-{second.pk}"} <= set(published(kube))
+
+    maintenance_set(target=first, on=True, reason="reseat")
+    ticks.now += 1
+    assert loop.step() is not None and f"gpu-{first.pk}" not in published(kube)
+
+    start = timezone.now() + timedelta(hours=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        booking_request(tenant=acme, requested_by=None, name="b",
+                        spec={"devices": [{"device": second.pk}]},
+                        starts_at=start, ends_at=start + timedelta(hours=1))  # fmt: skip
+    ticks.now += 1
+    assert loop.step() is not None and f"gpu-{second.pk}" not in published(kube)
+    ticks.now += 1
+    assert loop.step() is None  # nothing since
 
 
 def published(kube: FakeKube) -> list[str]:
