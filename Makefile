@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test fuzz lint format bench clean
+.PHONY: run test fuzz lint format bench clean kube-tier
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ test: $(STAMP)
 # and DATABASE_URL's server (tests/fuzz/api.py; FUZZ_MAX_EXAMPLES, FUZZ_SEED to widen it).
 fuzz: $(STAMP)
 	$(PY) -m tests.fuzz.api
+
+# The Kubernetes controller's real API server tier (apiextensions-apiserver and etcd from
+# Debian sid, built as root into ~/.cache/composer/kube-tier); `make test` runs it when built.
+kube-tier:
+	.ci/kube-tier
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
