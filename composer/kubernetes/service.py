@@ -41,8 +41,11 @@ WATCHED = (
     EventType.FABRIC_ALERT,
     EventType.BOOKING_OCCURRENCE,
 )
-# The audited changes (their target types) after which the pool may have changed.
-WATCHED_CHANGES = ("booking", "occurrence", "device", "enclosure", "switch")
+# The audited changes (their target types) after which the pool may have changed: a
+# booking made or cancelled (an occurrence's changes are recorded on its booking), an element
+# put in maintenance or taken out. "device" also wakes the loop on a device's other changes
+# (a compose job's own records among them): one pass more, never one less.
+WATCHED_CHANGES = ("booking", "device", "enclosure", "switch")
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +89,8 @@ def serve_once(
 
 
 class Loop:
-    """When to pass: every `interval` seconds, and at once after a watched event."""
+    """When to pass: every `interval` seconds, and at once after a watched event or
+    audited change."""
 
     def __init__(
         self,
@@ -137,7 +141,8 @@ def serve(
     stop: threading.Event,
     watch: float = 1.0,
 ) -> None:
-    """Pass after pass until `stop` is set, looking at the outbox every `watch` seconds."""
+    """Pass after pass until `stop` is set, looking at the outbox and the audit trail every
+    `watch` seconds."""
     loop = Loop(controller, elector, identity, interval)
     while not stop.is_set():
         close_old_connections()  # a connection the database dropped is opened again

@@ -54,31 +54,56 @@ class Cluster:
             if str(d["attributes"]["model"]["string"]).startswith(model_prefix)
         )
 
-    def claim_from_template(self, template: dict[str, Any], pod: str) -> dict[str, Any]:
-        """The claim the resource claim controller makes for `pod` from `template`."""
+    def pod_scheduled(
+        self, pod: dict[str, Any], template: dict[str, Any], node: str
+    ) -> dict[str, Any]:
+        """What happens to `pod` (a manifest whose first claim is made from `template`) on
+        its way to `node`: the resource claim controller makes its claim from the template,
+        and the scheduler allocates the template's request (its count of published devices
+        whose model its CEL selector names), writing the allocation to the claim's status.
+        Returns the claim as created."""
+        source = pod["spec"]["resourceClaims"][0]
+        assert source["resourceClaimTemplateName"] == template["metadata"]["name"]
         namespace = template["metadata"]["namespace"]
+        request = template["spec"]["spec"]["devices"]["requests"][0]
+        count, prefix = request["exactly"]["count"], _model_prefix(request["exactly"])
         body = {
             "apiVersion": "resource.k8s.io/v1",
             "kind": "ResourceClaim",
-            "metadata": {"name": f"{pod}-gpus", "namespace": namespace},
+            "metadata": {"name": f"{pod['metadata']['name']}-{source['name']}",
+                         "namespace": namespace},
             "spec": template["spec"]["spec"],
-        }
-        return dict(
+        }  # fmt: skip
+        claim = dict(
             self.custom.create_namespaced_custom_object(
                 "resource.k8s.io", "v1", namespace, "resourceclaims", body
             )
         )
+        chosen = self.published(prefix)[:count]
+        assert len(chosen) == count, f"{count} {prefix} devices asked, {self.slices()}"
+        self.allocate(
+            claim, request=request["name"], node=node, devices=chosen, pod=pod["metadata"]["name"]
+        )
+        return claim
 
     def allocate(
-        self, claim: dict[str, Any], *, node: str, devices: list[tuple[str, str]], pod: str
+        self,
+        claim: dict[str, Any],
+        *,
+        request: str,
+        node: str,
+        devices: list[tuple[str, str]],
+        pod: str,
     ) -> None:
-        """The scheduler's allocation of `devices` on `node`, written to the claim's status."""
+        """The scheduler's allocation of `devices` to `request` on `node`, written to the
+        claim's status."""
         meta = claim["metadata"]
         status = {
             "allocation": {
                 "devices": {
                     "results": [
-                        {"request": "gpus", "driver": "fabric.composer.dev", "pool": p, "device": d}
+                        {"request": request, "driver": "fabric.composer.dev", "pool": p,
+                         "device": d}
                         for p, d in devices
                     ]
                 },
@@ -129,3 +154,12 @@ class Cluster:
                     )
                 else:
                     self.custom.delete_cluster_custom_object(group, "v1", plural, meta["name"])
+
+
+def _model_prefix(exactly: dict[str, Any]) -> str:
+    """The model a request's CEL selectors ask for (`...model.startsWith("H100")`), else ""."""
+    for selector in exactly.get("selectors") or []:
+        found = re.search(r'\.model\.startsWith\("([^"]*)"\)', selector["cel"]["expression"])
+        if found:
+            return found.group(1)
+    return ""

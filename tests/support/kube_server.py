@@ -34,11 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.conftest import require
 from tests.support.worker import spawn_logged
 
-IN_CI = {"1", "true", "yes"}  # values of CI that mean a CI run
 BUILD = "make kube-tier"  # how to get the tier (.ci/kube-tier), named in the skip message
 BINARIES = ("apiextensions-apiserver", "etcd")
 # Ready but for the informer of core Services (kept for conversion webhooks), which never
@@ -65,9 +63,8 @@ def tier_folder() -> Path:
 
 
 def binaries_or_skip() -> Path:
-    """The folder of the tier's binaries. Skips when they were never built, unless under
-    CI or COMPOSER_KUBE_TIER names the folder (as `.ci/run` does): then their absence is a
-    failure."""
+    """The folder of the tier's binaries. Skips when they were never built, but fails under
+    CI (`CI=true`, as `.ci/run` sets), which must provide them."""
     folder = tier_folder() / "bin"
     missing = [name for name in BINARIES if not os.access(folder / name, os.X_OK)]
     if not missing:
@@ -77,15 +74,20 @@ def binaries_or_skip() -> Path:
         f"`{BUILD}` (as root: Debian sid by debootstrap, Kubernetes' apiextensions-apiserver "
         "built from Debian's packaged sources with Debian's Go, and Debian's etcd)"
     )
-    if os.environ.get("COMPOSER_KUBE_TIER") or os.environ.get("CI", "").lower() in IN_CI:
-        pytest.fail(message)
-    pytest.skip(message)
+    require(False, message)
+    return folder  # not reached: require skips or fails
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports on loopback (all probes held open until each is known)."""
+    probes = [socket.socket() for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 @dataclass
@@ -190,7 +192,7 @@ class KubeServer:
         serving the stand-ins; both stopped afterwards."""
         binaries = binaries_or_skip()
         certificates = Certificates.make(folder)
-        client_port, peer_port, secure_port = free_port(), free_port(), free_port()
+        client_port, peer_port, secure_port = free_ports(3)
         etcd_url = f"http://127.0.0.1:{client_port}"
         peer_url = f"http://127.0.0.1:{peer_port}"
         url = f"https://127.0.0.1:{secure_port}"
@@ -232,7 +234,7 @@ class KubeServer:
             yield server
         finally:
             for process in reversed(server.processes):
-                _stop(process)
+                process_stop(process)
 
     def _wait_ready(self, timeout_s: float) -> None:
         context = ssl.create_default_context(cafile=str(self.certificates.ca))
@@ -330,7 +332,9 @@ def _kubeconfig(url: str, certificates: Certificates) -> dict[str, Any]:
     }
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def process_stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process started in a session of its own (`spawn_logged`), and its children:
+    SIGTERM, then SIGKILL after 15 seconds."""
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
         try:

@@ -20,12 +20,13 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from composer.choices import CompositionState, JobKind
 from composer.kubernetes.api import ClientApi, Conflict
 from composer.kubernetes.controller import Controller, Report
 from composer.kubernetes.leader import Elector
-from composer.models import Composition, Job, KubernetesClaim
+from composer.models import Composition, Job, KubernetesClaim, KubernetesController
 from composer.services.health_poll import health_poll_run
 from fabric.choices import DeviceState
 from fabric.drivers.registry import get_driver
@@ -35,7 +36,7 @@ from fabric.simulator import store
 from fabric.simulator.faults import fault_inject
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.kube_cluster import Cluster, docs_manifests
-from tests.support.kube_server import KubeServer, binaries_or_skip
+from tests.support.kube_server import KubeServer, binaries_or_skip, process_stop
 from tests.support.worker import ROOT, WorkerProcess, database_url, spawn_logged
 
 DOCS = ROOT / "docs" / "kubernetes.md"
@@ -45,11 +46,11 @@ def test_without_the_binaries_the_tier_says_how_to_get_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("COMPOSER_KUBE_TIER", raising=False)
-    monkeypatch.delenv("CI", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr("tests.conftest.IN_CI", False)
     with pytest.raises(pytest.skip.Exception, match="make kube-tier"):
         binaries_or_skip()
-    monkeypatch.setenv("COMPOSER_KUBE_TIER", str(tmp_path / "nowhere"))  # CI names it
+    monkeypatch.setattr("tests.conftest.IN_CI", True)  # CI must provide it
     with pytest.raises(pytest.fail.Exception, match="apiextensions-apiserver, etcd"):
         binaries_or_skip()
 
@@ -71,14 +72,15 @@ def cluster(server: KubeServer) -> Cluster:
     return cluster
 
 
-def a_pod_claims_two_h100s(cluster: Cluster, node: str, pod: str = "trainer-0") -> dict[str, Any]:
-    """The docs' pod on `node`: its claim made from the template, then allocated two of the
-    published H100s by the scheduler. Returns the claim as created."""
-    template = docs_manifests(DOCS)["ResourceClaimTemplate"]
-    claim = cluster.claim_from_template(template, pod)
-    chosen = cluster.published("H100")[:2]
-    assert len(chosen) == 2, cluster.slices()
-    cluster.allocate(claim, node=node, devices=chosen, pod=pod)
+CLAIM = ("ml", "trainer-0-gpus")  # the claim the docs' pod gets
+
+
+def the_docs_pod_is_scheduled(cluster: Cluster, node: str) -> dict[str, Any]:
+    """The docs' pod on `node`: its claim made from the docs' template, allocated two of the
+    published H100s. Returns the claim as created."""
+    manifests = docs_manifests(DOCS)
+    claim = cluster.pod_scheduled(manifests["Pod"], manifests["ResourceClaimTemplate"], node)
+    assert (claim["metadata"]["namespace"], claim["metadata"]["name"]) == CLAIM
     return claim
 
 
@@ -115,7 +117,7 @@ def test_slices_claims_faults_and_release_through_a_real_api_server(
     # A pod's claim allocated to two of them: a ready composition on the node's host.
     host = Host.objects.order_by("name").first()
     assert host is not None
-    claim = a_pod_claims_two_h100s(cluster, node=host.name)
+    claim = the_docs_pod_is_scheduled(cluster, node=host.name)
     run()
     record = KubernetesClaim.objects.get(uid=claim["metadata"]["uid"])
     composition = record.composition
@@ -123,7 +125,7 @@ def test_slices_claims_faults_and_release_through_a_real_api_server(
     assert composition.state == CompositionState.READY, composition.failure_reason
     assert (record.namespace, record.name, record.pods) == ("ml", "trainer-0-gpus", ["trainer-0"])
     run()
-    conditions = cluster.conditions("ml", "trainer-0-gpus")
+    conditions = cluster.conditions(*CLAIM)
     assert len(conditions) == 2
     assert set(map(tuple, conditions.values())) == {("FabricDeviceReady",)}
     assert not set(conditions) & {name for _, name in cluster.published()}  # no longer offered
@@ -135,11 +137,11 @@ def test_slices_claims_faults_and_release_through_a_real_api_server(
     fault_inject(manager=manager, target_type="device", target_id=bound.device.name, action="fail")
     health_poll_run(manager=manager)
     run()
-    conditions = cluster.conditions("ml", "trainer-0-gpus")
+    conditions = cluster.conditions(*CLAIM)
     assert set(map(tuple, conditions.values())) == {("FabricDeviceFailed",)}, conditions
 
     # The claim deleted: its composition released.
-    cluster.claim_delete("ml", "trainer-0-gpus")
+    cluster.claim_delete(*CLAIM)
     report = run()
     composition.refresh_from_db()
     assert report.released == ["ml/trainer-0-gpus"]
@@ -161,7 +163,7 @@ def test_stale_writes_are_conflicts_other_drivers_entries_stay_and_one_replica_l
     with pytest.raises(Conflict):
         api.slice_replace(written)  # read before that write: refused
 
-    claim = a_pod_claims_two_h100s(cluster, node="host-a-01")
+    claim = the_docs_pod_is_scheduled(cluster, node="host-a-01")
     theirs = {"driver": "nic.example.com", "pool": "p", "device": "nic-0", "conditions": []}
     meta = claim["metadata"]
     cluster.custom.patch_namespaced_custom_object_status(
@@ -221,11 +223,12 @@ def test_a_controller_killed_mid_attach_resumes_without_binding_twice(
 ) -> None:
     manager: FabricManager = simulated_manager()
     inventory_sync(manager=manager)
-    # Binds take two seconds in the worker: the controller is killed while they run.
+    # Binds take eight seconds in the worker: the controller is killed once they started,
+    # and its successor's first pass comes while they still run (it starts in about three).
     fabric = store.fabric_get("sim")
     for operation in store.OPERATIONS:
         store.latency_set(fabric=fabric, operation=operation, ms=0)
-    store.latency_set(fabric=fabric, operation="bind", ms=2000)
+    store.latency_set(fabric=fabric, operation="bind", ms=8000)
     host = Host.objects.order_by("name").first()
     assert host is not None
     logs = [tmp_path / "controller-1.log", tmp_path / "controller-2.log"]
@@ -238,7 +241,7 @@ def test_a_controller_killed_mid_attach_resumes_without_binding_twice(
         first = controller_process(server, redis_url, logs[0], identity="replica-0")
         try:
             wait_until(lambda: cluster.published("H100"), "no H100 published", log)
-            claim = a_pod_claims_two_h100s(cluster, node=host.name)
+            claim = the_docs_pod_is_scheduled(cluster, node=host.name)
             uid = claim["metadata"]["uid"]
 
             def binding() -> Any:
@@ -250,15 +253,26 @@ def test_a_controller_killed_mid_attach_resumes_without_binding_twice(
         finally:
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
+        killed_at = timezone.now()
         composition.refresh_from_db()
-        assert composition.state != CompositionState.READY  # killed mid-attach
-        assert not any(cluster.conditions("ml", "trainer-0-gpus").values())
+        assert composition.state == CompositionState.BINDING  # killed mid-attach
+        assert not any(cluster.conditions(*CLAIM).values())
 
+        # Restarted in place (the same identity, as a restarted container: its Lease is its own).
         second = controller_process(server, redis_url, logs[1], identity="replica-0")
         try:
+
+            def passed() -> bool:
+                return KubernetesController.objects.filter(
+                    identity="replica-0", last_pass_at__gt=killed_at
+                ).exists()
+
+            wait_until(passed, "the restarted controller never passed", log)
+            composition.refresh_from_db()  # its first pass found the attach still under way
+            assert composition.state == CompositionState.BINDING, log()
             conditions = wait_until(
                 lambda: (
-                    (c := cluster.conditions("ml", "trainer-0-gpus"))
+                    (c := cluster.conditions(*CLAIM))
                     and set(map(tuple, c.values())) == {("FabricDeviceReady",)}
                     and c
                 ),
@@ -266,8 +280,7 @@ def test_a_controller_killed_mid_attach_resumes_without_binding_twice(
                 log,
             )
         finally:
-            os.killpg(second.pid, signal.SIGTERM)
-            second.wait(timeout=30)
+            process_stop(second)
 
     assert len(conditions) == 2
     assert Composition.objects.count() == 1
