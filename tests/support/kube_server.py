@@ -90,16 +90,20 @@ def free_ports(count: int) -> list[int]:
             probe.close()
 
 
+CONTROLLER_USER = "system:serviceaccount:composer:composer-k8s-controller"
+
+
 @dataclass
 class Certificates:
-    """A CA, the server's certificate for 127.0.0.1, and a client certificate in the group
-    `system:masters` (which the server authorizes without asking a core API server)."""
+    """A CA, the server's certificate for 127.0.0.1, and client certificates (certificate,
+    key) by user: `admin`, in the group `system:masters` (which the server authorizes
+    without asking anyone), and `controller`, the controller's service account (authorized
+    by the webhook the server is given, if any)."""
 
     ca: Path
     server_cert: Path
     server_key: Path
-    client_cert: Path
-    client_key: Path
+    clients: dict[str, tuple[Path, Path]]
 
     @classmethod
     def make(cls, folder: Path) -> Certificates:
@@ -155,18 +159,23 @@ class Certificates:
         server_cert, server_key_path = write(
             "server", server_key, issue(name("127.0.0.1"), server_key, ca_name, ca_key, san=san)
         )
-        client_key = ec.generate_private_key(ec.SECP256R1())
-        client = issue(name("composer-controller", "system:masters"), client_key, ca_name, ca_key)
-        client_cert, client_key_path = write("client", client_key, client)
-        return cls(ca_path, server_cert, server_key_path, client_cert, client_key_path)
+        clients = {}
+        for user, common, group in (
+            ("admin", "cluster-admin", "system:masters"),
+            ("controller", CONTROLLER_USER, None),
+        ):
+            key = ec.generate_private_key(ec.SECP256R1())
+            clients[user] = write(user, key, issue(name(common, group), key, ca_name, ca_key))
+        return cls(ca_path, server_cert, server_key_path, clients)
 
 
 @dataclass
 class KubeServer:
-    """A running apiextensions-apiserver on etcd, its CRD stand-ins installed."""
+    """A running apiextensions-apiserver on etcd, its CRD stand-ins installed; a kubeconfig
+    for each user of `Certificates`."""
 
     url: str
-    kubeconfig: Path
+    kubeconfigs: dict[str, Path]
     certificates: Certificates
     processes: list[subprocess.Popen[bytes]]
     logs: list[Path]
@@ -176,31 +185,41 @@ class KubeServer:
             f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}" for p in self.logs
         )
 
-    def api_client(self) -> Any:
+    def api_client(self, user: str = "admin") -> Any:
         from kubernetes import client, config
 
         configuration = client.Configuration()
         config.load_kube_config(
-            config_file=str(self.kubeconfig), client_configuration=configuration
+            config_file=str(self.kubeconfigs[user]), client_configuration=configuration
         )
         return client.ApiClient(configuration)
 
     @classmethod
     @contextmanager
-    def start(cls, folder: Path, *, timeout_s: float = 90.0) -> Iterator[KubeServer]:
+    def start(
+        cls, folder: Path, *, authorizer: str | None = None, timeout_s: float = 90.0
+    ) -> Iterator[KubeServer]:
         """etcd and the API server in `folder` (their data, certificates and logs), ready and
-        serving the stand-ins; both stopped afterwards."""
+        serving the stand-ins; both stopped afterwards. `authorizer`: the URL of a
+        SubjectAccessReview webhook that decides every request but `system:masters`' (by
+        default the server asks itself, which serves no such API: only masters may)."""
         binaries = binaries_or_skip()
         certificates = Certificates.make(folder)
         client_port, peer_port, secure_port = free_ports(3)
         etcd_url = f"http://127.0.0.1:{client_port}"
         peer_url = f"http://127.0.0.1:{peer_port}"
         url = f"https://127.0.0.1:{secure_port}"
-        kubeconfig = folder / "kubeconfig"
-        kubeconfig.write_text(json.dumps(_kubeconfig(url, certificates)))
+        kubeconfigs = {}
+        for user, (cert, key) in certificates.clients.items():
+            kubeconfigs[user] = folder / f"{user}.kubeconfig"
+            kubeconfigs[user].write_text(json.dumps(_kubeconfig(url, certificates.ca, cert, key)))
+        authorization = kubeconfigs["admin"]
+        if authorizer:
+            authorization = folder / "authorizer.kubeconfig"
+            authorization.write_text(json.dumps(_webhook_kubeconfig(authorizer)))
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder)}
         server = cls(
-            url, kubeconfig, certificates, [], [folder / "etcd.log", folder / "apiserver.log"]
+            url, kubeconfigs, certificates, [], [folder / "etcd.log", folder / "apiserver.log"]
         )
         etcd = [
             str(binaries / "etcd"), "--name", "tier", "--data-dir", str(folder / "etcd"),
@@ -216,9 +235,9 @@ class KubeServer:
             "--tls-private-key-file", str(certificates.server_key),
             "--client-ca-file", str(certificates.ca),
             # No core API server to delegate to: its own loopback client, no lookups.
-            "--kubeconfig", str(kubeconfig),
-            "--authentication-kubeconfig", str(kubeconfig),
-            "--authorization-kubeconfig", str(kubeconfig),
+            "--kubeconfig", str(kubeconfigs["admin"]),
+            "--authentication-kubeconfig", str(kubeconfigs["admin"]),
+            "--authorization-kubeconfig", str(authorization),
             "--authentication-skip-lookup",
             "--authorization-always-allow-paths", "/healthz,/readyz,/livez",
             "--enable-priority-and-fairness=false",
@@ -302,32 +321,28 @@ def _crd(group: str, plural: str, kind: str, namespaced: bool, status: bool) -> 
     }
 
 
-def _kubeconfig(url: str, certificates: Certificates) -> dict[str, Any]:
+def _kubeconfig(url: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
     def data(path: Path) -> str:
         return base64.b64encode(path.read_bytes()).decode()
 
+    return _config(
+        {"server": url, "certificate-authority-data": data(ca)},
+        {"client-certificate-data": data(cert), "client-key-data": data(key)},
+    )
+
+
+def _webhook_kubeconfig(url: str) -> dict[str, Any]:
+    """How the server reaches the authorization webhook (plain HTTP on loopback)."""
+    return _config({"server": url}, {})
+
+
+def _config(cluster: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {
-                "name": "tier",
-                "cluster": {
-                    "server": url,
-                    "certificate-authority-data": data(certificates.ca),
-                },
-            }
-        ],
-        "users": [
-            {
-                "name": "controller",
-                "user": {
-                    "client-certificate-data": data(certificates.client_cert),
-                    "client-key-data": data(certificates.client_key),
-                },
-            }
-        ],
-        "contexts": [{"name": "tier", "context": {"cluster": "tier", "user": "controller"}}],
+        "clusters": [{"name": "tier", "cluster": cluster}],
+        "users": [{"name": "user", "user": user}],
+        "contexts": [{"name": "tier", "context": {"cluster": "tier", "user": "user"}}],
         "current-context": "tier",
     }
 

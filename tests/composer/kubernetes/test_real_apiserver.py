@@ -36,7 +36,8 @@ from fabric.simulator import store
 from fabric.simulator.faults import fault_inject
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.kube_cluster import Cluster, docs_manifests
-from tests.support.kube_server import KubeServer, binaries_or_skip, process_stop
+from tests.support.kube_rbac import RbacWebhook
+from tests.support.kube_server import CONTROLLER_USER, KubeServer, binaries_or_skip, process_stop
 from tests.support.worker import ROOT, WorkerProcess, database_url, spawn_logged
 
 DOCS = ROOT / "docs" / "kubernetes.md"
@@ -56,20 +57,31 @@ def test_without_the_binaries_the_tier_says_how_to_get_them(
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeServer]:
-    with KubeServer.start(tmp_path_factory.mktemp("kube-tier")) as running:
+def rbac() -> Iterator[RbacWebhook]:
+    """The docs' RBAC, the only rights of the controller's credentials."""
+    with RbacWebhook.from_docs(DOCS, CONTROLLER_USER).serving() as webhook:
+        yield webhook
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, rbac: RbacWebhook) -> Iterator[KubeServer]:
+    folder = tmp_path_factory.mktemp("kube-tier")
+    with KubeServer.start(folder, authorizer=rbac.url) as running:
         yield running
 
 
 @pytest.fixture
-def cluster(server: KubeServer) -> Cluster:
-    """The stand-in cluster, emptied, with the docs' DeviceClass and ResourceClaimTemplate."""
+def cluster(server: KubeServer, rbac: RbacWebhook) -> Iterator[Cluster]:
+    """The stand-in cluster, emptied, with the docs' DeviceClass and ResourceClaimTemplate.
+    Afterwards: the controller was never refused a call (the docs' RBAC is enough)."""
     cluster = Cluster(server)
     cluster.clear()
     manifests = docs_manifests(DOCS)
     cluster.apply(manifests["DeviceClass"])
     cluster.apply(manifests["ResourceClaimTemplate"])
-    return cluster
+    rbac.decisions.clear()
+    yield cluster
+    assert not rbac.denied(), rbac.denied()
 
 
 CLAIM = ("ml", "trainer-0-gpus")  # the claim the docs' pod gets
@@ -91,7 +103,7 @@ def test_slices_claims_faults_and_release_through_a_real_api_server(
     from django.core.management import call_command
 
     call_command("seed_demo", verbosity=0)
-    api = ClientApi(server.api_client())
+    api = ClientApi(server.api_client("controller"))
 
     def run() -> Any:  # one pass, the jobs it queues run as a worker would (eager)
         with django_capture_on_commit_callbacks(execute=True):
@@ -155,7 +167,7 @@ def test_slices_claims_faults_and_release_through_a_real_api_server(
 def test_stale_writes_are_conflicts_other_drivers_entries_stay_and_one_replica_leads(
     server: KubeServer, cluster: Cluster, synced: FabricManager, acme: Any
 ) -> None:
-    api = ClientApi(server.api_client())
+    api = ClientApi(server.api_client("controller"))
     Controller(api).publish(Report())
     (written,) = [s for s in api.slices_list() if "h100" in s["spec"]["pool"]["name"]]
     changed = {**written, "metadata": {**written["metadata"], "labels": {"by": "someone"}}}
@@ -181,6 +193,27 @@ def test_stale_writes_are_conflicts_other_drivers_entries_stay_and_one_replica_l
     assert [replica.lead() for replica in replicas] == [True, False]  # renewed, still held
 
 
+def test_the_controller_s_credentials_may_do_only_what_the_docs_grant(
+    server: KubeServer, rbac: RbacWebhook
+) -> None:
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(server.api_client("controller"))
+    rbac.decisions.clear()
+    custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceclaims")  # granted
+    with pytest.raises(client.exceptions.ApiException) as refused:
+        custom.list_cluster_custom_object("resource.k8s.io", "v1", "deviceclasses")
+    assert refused.value.status == 403
+    with pytest.raises(client.exceptions.ApiException) as refused:
+        custom.delete_namespaced_custom_object("resource.k8s.io", "v1", "ml", "resourceclaims", "x")
+    assert refused.value.status == 403
+    # (A grant may come from the server's cache of the webhook's answers, not asked again.)
+    assert [(d.verb, d.resource) for d in rbac.denied()] == [
+        ("list", "deviceclasses"),
+        ("delete", "resourceclaims"),
+    ]
+
+
 # --- A controller killed in the middle of an attach ------------------------------------------
 
 
@@ -198,8 +231,9 @@ def controller_process(
         "PYTHONUNBUFFERED": "1",
     }
     argv = [
-        sys.executable, "manage.py", "k8s_controller", "--kubeconfig", str(server.kubeconfig),
-        "--tenant", "acme", "--interval", "1", "--watch", "0.2", "--identity", identity,
+        sys.executable, "manage.py", "k8s_controller",
+        "--kubeconfig", str(server.kubeconfigs["controller"]), "--tenant", "acme",
+        "--interval", "1", "--watch", "0.2", "--identity", identity,
     ]  # fmt: skip
     return spawn_logged(argv, env=env, log_path=log)
 
