@@ -22,7 +22,6 @@ import datetime
 import ipaddress
 import json
 import os
-import signal
 import socket
 import ssl
 import subprocess
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import require
-from tests.support.worker import spawn_logged
+from tests.support.worker import process_stop, spawn_logged
 
 BUILD = "make kube-tier"  # how to get the tier (.ci/kube-tier), named in the skip message
 BINARIES = ("apiextensions-apiserver", "etcd")
@@ -345,15 +344,3 @@ def _config(cluster: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
         "contexts": [{"name": "tier", "context": {"cluster": "tier", "user": "user"}}],
         "current-context": "tier",
     }
-
-
-def process_stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop a process started in a session of its own (`spawn_logged`), and its children:
-    SIGTERM, then SIGKILL after 15 seconds."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()

@@ -32,6 +32,31 @@ def spawn_logged(
         )
 
 
+def process_stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process `spawn_logged` started, and its children (its session): SIGTERM, then
+    SIGKILL after 15 seconds."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def process_env(redis_url: str, database: dict[str, Any]) -> dict[str, str]:
+    """The environment of a product process (a worker, beat, the Kubernetes controller)
+    started by a test: this test's database and Redis, test settings, no eager tasks."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "composer.settings.test",
+        "COMPOSER_TEST_EAGER": "0",
+        "DATABASE_URL": database_url(database),
+        "REDIS_URL": redis_url,
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
 def database_url(settings_dict: dict[str, Any]) -> str:
     """The DATABASE_URL that names the database this test process is using."""
     engine = settings_dict["ENGINE"]
@@ -106,15 +131,7 @@ class WorkerProcess:
 
         A worker consumes both queues by default (job tasks on "celery", beat's housekeeping
         on "housekeeping"), so one worker runs everything a test sends."""
-        env = {
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "composer.settings.test",
-            "COMPOSER_TEST_EAGER": "0",
-            "DATABASE_URL": database_url(database),
-            "REDIS_URL": redis_url,
-            "PYTHONUNBUFFERED": "1",
-            **(env or {}),
-        }
+        env = {**process_env(redis_url, database), **(env or {})}
         name = name or f"test-{queues.replace(',', '-')}"
         folder = Path(os.environ.get("TMPDIR", "/tmp"))
         log_path = folder / f"composer-{name}-{os.getpid()}.log"

@@ -37,8 +37,8 @@ from fabric.simulator.faults import fault_inject
 from tests.fabric.simulated_world import simulated_manager
 from tests.support.kube_cluster import Cluster, docs_manifests
 from tests.support.kube_rbac import RbacWebhook
-from tests.support.kube_server import CONTROLLER_USER, KubeServer, binaries_or_skip, process_stop
-from tests.support.worker import ROOT, WorkerProcess, database_url, spawn_logged
+from tests.support.kube_server import CONTROLLER_USER, KubeServer, binaries_or_skip
+from tests.support.worker import ROOT, WorkerProcess, process_env, process_stop, spawn_logged
 
 DOCS = ROOT / "docs" / "kubernetes.md"
 
@@ -222,14 +222,7 @@ def controller_process(
 ) -> subprocess.Popen[bytes]:
     """`manage.py k8s_controller` on the test database, the Redis the worker reads, and the
     stand-in cluster, a pass a second."""
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "composer.settings.test",
-        "COMPOSER_TEST_EAGER": "0",
-        "DATABASE_URL": database_url(connection.settings_dict),
-        "REDIS_URL": redis_url,
-        "PYTHONUNBUFFERED": "1",
-    }
+    env = process_env(redis_url, connection.settings_dict)
     argv = [
         sys.executable, "manage.py", "k8s_controller",
         "--kubeconfig", str(server.kubeconfigs["controller"]), "--tenant", "acme",
