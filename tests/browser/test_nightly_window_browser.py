@@ -6,8 +6,11 @@ she is warned before its end, and it goes away by itself; carol (Globex) sees no
 Every piece is real: the ASGI app under uvicorn with the websocket consumer, the booking
 form and the calendar in headless Chromium, and the clock of bookings run by a Celery beat
 and a worker in processes of their own on PostgreSQL and Redis. Nothing in the test process
-ticks the clock. The window is minutes long, in alice's time zone, so the clock is set short
-for those processes (a tick a second, the composition asked for two seconds ahead).
+ticks the clock, whose steps are set short for those processes (a tick a second, the
+composition asked for two seconds ahead). The form has minute precision, so the window alice
+books (a minute, in her time zone) starts up to a minute and a half away; once the form, the
+calendar and carol's pages are checked, that first night is moved (with its holds) to start a
+few seconds after the clock does and to last 40 s, as if the night had come.
 
 The clock's processes start once both browsers listen: a toast is for what happens while a
 page is open (an event from before a page was drawn is what the page already shows), so
@@ -31,7 +34,7 @@ from django.db import connection
 from django.utils import timezone
 
 from composer.choices import CompositionState, OccurrenceState
-from composer.models import Booking, Composition
+from composer.models import Booking, BookingHold, Composition, Occurrence
 from fabric.drivers.registry import get_driver
 from fabric.models import Pool
 from fabric.services.pools import pools_assign
@@ -60,8 +63,13 @@ CLOCK = {
     "COMPOSER_BOOKING_LEAD_S": "2",
     "COMPOSER_BOOKING_WARN_S": "30",
 }
-# Long enough for a loaded two-core machine: the start may be LEAD_IN plus a minute away.
-CLOCK_WAIT_MS = 240_000
+# The moved night: it starts once the worker and the beat are up (they start right after the
+# move), and lasts long enough for the warning (COMPOSER_BOOKING_WARN_S before its end) to
+# come after the start.
+CLOCK_START = timedelta(seconds=15)
+SHORT_WINDOW = timedelta(seconds=40)
+# Long enough for a loaded two-core machine.
+CLOCK_WAIT_MS = 120_000
 
 
 def _first_window(now: datetime) -> tuple[datetime, datetime]:
@@ -166,6 +174,12 @@ def test_alice_books_a_nightly_window_sees_it_come_and_go_and_carol_sees_none_of
     expect(theirs.locator("#live-status")).to_have_attribute("data-status", "live")
     page.goto("/compositions/")
     expect(page.locator("#live-status")).to_have_attribute("data-status", "live")
+
+    # The night comes: the clock's part need not wait for the form's whole minutes.
+    soon = timezone.now() + CLOCK_START
+    night = {"starts_at": soon, "ends_at": soon + SHORT_WINDOW}
+    assert Occurrence.objects.filter(pk=first.pk).update(**night) == 1
+    assert BookingHold.objects.filter(occurrence_id=first.pk).update(**night) >= 1
 
     occurrence_id = first.pk
     toasts = page.locator(f"#toast-area .toast[data-booking-occurrence='{occurrence_id}']")

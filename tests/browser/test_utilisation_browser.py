@@ -51,6 +51,9 @@ def test_an_operator_sees_the_charts_drawn(login_page: Any, admin_user: Any, sam
     page.click("#capacity-menu")
     page.click("nav >> text=Utilisation")
     expect(page).to_have_url(re.compile(r"/utilisation/$"))
+    # The pool choice submits itself once the page's script runs: choosing before it has run
+    # (the URL changes first) would go unheard.
+    page.wait_for_load_state()
     page.select_option("#utilisation-pool", "h100")
     expect(page).to_have_url(re.compile(r"pool=h100"))
     charts = page.locator(".utilisation-chart canvas")
