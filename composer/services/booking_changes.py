@@ -6,9 +6,11 @@ Extending rewrites the occurrence's holds for the longer window under rule 7's d
 guarantee (`composer.services.booking_holds.holds_write`): another booking holding one of
 the devices in the extra time refuses it, naming the field `ends_at`. A device a
 composition holds now (other than the occurrence's own) refuses it too: compositions have
-no end, as the admission counts them. The tenant's quotas are checked over the extra time
-as an admission checks them. Cancelling a running occurrence or a series with one
-decomposes its composition (`composer.services.booking_clock.occurrence_stop`).
+no end, as the admission counts them. So does a host without the cores or memory the
+occurrence asks beside what its compositions and other windows there take in the extra
+time. The tenant's quotas are checked over the extra time as an admission checks them.
+Cancelling a running occurrence or a series with one decomposes its composition
+(`composer.services.booking_clock.occurrence_stop`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from composer.choices import OccurrenceState
+from composer.choices import ACTIVE_COMPOSITION_STATES, OccurrenceState
 from composer.errors import (
     BookingRefused,
     ClaimConflict,
@@ -28,8 +30,9 @@ from composer.errors import (
     QuotaExceeded,
     SpecError,
 )
-from composer.models import Allocation, Booking, BookingHold, Occurrence, Quota
-from composer.selectors.bookings import booked_quota_peak
+from composer.models import Allocation, Booking, BookingHold, Composition, Occurrence, Quota
+from composer.recurrence import Window
+from composer.selectors.bookings import booked_quota_peak, overlapping
 from composer.services.booking_clock import occurrence_event, occurrence_local
 from composer.services.booking_holds import holds_write
 from composer.services.changes import composer_change_record
@@ -37,6 +40,7 @@ from composer.services.composition_checks import composition_check_quotas
 from composer.services.composition_pins import pins_resolve
 from composer.services.composition_placement import PLACEMENT_LOCK_KEY
 from fabric.choices import ChangeAction
+from fabric.models import Host
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +124,7 @@ def _extend(occurrence: Occurrence, ends_at: datetime, *, now: datetime) -> None
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [PLACEMENT_LOCK_KEY])
     _check_quotas(occurrence, ends_at, now=now)
+    _check_host(occurrence, ends_at)
     holds = list(BookingHold.objects.filter(occurrence=occurrence).order_by("device_id"))
     whole = [h.device_id for h in holds if h.gib is None and h.share is None]
     in_use = (
@@ -156,6 +161,53 @@ def _extend(occurrence: Occurrence, ends_at: datetime, *, now: datetime) -> None
             f"by another window in the extra time ({exc.message})",
             field="ends_at",
         ) from exc
+
+
+def _check_host(occurrence: Occurrence, ends_at: datetime) -> None:
+    """The occurrence's host over the extra time, as an admission counts it: the cores and
+    memory of the compositions on it now (but the occurrence's own: compositions have no
+    end), of the other booked windows on it that overlap the extra time (summed, as if all
+    at once), and the occurrence's own must fit the host; BookingRefused naming `ends_at`
+    when they do not. Counted, not named: the tenant reads this refusal."""
+    spec = occurrence.booking.spec or {}
+    asked = {
+        "cores": int(spec.get("cores") or 0),
+        "host_memory_gib": int(spec.get("host_memory_gib") or 0),
+    }
+    host = Host.objects.filter(pk=occurrence.host_id).first() if occurrence.host_id else None
+    if host is None or not any(asked.values()):
+        return
+    taken = dict(asked)
+    specs = list(
+        Composition.objects.filter(state__in=ACTIVE_COMPOSITION_STATES, host_id=host.pk)
+        .exclude(pk=occurrence.composition_id)
+        .values_list("spec", flat=True)
+    )
+    window = Window(occurrence.ends_at, ends_at)
+    specs += overlapping(
+        Occurrence.objects.filter(state=OccurrenceState.BOOKED, host_id=host.pk).exclude(
+            pk=occurrence.pk
+        ),
+        Occurrence._meta.db_table,
+        [window],
+    ).values_list("booking__spec", flat=True)
+    for other in specs:
+        for key in taken:
+            taken[key] += int((other or {}).get(key) or 0)
+    short = [
+        words
+        for key, words, capacity in (
+            ("cores", "cores", host.cores),
+            ("host_memory_gib", "memory", host.memory_gib),
+        )
+        if asked[key] and taken[key] > capacity
+    ]
+    if short:
+        raise BookingRefused(
+            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: its host lacks the "
+            f"{' and the '.join(short)} it asks for in the extra time.",
+            field="ends_at",
+        )
 
 
 def _check_quotas(occurrence: Occurrence, ends_at: datetime, *, now: datetime) -> None:

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from composer.errors import BookingRefused, SpecError
-from composer.models import BookingHold, Quota
+from composer.models import BookingHold, Occurrence, Quota
 from composer.services.booking_changes import occurrence_reschedule
-from fabric.models import ChangeRecord, Device, FabricManager
+from fabric.models import ChangeRecord, Device, FabricManager, Host
 from tests.composer.services.test_booking_clock import LEAD, TWO_GPUS, book, held, tick, tomorrow
 
 pytestmark = pytest.mark.django_db
@@ -115,3 +115,52 @@ def test_extend_counts_the_tenants_quotas_over_the_extra_time(
     assert "Cannot extend to" in refused.value.message and "quota" in refused.value.message
     running.refresh_from_db()
     assert running.ends_at == tomorrow(12)  # unchanged
+
+
+def test_extend_counts_the_host_s_cores_and_memory_over_the_extra_time(
+    synced: FabricManager,
+    acme: Any,
+    globex: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Two windows on one host, each asking more than half its cores (then its memory):
+    the first may run on up to the second's start, not into it; a running window's own
+    composition is not counted beside it."""
+    host = Host.objects.filter(cores__gt=1, memory_gib__gt=1).order_by("name").first()
+    assert host is not None
+    g = list(Device.objects.filter(kind="gpu").order_by("name").values_list("name", flat=True))
+
+    def on_host(device: str, **asks: int) -> dict[str, Any]:  # no device shared: the host
+        return {"devices": [{"device": device}], "host": host.name, **asks}  # alone refuses
+
+    for key, size, words in (
+        ("cores", host.cores, "cores"),
+        ("host_memory_gib", host.memory_gib, "memory"),
+    ):
+        spec = on_host(g[0], **{key: size // 2 + 1})
+        first = book(acme, alice, tomorrow(8), tomorrow(10), name=f"first-{key}", spec=spec)
+        spec = on_host(g[1], **{key: size // 2 + 1})
+        second = book(globex, None, tomorrow(11), tomorrow(12), name=f"second-{key}", spec=spec)
+        assert first.host_id == second.host_id == host.pk
+
+        occurrence_reschedule(occurrence=first, ends_at=tomorrow(11), actor=alice)
+        with pytest.raises(BookingRefused) as refused:
+            occurrence_reschedule(occurrence=first, ends_at=tomorrow(12), actor=alice)
+        assert refused.value.field == "ends_at"
+        assert f"its host lacks the {words}" in refused.value.message
+        first.refresh_from_db()
+        assert first.ends_at == tomorrow(11) and len(held(first)) == 1  # unchanged
+        BookingHold.objects.filter(occurrence__in=[first, second]).delete()
+        Occurrence.objects.filter(pk__in=[first.pk, second.pk]).delete()
+
+    # Running, its composition holds the host's cores now: extending it counts them once.
+    spec = on_host(g[0], cores=host.cores)
+    running = book(acme, alice, tomorrow(14), tomorrow(15), name="running", spec=spec)
+    tick(tomorrow(14) - LEAD, django_capture_on_commit_callbacks)
+    running.refresh_from_db()
+    assert running.composition_id is not None
+    moved = occurrence_reschedule(
+        occurrence=running, ends_at=tomorrow(16), actor=alice, now=tomorrow(14, 30)
+    )
+    assert moved.ends_at == tomorrow(16)
