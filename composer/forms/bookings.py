@@ -77,6 +77,10 @@ class BookingRequestForm(CompositionRequestForm):
         # Time is the tenant's own: the naive local times are read in the zone given.
         for name in ("starts_at", "ends_at"):
             self.fields[name].localize = False
+        # A new booking's times are typed in the tenant's own zone: the page's script puts
+        # the browser's there (UTC stays without script, or when a template names a zone).
+        if not self.is_bound and "time_zone" not in self.initial:
+            self.fields["time_zone"].widget.attrs["data-browser-zone"] = "true"
 
     def clean_starts_at(self) -> Any:
         return self._naive("starts_at")

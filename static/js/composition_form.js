@@ -135,4 +135,12 @@
     }
   });
   document.addEventListener("htmx:afterSettle", syncQuotaPanel);
+
+  // A new booking: its times are the tenant's wall-clock times, so the zone is the
+  // browser's (the form marks the field only when nothing else named one).
+  const zoneField = document.querySelector("[data-browser-zone]");
+  const browserZone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (zoneField && browserZone) {
+    zoneField.value = browserZone;
+  }
 })();

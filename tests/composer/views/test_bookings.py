@@ -74,6 +74,22 @@ def test_alice_books_from_the_form_in_her_time_zone(
     assert b"nightly" in detail.content and b"gpu-" in detail.content
 
 
+def test_a_new_booking_s_zone_is_left_to_the_browser_but_a_typed_one_is_kept(
+    synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
+) -> None:
+    """The blank form marks the zone field for the page's script (the browser's zone goes
+    there; UTC without script); a form sent back with an error keeps what was typed."""
+    client = client_as(alice)
+    blank = client.get(reverse("composer:booking_create")).content.decode()
+    assert 'data-browser-zone="true"' in blank and 'value="UTC"' in blank
+
+    again = client.post(
+        reverse("composer:booking_create"), form(ends_at="", time_zone="Asia/Tokyo"), **HTMX
+    ).content.decode()
+    assert "data-browser-zone" not in again and 'value="Asia/Tokyo"' in again
+    assert not Booking.objects.exists()
+
+
 def test_the_booking_page_shows_the_windows_in_the_booking_time_zone(
     synced: FabricManager, alice: Any, client_as: Callable[[Any], Client]
 ) -> None:

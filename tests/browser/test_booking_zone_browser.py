@@ -1,0 +1,73 @@
+"""The booking form in a real browser (headless Chromium) set to Tokyo's time: a new
+booking's zone is the browser's, so the times alice types are read as hers, and the
+booking she makes is in Tokyo's time."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.utils import timezone
+
+from composer.models import Booking
+from fabric.models import Pool
+from fabric.services.pools import pools_assign
+from fabric.services.sync import inventory_sync
+from tests.fabric.simulated_world import simulated_manager
+from tests.factories.composer import PASSWORD
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume:Warning"),
+]
+
+ZONE = "Asia/Tokyo"  # no daylight saving: the same offset whatever the day
+
+
+@pytest.fixture
+def tokyo_page(browser: Any, live_server: Any, alice: Any) -> Iterator[Any]:
+    """Alice signed in from a browser whose clock is Tokyo's."""
+    context = browser.new_context(
+        base_url=live_server.url, viewport={"width": 1400, "height": 900}, timezone_id=ZONE
+    )
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", alice.username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+    yield page
+    context.close()
+
+
+def test_a_new_booking_is_in_the_browser_s_time_zone(acme: Any, tokyo_page: Any) -> None:
+    from playwright.sync_api import expect
+
+    inventory_sync(manager=simulated_manager())
+    Pool.objects.create(name="GPUs", slug="gpus", kind="gpu")
+    pools_assign()
+    page = tokyo_page
+    page.goto("/bookings/new/")
+    expect(page.locator("#id_time_zone")).to_have_value(ZONE)
+
+    day = (timezone.now().astimezone(ZoneInfo(ZONE)) + timedelta(days=2)).date()
+    page.fill("#id_name", "tokyo-evening")
+    page.select_option("#id_item_0_kind", "gpu")
+    page.fill("#id_item_0_count", "1")
+    page.fill("#id_starts_at", f"{day:%Y-%m-%d}T20:00")
+    page.fill("#id_ends_at", f"{day:%Y-%m-%d}T22:00")
+    page.click("#book-submit")
+    page.wait_for_url(re.compile(r"/bookings/\d+/$"))
+
+    booking = Booking.objects.get(tenant=acme, name="tokyo-evening")
+    assert booking.time_zone == ZONE
+    local = booking.starts_at.astimezone(ZoneInfo(ZONE))
+    assert (local.date(), local.hour, local.minute) == (day, 20, 0)
+    expect(page.locator("#occurrence-table tbody tr").first).to_contain_text(
+        f"{day:%Y-%m-%d} 20:00\u201322:00"
+    )
