@@ -207,10 +207,11 @@ class BookingViewSet(TenantRequests, mixins.CreateModelMixin, ReadOnlyViewSet):
     @extend_schema(
         summary="Extend one occurrence",
         description="A later end (`ends_at`) for a booked or running occurrence, admitted "
-        "only if every device it holds is free for the extra time. 200 with the booking; "
-        "**409** `booking_refused` (field `ends_at`) when another window holds a device in "
-        "that time; 400 naming `ends_at` for an end not later or in the past; 409 "
-        "`invalid_transition` when it is over or cancelled.",
+        "only if every device it holds is free for the extra time, its host is in service "
+        "and has the cores and host memory it asks then, and the tenant's quotas allow it. "
+        "200 with the booking; **409** `booking_refused` (field `ends_at`) when one of "
+        "those does not hold, in words; 400 naming `ends_at` for an end not later or in "
+        "the past; 409 `invalid_transition` when it is over or cancelled.",
         request=OccurrenceEndSerializer,
         responses={200: BookingDetailSerializer, 404: ErrorSerializer, 409: REFUSED},
     )

@@ -39,7 +39,7 @@ from composer.services.changes import composer_change_record
 from composer.services.composition_checks import composition_check_quotas
 from composer.services.composition_pins import pins_resolve
 from composer.services.composition_placement import PLACEMENT_LOCK_KEY
-from fabric.choices import ChangeAction
+from fabric.choices import ChangeAction, ComponentState
 from fabric.models import Host
 
 logger = logging.getLogger(__name__)
@@ -63,8 +63,10 @@ def occurrence_reschedule(
     shorten). Raises SpecError (field `ends_at`) for an end not after its start or not in
     the future, InvalidTransition (field `state`) when it is over or cancelled, and
     BookingRefused (field `ends_at`) when a device it holds is booked or in use in the
-    extra time. With `direction` "extend" (or "shorten"), an end not later (not earlier)
-    than the present one is a SpecError on `ends_at`. Writes nothing then."""
+    extra time, its host is out of service or lacks the cores or host memory then, or the
+    tenant's quotas do not allow it. With `direction` "extend" (or "shorten"), an end not
+    later (not earlier) than the present one is a SpecError on `ends_at`. Writes nothing
+    then."""
     now = now or timezone.now()
     if not isinstance(ends_at, datetime) or ends_at.tzinfo is None:
         raise SpecError("Give the new end as a date and time with its zone.", field="ends_at")
@@ -164,18 +166,32 @@ def _extend(occurrence: Occurrence, ends_at: datetime, *, now: datetime) -> None
 
 
 def _check_host(occurrence: Occurrence, ends_at: datetime) -> None:
-    """The occurrence's host over the extra time, as an admission counts it: the cores and
-    memory of the compositions on it now (but the occurrence's own: compositions have no
-    end), of the other booked windows on it that overlap the extra time (summed, as if all
-    at once), and the occurrence's own must fit the host; BookingRefused naming `ends_at`
-    when they do not. Counted, not named: the tenant reads this refusal."""
+    """The occurrence's host over the extra time, as an admission counts it: a host taken
+    out of service (maintenance, absent) takes no more time, and the cores and host memory
+    of the compositions on it now (but the occurrence's own: compositions have no end), of
+    the other booked windows on it that overlap the extra time (summed, as if all at once),
+    and the occurrence's own must fit it; else BookingRefused naming `ends_at`. Counted, not
+    named: the tenant reads this refusal. A running occurrence's host is its composition's
+    (a heal may have moved it), a booked one's the one it was placed on."""
     spec = occurrence.booking.spec or {}
     asked = {
         "cores": int(spec.get("cores") or 0),
         "host_memory_gib": int(spec.get("host_memory_gib") or 0),
     }
-    host = Host.objects.filter(pk=occurrence.host_id).first() if occurrence.host_id else None
-    if host is None or not any(asked.values()):
+    host_id = occurrence.host_id
+    if occurrence.composition_id is not None:
+        composition = Composition.objects.filter(pk=occurrence.composition_id).first()
+        host_id = composition.host_id if composition and composition.host_id else host_id
+    host = Host.objects.filter(pk=host_id).first() if host_id else None
+    if host is None:
+        return
+    if host.state != ComponentState.ACTIVE:
+        raise BookingRefused(
+            f"Cannot extend to {ends_at:%Y-%m-%d %H:%M} UTC: its host is out of service "
+            f"({host.get_state_display().lower()}).",
+            field="ends_at",
+        )
+    if not any(asked.values()):
         return
     taken = dict(asked)
     specs = list(
@@ -198,7 +214,7 @@ def _check_host(occurrence: Occurrence, ends_at: datetime) -> None:
         words
         for key, words, capacity in (
             ("cores", "cores", host.cores),
-            ("host_memory_gib", "memory", host.memory_gib),
+            ("host_memory_gib", "host memory", host.memory_gib),
         )
         if asked[key] and taken[key] > capacity
     ]

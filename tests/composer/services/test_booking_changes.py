@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from composer.errors import BookingRefused, SpecError
-from composer.models import BookingHold, Occurrence, Quota
+from composer.models import BookingHold, Composition, Occurrence, Quota
 from composer.services.booking_changes import occurrence_reschedule
+from fabric.choices import ComponentState
 from fabric.models import ChangeRecord, Device, FabricManager, Host
 from tests.composer.services.test_booking_clock import LEAD, TWO_GPUS, book, held, tick, tomorrow
 
@@ -136,7 +137,7 @@ def test_extend_counts_the_host_s_cores_and_memory_over_the_extra_time(
 
     for key, size, words in (
         ("cores", host.cores, "cores"),
-        ("host_memory_gib", host.memory_gib, "memory"),
+        ("host_memory_gib", host.memory_gib, "host memory"),
     ):
         spec = on_host(g[0], **{key: size // 2 + 1})
         first = book(acme, alice, tomorrow(8), tomorrow(10), name=f"first-{key}", spec=spec)
@@ -164,3 +165,44 @@ def test_extend_counts_the_host_s_cores_and_memory_over_the_extra_time(
         occurrence=running, ends_at=tomorrow(16), actor=alice, now=tomorrow(14, 30)
     )
     assert moved.ends_at == tomorrow(16)
+
+
+def test_extend_counts_the_host_a_heal_moved_it_to_and_none_out_of_service(
+    synced: FabricManager,
+    acme: Any,
+    globex: Any,
+    alice: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """A running occurrence whose composition a heal moved to another host is checked
+    there, not where it was placed; a host in maintenance takes no more time."""
+    first = Host.objects.filter(cores__gt=1).order_by("name").first()
+    assert first is not None
+    big = first.cores // 2 + 1
+    other = Host.objects.exclude(pk=first.pk).filter(cores__gte=big).order_by("name").first()
+    assert other is not None
+    g = list(Device.objects.filter(kind="gpu").order_by("name").values_list("name", flat=True))
+    spec = {"devices": [{"device": g[0]}], "host": first.name, "cores": big}
+    running = book(acme, alice, tomorrow(8), tomorrow(10), name="running", spec=spec)
+    spec = {"devices": [{"device": g[1]}], "host": first.name, "cores": big}
+    book(globex, None, tomorrow(10), tomorrow(12), name="later", spec=spec)
+    tick(tomorrow(8) - LEAD, django_capture_on_commit_callbacks)
+    running.refresh_from_db()
+    assert running.composition_id is not None
+    # Healed onto `other` (as booking_start does: the composition moves, the row stays).
+    Composition.objects.filter(pk=running.composition_id).update(host=other)
+
+    moved = occurrence_reschedule(
+        occurrence=running, ends_at=tomorrow(11), actor=alice, now=tomorrow(9)
+    )
+    assert moved.ends_at == tomorrow(11)  # `first`'s later window is not where it runs
+
+    Host.objects.filter(pk=other.pk).update(state=ComponentState.MAINTENANCE)
+    with pytest.raises(BookingRefused) as refused:
+        occurrence_reschedule(
+            occurrence=running, ends_at=tomorrow(12), actor=alice, now=tomorrow(9)
+        )
+    assert refused.value.field == "ends_at"
+    assert "its host is out of service (maintenance)" in refused.value.message
+    running.refresh_from_db()
+    assert running.ends_at == tomorrow(11)
