@@ -194,12 +194,13 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def login_page(browser: Any, live_server: Any) -> Iterator[Any]:
-    """`login_page(user)` opens a fresh browser context logged in as that user via the form."""
+    """`login_page(user)` opens a fresh browser context logged in as that user via the form;
+    keywords are the context's options (`timezone_id=`, `locale=`, ...)."""
     contexts: list[Any] = []
 
-    def open_as(user: Any) -> Any:
+    def open_as(user: Any, **options: Any) -> Any:
         context = browser.new_context(
-            base_url=live_server.url, viewport={"width": 1400, "height": 900}
+            base_url=live_server.url, viewport={"width": 1400, "height": 900}, **options
         )
         context.set_default_timeout(15_000)
         contexts.append(context)

@@ -5,7 +5,6 @@ booking she makes is in Tokyo's time."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -18,7 +17,6 @@ from fabric.models import Pool
 from fabric.services.pools import pools_assign
 from fabric.services.sync import inventory_sync
 from tests.fabric.simulated_world import simulated_manager
-from tests.factories.composer import PASSWORD
 
 pytestmark = [
     pytest.mark.browser,
@@ -28,30 +26,15 @@ pytestmark = [
 ZONE = "Asia/Tokyo"  # no daylight saving: the same offset whatever the day
 
 
-@pytest.fixture
-def tokyo_page(browser: Any, live_server: Any, alice: Any) -> Iterator[Any]:
-    """Alice signed in from a browser whose clock is Tokyo's."""
-    context = browser.new_context(
-        base_url=live_server.url, viewport={"width": 1400, "height": 900}, timezone_id=ZONE
-    )
-    context.set_default_timeout(15_000)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("input[name=username]", alice.username)
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(lambda url: "/accounts/login/" not in url)
-    yield page
-    context.close()
-
-
-def test_a_new_booking_is_in_the_browser_s_time_zone(acme: Any, tokyo_page: Any) -> None:
+def test_a_new_booking_is_in_the_browser_s_time_zone(
+    acme: Any, alice: Any, login_page: Any
+) -> None:
     from playwright.sync_api import expect
 
     inventory_sync(manager=simulated_manager())
     Pool.objects.create(name="GPUs", slug="gpus", kind="gpu")
     pools_assign()
-    page = tokyo_page
+    page = login_page(alice, timezone_id=ZONE)  # her browser's clock is Tokyo's
     page.goto("/bookings/new/")
     expect(page.locator("#id_time_zone")).to_have_value(ZONE)
 
