@@ -32,7 +32,8 @@ from composer.errors import (
 )
 from composer.models import Allocation, Booking, BookingHold, Composition, Occurrence, Quota
 from composer.recurrence import Window
-from composer.selectors.bookings import booked_quota_peak, overlapping
+from composer.selectors.booked_totals import held_totals
+from composer.selectors.bookings import booked_quota_peak
 from composer.services.booking_clock import occurrence_event, occurrence_local
 from composer.services.booking_holds import holds_write
 from composer.services.changes import composer_change_record
@@ -178,10 +179,8 @@ def _check_host(occurrence: Occurrence, ends_at: datetime) -> None:
         "cores": int(spec.get("cores") or 0),
         "host_memory_gib": int(spec.get("host_memory_gib") or 0),
     }
-    host_id = occurrence.host_id
-    if occurrence.composition_id is not None:
-        composition = Composition.objects.filter(pk=occurrence.composition_id).first()
-        host_id = composition.host_id if composition and composition.host_id else host_id
+    composition = occurrence.composition
+    host_id = (composition.host_id if composition else None) or occurrence.host_id
     host = Host.objects.filter(pk=host_id).first() if host_id else None
     if host is None:
         return
@@ -193,23 +192,21 @@ def _check_host(occurrence: Occurrence, ends_at: datetime) -> None:
         )
     if not any(asked.values()):
         return
-    taken = dict(asked)
-    specs = list(
+    # The other windows there, summed as an admission sums them (its own window ends where
+    # the extra time starts, so it is not among them).
+    booked = held_totals([Window(occurrence.ends_at, ends_at)])
+    at = f"host:{host.pk}"  # held_totals' host ids
+    taken = {
+        "cores": asked["cores"] + booked.cores.get(at, 0),
+        "host_memory_gib": asked["host_memory_gib"] + booked.host_memory_gib.get(at, 0),
+    }
+    for spec_now in (
         Composition.objects.filter(state__in=ACTIVE_COMPOSITION_STATES, host_id=host.pk)
         .exclude(pk=occurrence.composition_id)
         .values_list("spec", flat=True)
-    )
-    window = Window(occurrence.ends_at, ends_at)
-    specs += overlapping(
-        Occurrence.objects.filter(state=OccurrenceState.BOOKED, host_id=host.pk).exclude(
-            pk=occurrence.pk
-        ),
-        Occurrence._meta.db_table,
-        [window],
-    ).values_list("booking__spec", flat=True)
-    for other in specs:
-        for key in taken:
-            taken[key] += int((other or {}).get(key) or 0)
+    ):
+        for name in taken:
+            taken[name] += int((spec_now or {}).get(name) or 0)
     short = [
         words
         for key, words, capacity in (
