@@ -216,6 +216,7 @@ class Ranker:
                 max(others, left),
                 whole_free,
                 snapshot.group_cores[group],
+                snapshot.group_shares[group],
                 FRAGMENT_WEIGHT,
                 STRAND_WEIGHT,
             )
@@ -255,7 +256,9 @@ class Ranker:
         fragment_after = m.fragment(
             (left if after_partial else 0, max(others, left), max(0, after_whole), after_partial)
         )
-        group_parts = whole_free * full + sum(partial)
+        # The group's free GPU capacity: its whole free GPUs and the free shares of those
+        # partly shared on any of its hosts (not only this one): all of it wants cores.
+        group_parts = whole_free * full + snapshot.group_shares[group]
         cores = snapshot.group_cores[group]
         stranded = m.stranded(group_parts, cores)
         stranded_after = m.stranded(group_parts - taken, cores - request.cores)

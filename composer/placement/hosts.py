@@ -164,11 +164,17 @@ class Hosts:
 
     def _least_fragmenting(self, groups: set[int]) -> Iterator[tuple[HostInfo, float]]:
         """The default ranking: of each group the hosts holding a share item's partly shared
-        device, then the snuggest core fits, measured (fragmentation.ranked) and walked
-        least fragmenting first; the hosts not measured after them, group by group."""
+        device, then the snuggest core fits (and, for a share, the roomiest host: see
+        `_roomiest`), measured (fragmentation.ranked) and walked least fragmenting first;
+        the hosts not measured after them, group by group."""
         snapshot, hosts = self.snapshot, self.snapshot.hosts
         walks = {g: self._walk(g) for g in sorted(groups)}
         heads = {g: fragmentation.heads(walk, snapshot) for g, walk in walks.items()}
+        if any(item.share for item in self.request.items):
+            for group, measured_first in heads.items():
+                roomiest = self._roomiest(group)
+                if roomiest is not None and roomiest not in measured_first:
+                    measured_first.append(roomiest)
         extra = dict.fromkeys(self.request.tenant_hosts, TENANT_HOST_PENALTY)
         measured = fragmentation.ranked(self.request, snapshot, heads.items(), extra)
         done = set()
@@ -179,6 +185,17 @@ class Hosts:
             for host_id in chain(heads[group], walk):
                 if host_id not in done:
                     yield hosts[host_id], host_rank(self.request, snapshot, hosts[host_id], 0)[0]
+
+    def _roomiest(self, group: int) -> str | None:
+        """The group's usable host with the most free cores. A share on a whole GPU leaves
+        the rest of that GPU bound to the host, usable only with cores left there: on the
+        snuggest hosts alone the measure could only choose among hosts that strand it (the
+        pooled trace replay, tuning seeds: 95.2 % at 130 % arrived without it, 95.8 % with)."""
+        hosts = self.snapshot.hosts
+        for host_id in self._limited(group, self._most_free_first(group)):
+            if self.ok(hosts[host_id]):
+                return host_id
+        return None
 
     def _walk(self, group: int) -> Iterator[str]:
         """The group's usable hosts, snuggest core fit first (those holding a share item's

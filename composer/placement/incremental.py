@@ -8,9 +8,9 @@ trace pod by pod (bench/packing_product.py), a batch placed one composition afte
 A decision changes a host or two and a few devices, so `replacing` copies the snapshot's
 mappings, replaces the entries of the hosts and devices given, and patches only the index
 entries they touch: devices per (kind, model) per enclosure, usable devices per enclosure,
-partly shared devices per host, free cores and GPUs per reach group, hosts per reach group
-in free-core order, the largest host, the fabric's cores per GPU. The result equals a
-rebuild field by field and in the order of every mapping
+partly shared devices per host, free cores, GPUs and shares per reach group, hosts per
+reach group in free-core order, the largest host, the fabric's cores per GPU. The result
+equals a rebuild field by field and in the order of every mapping
 (tests/composer/placement/test_incremental.py compares them on random changes), and starts
 with an empty memo, as a rebuilt one does. `departed` (what `taking` took out, for
 `returning`) is carried as it was: a caller of `replacing` hands devices back itself.
@@ -61,6 +61,7 @@ KNOWN_FIELDS = frozenset(
         "free_in_enclosure",
         "group_cores",
         "group_gpus",
+        "group_shares",
         "group_by_cores",
         "group_cores_sorted",
         "max_cores",
@@ -150,6 +151,8 @@ def replacing(
             len(index.get(e, ())) for index in gpu_indexes for e in snapshot.groups[group]
         )
 
+    group_shares = _group_shares(snapshot, device_map, {d.id for d in new_devices} | gone)
+
     host_map = dict(old_hosts)
     for host in new_hosts:
         host_map[host.id] = host
@@ -180,6 +183,7 @@ def replacing(
         free_in_enclosure=free_in,
         group_cores=tuple(group_cores),
         group_gpus=tuple(group_gpus),
+        group_shares=group_shares,
         group_by_cores=tuple(by_cores),
         group_cores_sorted=tuple(cores_sorted),
         max_cores=_max_cores(snapshot, old_hosts, new_hosts, host_map),
@@ -200,6 +204,23 @@ def _lineage(snapshot: Snapshot, devices: list[DeviceInfo], gone: set[str]) -> d
     touched.update(old[d.id].enclosure for d in devices if d.id in old)
     touched.update(old[d].enclosure for d in gone if d in old)
     return {LINEAGE: (snapshot, frozenset(touched))}
+
+
+def _group_shares(
+    snapshot: Snapshot, device_map: Mapping[str, DeviceInfo], touched: set[str]
+) -> tuple[int, ...]:
+    """`Snapshot.group_shares` patched: each device given or removed takes out the free
+    shares it counted before (if it was partly shared) and puts in what it counts now."""
+    kept, host_group = balanced(), snapshot.host_group
+    shares = list(snapshot.group_shares)
+    for device_id in touched:
+        for device, sign in ((snapshot.devices.get(device_id), -1), (device_map.get(device_id), 1)):
+            if device is None or device.shared_host is None or device.kind not in kept:
+                continue
+            group = host_group.get(device.shared_host)
+            if group is not None:
+                shares[group] += sign * device.shares_free
+    return tuple(shares)
 
 
 def _shared_on(

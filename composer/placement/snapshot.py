@@ -94,6 +94,7 @@ class Snapshot:
     free_in_enclosure: Mapping[str, int]  # usable devices per enclosure
     group_cores: tuple[int, ...]  # free cores of each reach group's hosts
     group_gpus: tuple[int, ...]  # free GPUs each reach group reaches
+    group_shares: tuple[int, ...]  # free shares of the GPUs partly shared on a group's hosts
     group_by_cores: tuple[tuple[str, ...], ...]  # each group's hosts, fewest free cores first
     group_cores_sorted: tuple[tuple[int, ...], ...]  # their free cores, for bisection
     max_cores: int  # the most cores any host has: the scale of a core-fit penalty
@@ -175,6 +176,15 @@ class Snapshot:
             sum(len(index.get(e, ())) for index in kept for e in members) for members in groups
         )
         group_cores = tuple(sum(host_map[h].cores_free for h in hs) for hs in group_hosts)
+        # The free shares of partly shared GPUs count in their group's GPU capacity
+        # (scoring's stranded GPUs) though they are in no whole-device index.
+        group_shares = [0] * len(group_hosts)
+        balanced_kinds = balanced()
+        for host_id, ds in shared_on.items():
+            if host_id in host_group:
+                group_shares[host_group[host_id]] += sum(
+                    d.shares_free for d in ds if d.kind in balanced_kinds
+                )
         group_by_cores = tuple(
             tuple(sorted(hs, key=lambda h: (host_map[h].cores_free, host_map[h].name, h)))
             for hs in group_hosts
@@ -203,6 +213,7 @@ class Snapshot:
             free_in_enclosure=free_in_enclosure,
             group_cores=group_cores,
             group_gpus=group_gpus,
+            group_shares=tuple(group_shares),
             group_by_cores=group_by_cores,
             group_cores_sorted=tuple(
                 tuple(host_map[h].cores_free for h in hs) for hs in group_by_cores

@@ -232,3 +232,39 @@ def test_the_memoised_verdict_on_a_plain_host_is_the_one_worked_out_afresh() -> 
                 host, others, snapshot.group_gpus[group], (), host.cores_free - request.cores
             )
             assert ranker.effect(host) == fresh
+
+
+def test_the_stranded_gpus_of_a_group_count_the_shares_free_on_any_of_its_hosts() -> None:
+    """h0 holds a GPU shared with 800/1000 free; h1 holds none. Both reach one chassis with
+    one whole free GPU, so the group has 1.8 GPUs free and 20 cores, enough for 2.5 at the
+    expected 8 cores per GPU. Taking 8 of h1's cores leaves 12, for 1.5: 0.3 GPU stranded,
+    though h1 holds no share (counted once only from h0's own shares, it was none)."""
+    cores = {"h0": 4, "h1": 16}
+    hosts = [HostInfo(f"host:{h}", h, c, 512, 64, 1000.0, 0.0, ("sw",)) for h, c in cores.items()]
+    devices = [
+        DeviceInfo("gpu:0", "g0", "gpu", "H100", "enc"),
+        DeviceInfo("gpu:s", "gs", "gpu", "H100", "enc", shares_free=800, shared_host="host:h0"),
+    ]
+    snapshot = Snapshot.build(
+        hosts=hosts,
+        enclosures=[EnclosureInfo("enc", "enc", ("sw",), device_total=8)],
+        devices=devices,
+        reach={f"host:{h}": {"enc": Reach(600, 32.0, 1)} for h in cores},
+        workload=ONE_GPU,
+    )
+    assert snapshot.group_shares == (800,)
+    verdict = effect(PlacementRequest(cores=8), snapshot, snapshot.hosts["host:h1"])
+    assert (verdict.stranded, verdict.stranded_after) == (0, pytest.approx(300))
+
+
+def test_a_share_on_a_whole_gpu_goes_where_cores_are_left_for_the_rest() -> None:
+    """Five snug hosts of 4 cores and a roomy one of 64 reach one chassis. A half GPU with
+    4 cores on a snug host leaves the other half bound to a host with no cores, lost to the
+    expected halves; on the roomy host it stays usable. The snuggest hosts are measured
+    first, so the roomy one must be measured too or the half is stranded."""
+    halves = (WorkloadShape(4, 1, 500),)
+    snapshot = pooled([4, 4, 4, 4, 4, 64], 4, halves)
+    request = PlacementRequest(cores=4, items=(DeviceItem("gpu", 1, share=500),))
+    snug, roomy = snapshot.hosts["host:0"], snapshot.hosts["host:5"]
+    assert effect(request, snapshot, roomy).penalty < effect(request, snapshot, snug).penalty
+    assert placed(request, snapshot).host == "host:5"
