@@ -181,6 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         "--report", action="store_true", help="run nothing: the section from the kept runs"
     )
     ap.add_argument(
+        "--prune",
+        action="store_true",
+        help="forget the kept runs of other code or data than the current",
+    )
+    ap.add_argument(
         "--partial",
         action="store_true",
         help="write the section although some selected runs are not kept (rows say which)",
@@ -218,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     here = stamp()
+    if args.prune and store is not None:
+        sys.stderr.write(f"{store.prune(TRACE_DIR)} kept runs of other code or data forgotten\n")
 
     def collect(out: tuple, kept: bool = False) -> None:
         kind, key, seed, value = out

@@ -7,10 +7,11 @@ in `bench/results/packing-runs.json` under a digest of that code, the moment it 
 cut short loses only the runs still under way, the next invocation does only what is
 missing, and the section is written from every kept run of the current code. A change to
 the code a run depends on changes the digest, so results of older code are never mixed in
-(they stay in the file until `--fresh` or the file is removed). Times (s/run) are kept with
-the run too, with the date and machine they were measured on. The file is committed: the
-section in docs/benchmarks.md can be checked against the runs it was written from, and a new
-checkout keeps every run its code still matches instead of hours of running them again.
+(they stay in the file until `--prune`, `--fresh` or the file is removed). Times (s/run)
+are kept with the run too, with the date and machine they were measured on. The file is
+committed: the section in docs/benchmarks.md can be checked against the runs it was written
+from, and a new checkout keeps every run its code still matches instead of hours of
+running them again.
 
 What a run depends on:
 
@@ -177,6 +178,27 @@ class Store:
         with self._locked():
             self.entries = {**self._read(), job_key(job, self.digests): entry}
             self._write(self.entries)
+
+    def prune(self, trace_dir: Path) -> int:
+        """Forget the kept runs of code or data other than the current (a changed engine
+        leaves every earlier product run behind, and the committed file would keep them
+        all); how many were forgotten. A run of a pod list not in `trace_dir` is kept: what
+        it read cannot be checked here."""
+        with self._locked():
+            entries = self._read()
+            data: dict[str, str | None] = {}
+            kept = {}
+            for key, entry in entries.items():
+                code, read, kind, trace, _, policy, _ = key.split("|")
+                if trace not in data:
+                    present = (trace_dir / f"openb_pod_list_{trace}.csv").exists()
+                    data[trace] = data_digest(trace_dir, trace) if present else None
+                current = self.digests[family(kind, policy)] == code
+                if current and data[trace] in (None, read):
+                    kept[key] = entry
+            self._write(kept)
+            self.entries = kept
+        return len(entries) - len(kept)
 
     def measured(self, jobs: list[Job]) -> list[str]:
         """When and where the kept results of `jobs` were measured, each once."""

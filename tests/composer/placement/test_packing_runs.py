@@ -126,3 +126,28 @@ def test_two_stores_at_once_keep_each_others_runs(tmp_path: Path) -> None:
 def test_the_seeds_of_a_row_are_said_as_runs() -> None:
     assert seed_words([42, 43, 44, 47, 49, 50]) == "42..44, 47, 49..50"
     assert seed_words([51]) == "51"
+
+
+def test_pruning_forgets_the_runs_of_other_code_or_data_only(tmp_path: Path) -> None:
+    """A run of the current code and data stays; one under another engine's digest, or
+    of a pod list since changed, goes; one of a pod list not here stays (unchecked)."""
+    path = tmp_path / "runs.json"
+    (tmp_path / "openb_pod_list_default.csv").write_text("pods")
+    store = Store(path, trace_dir=tmp_path, traces=("default",))
+    run = Run({100: 95.5, 130: 95.75})
+    current = ("run", "default", "domain", "composer", 42, None)
+    store.put(current, run, "today")
+    old_engine = {**store.digests, "product": "0" * 16}
+    store.entries[job_key(current, old_engine)] = {}
+    absent = {**store.digests, "elsewhere": "e" * 16}
+    store.entries[job_key(("run", "elsewhere", "all", "fgd", 42, None), absent)] = {}
+    store._write(store.entries)
+    (tmp_path / "openb_pod_list_changed.csv").write_text("now")
+    was = {**store.digests, "changed": "c" * 16}
+    store.entries[job_key(("bound", "changed", "all", "", 42, None), was)] = {}
+    store._write(store.entries)
+    assert store.prune(tmp_path) == 2
+    again = Store(path, trace_dir=tmp_path, traces=("default",))
+    assert again.get(current) == run
+    assert len(again.entries) == 2
+    assert any("|elsewhere|" in key for key in again.entries)
