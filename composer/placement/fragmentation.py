@@ -332,12 +332,14 @@ def ranked(
     for group, heads in members.items():
         most = snapshot.group_cores_sorted[group][-1] if heads else 0
         base: float | None = None  # the penalty of the group's first plain host
+        sharing = bool(measured.share)
         for host_id in heads:
             host = hosts[host_id]
             # A host without partly shared GPUs differs from the group's first such host
             # only in its free cores, which the measure reads only for the group's host
             # with the most (whole GPUs serve whichever host has the cores): the same.
-            if host_id in shared or host.cores_free == most or base is None:
+            # Not for a share: the rest of a GPU it opens stays with the host's own cores.
+            if host_id in shared or host.cores_free == most or base is None or sharing:
                 out.append(entry(host_id))
                 if base is None and host_id not in shared and host.cores_free != most:
                     base = out[-1][0] - extra.get(host_id, 0.0)

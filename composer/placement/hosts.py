@@ -190,7 +190,8 @@ class Hosts:
         """The group's usable host with the most free cores. A share on a whole GPU leaves
         the rest of that GPU bound to the host, usable only with cores left there: on the
         snuggest hosts alone the measure could only choose among hosts that strand it (the
-        pooled trace replay, tuning seeds: 95.2 % at 130 % arrived without it, 95.8 % with)."""
+        measured hosts of a share are each measured on their own cores: fragmentation.
+        ranked)."""
         hosts = self.snapshot.hosts
         for host_id in self._limited(group, self._most_free_first(group)):
             if self.ok(hosts[host_id]):

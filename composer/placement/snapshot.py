@@ -65,10 +65,12 @@ class Snapshot:
 
     Partly shared devices are in `devices` but in none of the whole-device indexes (by kind,
     by model, free per enclosure, the GPUs a reach group sees): `shared_on` lists them per
-    host they are bound to, fewest free shares first. `departed`: devices `taking` took out
-    (whole, or with nothing left free), as they were then, so that `returning` can give
-    them back by id. `workload`: the request shapes the fabric expects, with their weights
-    (empty: none known); the default policy's scoring keeps room for them.
+    host they are bound to, fewest free shares first, and `group_shares` sums the free
+    shares of the GPUs among them per reach group (GPU capacity that wants cores too).
+    `departed`: devices `taking` took out (whole, or with nothing left free), as they were
+    then, so that `returning` can give them back by id. `workload`: the request shapes the
+    fabric expects, with their weights (empty: none known); the default policy's scoring
+    keeps room for them.
     """
 
     hosts: Mapping[str, HostInfo]

@@ -268,3 +268,18 @@ def test_a_share_on_a_whole_gpu_goes_where_cores_are_left_for_the_rest() -> None
     snug, roomy = snapshot.hosts["host:0"], snapshot.hosts["host:5"]
     assert effect(request, snapshot, roomy).penalty < effect(request, snapshot, snug).penalty
     assert placed(request, snapshot).host == "host:5"
+
+
+def test_a_share_goes_to_the_snuggest_host_that_keeps_cores_for_the_rest() -> None:
+    """Of hosts with 4, 4, 8, 12 and 64 cores, the 8-core one is the snuggest that keeps 4
+    cores for the other half: each plain host is measured on its own cores for a share,
+    never lent the snuggest one's verdict. With the 64-core host short of memory, the
+    half still goes where cores are left."""
+    halves = (WorkloadShape(4, 1, 500),)
+    request = PlacementRequest(cores=4, items=(DeviceItem("gpu", 1, share=500),))
+    snapshot = pooled([4, 4, 8, 12, 64], 4, halves)
+    assert placed(request, snapshot).host == "host:2"
+    snapshot = pooled([4, 4, 4, 4, 4, 40, 64], 4, halves)
+    roomiest = replace(snapshot.hosts["host:6"], memory_gib_free=8)
+    snapshot = snapshot.replacing(hosts=[roomiest])
+    assert placed(replace(request, host_memory_gib=16), snapshot).host == "host:5"
