@@ -119,7 +119,8 @@ re-implemented policy to seconds; a `composer` run takes minutes (the engine dec
 pod on the whole fabric and explains it), so the full table takes hours: each run is kept
 as it finishes, under a digest of the code it ran (bench/packing_runs.py), the next
 invocation runs only what is missing (`--fresh`: everything again; `--report`: nothing,
-the section from the kept runs), and each row of the section names the seeds it holds.
+the section from the kept runs; `--prune`: forget the runs of other code or data), and
+each row of the section names the seeds it holds.
 
 Targets: fixed >= 95.4 % and composable >= 98 % at 130 % arrived on the default trace for
 the best policy; for the product's engine, fixed >= 95.8 % and composable >= 96.5 %. The
@@ -223,7 +224,9 @@ def main(argv: list[str] | None = None) -> int:
         else None
     )
     here = stamp()
-    if args.prune and store is not None:
+    if args.prune and store is None:
+        sys.stderr.write("--prune: not with --strand-weight (tuning runs keep nothing)\n")
+    elif args.prune and store is not None:
         sys.stderr.write(f"{store.prune(TRACE_DIR)} kept runs of other code or data forgotten\n")
 
     def collect(out: tuple, kept: bool = False) -> None:

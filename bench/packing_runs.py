@@ -186,10 +186,16 @@ class Store:
         it read cannot be checked here."""
         with self._locked():
             entries = self._read()
+            if not entries and self.path.exists() and self.path.stat().st_size:
+                # Unreadable (a merge left conflict markers, say): writing would lose it all.
+                raise ValueError(f"{self.path} cannot be read; nothing pruned.")
             data: dict[str, str | None] = {}
             kept = {}
             for key, entry in entries.items():
-                code, read, kind, trace, _, policy, _ = key.split("|")
+                parts = key.split("|")
+                if len(parts) != 7:
+                    continue  # not a key this code writes or reads: forgotten
+                code, read, kind, trace, _, policy, _ = parts
                 if trace not in data:
                     present = (trace_dir / f"openb_pod_list_{trace}.csv").exists()
                     data[trace] = data_digest(trace_dir, trace) if present else None

@@ -182,14 +182,26 @@ def test_the_policy_registry_says_which_policies_rank_by_the_measure() -> None:
     assert not any(applies(PlacementRequest(cores=1, policy=p)) for p in ("pack", "switch"))
 
 
-def pooled(cores: list[int], gpus: int, workload: tuple[WorkloadShape, ...] = ONE_GPU) -> Snapshot:
+def pooled(
+    cores: list[int],
+    gpus: int,
+    workload: tuple[WorkloadShape, ...] = ONE_GPU,
+    shared: tuple[int, ...] = (),
+) -> Snapshot:
     """Hosts with `cores` free that all reach one chassis of `gpus` free GPUs: one reach
-    group, whose free cores are the sum of its hosts'."""
+    group, whose free cores are the sum of its hosts'; the first host holds GPUs partly
+    shared with `shared` shares free."""
     hosts = [
         HostInfo(f"host:{i}", f"h{i}", c, 512, c, 1000.0, 0.0, ("sw",)) for i, c in enumerate(cores)
     ]
     chassis = EnclosureInfo("enc:pool", "pool", ("sw",), device_total=16)
     devices = [DeviceInfo(f"gpu:{i}", f"g{i}", "gpu", "H100", "enc:pool") for i in range(gpus)]
+    devices += [
+        DeviceInfo(
+            f"gpu:s{i}", f"s{i}", "gpu", "H100", "enc:pool", shares_free=free, shared_host="host:0"
+        )
+        for i, free in enumerate(shared)
+    ]
     path = Reach(600, 32.0, 1)
     reach = {h.id: {"enc:pool": path} for h in hosts}
     return Snapshot.build(
@@ -207,9 +219,14 @@ def test_the_memoised_verdict_on_a_plain_host_is_the_one_worked_out_afresh() -> 
     # Two groups alike in all but the most free cores before: 32 + 8 and 24 + 16 cores, 16
     # asked on the first host, 16 left most after either way. A shape of 28 cores can use
     # the first group's GPUs before and not the second's.
-    cases: list[tuple[list[int], int, tuple[WorkloadShape, ...], int, int]] = [
-        ([32, 8], 4, mixes[1], 16, 1),
-        ([24, 16], 4, mixes[1], 16, 1),
+    # Two more alike in all but the shares free on the first host's shared GPU: the
+    # other hosts are plain, and their verdict reads the group's free shares (18 cores
+    # feed 2.25 GPUs at 8 each: 2.2 GPUs free strand none, 2.9 strand 0.65).
+    cases: list[tuple[list[int], int, tuple[WorkloadShape, ...], int, int, tuple[int, ...]]] = [
+        ([32, 8], 4, mixes[1], 16, 1, ()),
+        ([24, 16], 4, mixes[1], 16, 1, ()),
+        ([0, 9, 9], 2, ONE_GPU, 8, 1, (200,)),
+        ([0, 9, 9], 2, ONE_GPU, 8, 1, (900,)),
     ]
     for _ in range(400):
         cases.append(
@@ -219,13 +236,16 @@ def test_the_memoised_verdict_on_a_plain_host_is_the_one_worked_out_afresh() -> 
                 rng.choice(mixes),
                 rng.choice((0, 4, 8, 16)),
                 rng.randint(1, 4),
+                rng.choice(((), (), (100,), (500, 700))),
             )
         )
-    for cores, gpus, mix, asked, count in cases:
-        snapshot = pooled(cores, gpus, mix)
+    for cores, gpus, mix, asked, count, shared in cases:
+        snapshot = pooled(cores, gpus, mix, shared)
         request = PlacementRequest(items=(DeviceItem("gpu", count),), cores=asked)
         ranker = Ranker(request, snapshot)
         for host in snapshot.hosts.values():
+            if host.id in snapshot.shared_on:
+                continue  # not a plain host: never memoised
             group = snapshot.host_group[host.id]
             others = _others_most(snapshot.group_cores_sorted[group], host.cores_free)
             fresh = ranker._measured(

@@ -151,3 +151,17 @@ def test_pruning_forgets_the_runs_of_other_code_or_data_only(tmp_path: Path) -> 
     assert again.get(current) == run
     assert len(again.entries) == 2
     assert any("|elsewhere|" in key for key in again.entries)
+
+
+def test_pruning_an_unreadable_store_refuses_rather_than_empties_it(tmp_path: Path) -> None:
+    """A store git left conflict markers in reads as no runs; pruning it must not write
+    that back. A key of another shape is forgotten: no job can ever match it."""
+    path = tmp_path / "runs.json"
+    path.write_text('<<<<<<< HEAD\n{"a": 1}\n=======\n{}\n>>>>>>> other\n')
+    store = Store(path, trace_dir=tmp_path)
+    with pytest.raises(ValueError, match="cannot be read"):
+        store.prune(tmp_path)
+    assert path.read_text().startswith("<<<<<<<")
+    path.write_text('{"not|a|key": {}}')
+    assert Store(path, trace_dir=tmp_path).prune(tmp_path) == 1
+    assert Store(path).entries == {}
