@@ -16,7 +16,7 @@ import pytest
 from bench.packing_data import FULL, Cluster, Pod, Run, cluster_from_rows
 from bench.packing_product import SHARES, ProductSim, fabric, requests
 from bench.packing_replay import simulate
-from bench.packing_report import verdict
+from bench.packing_report import best_policy, notes, verdict
 from composer.placement.snapshot import Snapshot
 from tests.composer.placement.test_incremental import same
 from tests.composer.placement.test_packing_sim import best_any_policy
@@ -279,3 +279,25 @@ def test_a_run_without_fractions_is_never_reported_as_the_protocols_figure() -> 
     whole = Run(samples={100: 60.0, 130: 97.0})
     text, ok = verdict({("default", "all", "composer"): [(42, whole)]}, {})
     assert "96.5 % — met" in text
+
+
+def test_the_reading_names_the_best_policy_of_a_mode_the_product_among_them() -> None:
+    """The best of a mode is the highest mean over the whole protocol; a product run that
+    could not ask for fractions never is. The reading quotes it and the product's targets
+    from the results and the targets, never typed."""
+
+    def runs(x: float, skipped: int = 0) -> list[tuple[int, Run]]:
+        return [(42, Run(samples={100: x, 130: x}, skipped=skipped))]
+
+    results = {
+        ("default", "domain", "composer"): runs(95.9),
+        ("default", "domain", "fgd-bal"): runs(95.8),
+        ("default", "all", "composer"): runs(99.0, skipped=3),
+        ("default", "all", "fgd-bal"): runs(95.7),
+    }
+    assert best_policy(results, "default", "domain") == "composer"
+    assert best_policy(results, "default", "all") == "fgd-bal"
+    assert best_policy(results, "cpu250", "all") is None
+    product = next(line for line in notes(results, {}) if "product's engine" in line)
+    assert "(the best: 95.90 % (`composer`) and 95.70 % (`fgd-bal`))" in product
+    assert "(96.5 % in domains, 96.5 % pooled)" in product
