@@ -151,16 +151,11 @@ from bench.packing_data import (  # noqa: E402
 )
 from bench.packing_replay import job, product_sim  # noqa: E402
 from bench.packing_report import Ceilings, Results, section, verdict  # noqa: E402
-from bench.packing_runs import Job, Store, stamp  # noqa: E402
+from bench.packing_runs import Job, Store, stamp, trace_missing  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    if not TRACE_DIR.is_dir():
-        print(
-            f"No trace in {TRACE_DIR}: put Alibaba's cluster-trace-gpu-v2023 there, or point "
-            "COMPOSER_BENCH_DATA at the folder that holds alibaba-gpu-v2023/.",
-            file=sys.stderr,
-        )
+    if trace_missing(TRACE_DIR):
         return 2
     traces_all = sorted(
         p.stem.removeprefix("openb_pod_list_") for p in TRACE_DIR.glob("openb_pod_list_*.csv")

@@ -289,7 +289,8 @@ def notes(results: Results, ceilings: Ceilings) -> list[str]:
         f"{PRODUCT_TARGETS['all']} % pooled) are reached by no policy here (the best: "
         f"{best('domain')} and {best('all')}); the ceiling below does not rule them out, "
         "but it counts only the gaps forced beside fractions above 500 milli and ignores "
-        "every other waste.",
+        "every other waste. Where the capacity the engine leaves free sits, and what could "
+        "still use it, is in the next section (bench/bench_packing_waste.py).",
         "- The ceiling. The protocol forces placement: a pod that fits somewhere must be "
         "placed. A fraction above 500 milli shares its GPU with no other such fraction, so "
         "each one placed leaves 1000 - m milli that only smaller pods can use. Some of them "

@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -214,6 +215,18 @@ class Store:
             if k in self.entries
         }
         return sorted(seen)
+
+
+def trace_missing(trace_dir: Path) -> bool:
+    """Whether the trace is absent from `trace_dir`; if so, says on stderr where it goes."""
+    if trace_dir.is_dir():
+        return False
+    print(
+        f"No trace in {trace_dir}: put Alibaba's cluster-trace-gpu-v2023 there, or point "
+        "COMPOSER_BENCH_DATA at the folder that holds alibaba-gpu-v2023/.",
+        file=sys.stderr,
+    )
+    return True
 
 
 def stamp() -> str:

@@ -1,0 +1,277 @@
+"""Where the GPU capacity left free by the product's engine sits at 130 % arrived.
+
+bench/bench_packing.py measures how much of the GPU capacity the engine allocates; this
+says why the rest stays free, so that a target the engine misses can be read against what
+no policy can use. The product's engine replays seeds of the default trace as it does there
+(bench/packing_product.py: the protocol's arrivals, `place()` deciding) up to the arrival
+that takes the GPU request to 130 % of capacity; each free thousandth of a GPU is then sorted
+by what could still use it:
+
+* a whole GPU left free;
+* a gap on a GPU that holds a fraction of more than half a GPU: only a smaller fraction can
+  use it, as two such fractions never share a GPU (the ceiling's argument,
+  bench/packing_bound.py);
+* a gap on a GPU that holds only fractions of half a GPU or less;
+
+and each gap by whether some fraction of the trace fits it (its share, its cores and
+memory on the GPU's host, its GPU model) or none does. The GPUs' contents (the fractions
+they hold) that leave the most free are listed too. The run is deterministic (the seed),
+so the section is a pure function of the trace and the code that decides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import markers, write_section  # noqa: E402
+from bench.packing_data import (  # noqa: E402
+    FULL,
+    PRODUCT_TARGETS,
+    SEEDS,
+    TRACE_DIR,
+    TUNE,
+    Cluster,
+    Pod,
+    cluster_from_rows,
+    pod_from_row,
+    read_csv,
+    workload,
+)
+from bench.packing_product import ProductSim  # noqa: E402
+from bench.packing_runs import stamp, trace_missing  # noqa: E402
+from composer.placement.request import Placement  # noqa: E402
+from composer.placement.shares import shares_taken  # noqa: E402
+
+MODES = {"fixed": "fixed-ratio servers", "domain": "8-host domains", "all": "all hosts"}
+TOP = 5  # GPU contents listed, those that leave the most free first
+CATEGORIES = (
+    ("whole", "whole GPUs free"),
+    ("big-none", "beside a fraction > 1/2 GPU, no fraction fits"),
+    ("big-fits", "beside a fraction > 1/2 GPU, a fraction fits"),
+    ("small-none", "beside fractions ≤ 1/2 GPU, no fraction fits"),
+    ("small-fits", "beside fractions ≤ 1/2 GPU, a fraction fits"),
+)
+
+
+Fraction = tuple[int, int, int, frozenset[str] | None]  # share, cores, memory, models
+
+
+class Tracked(ProductSim):
+    """The product's replay, noting which fractions each GPU holds (the engine's snapshot
+    keeps only what is free)."""
+
+    def __init__(self, cluster: Cluster, mode: str, pods: Sequence[Pod]):
+        super().__init__(cluster, mode, "composer", pods)
+        self.held: dict[str, list[int]] = defaultdict(list)
+
+    def take(self, pod: Pod, plan: Placement) -> None:
+        super().take(pod, plan)
+        for device_id in shares_taken(plan):
+            self.held[device_id].append(pod.milli)
+
+
+@dataclass
+class Waste:
+    """One run's free GPU capacity at the sample, in thousandths of a GPU."""
+
+    capacity: int
+    allocated: int
+    by_category: Counter[str] = field(default_factory=Counter)
+    by_contents: Counter[str] = field(default_factory=Counter)  # "810", "470 + 470"
+
+
+def fractions(pods: Iterable[Pod]) -> list[Fraction]:
+    """The trace's distinct fractions as (share, cores, memory, models or None: any)."""
+    found = {
+        (p.milli, p.cpu, p.mem, frozenset(p.spec.split("|")) if p.spec else None)
+        for p in pods
+        if p.k == 1 and p.milli < FULL
+    }
+    return sorted(found, key=lambda f: (f[0], f[1], f[2]))
+
+
+def sort_free(sim: Tracked, shapes: Sequence[Fraction], capacity: int) -> Waste:
+    """The free capacity of `sim`'s snapshot, sorted by what could still use it."""
+    snapshot = sim.snapshot
+    waste = Waste(capacity=capacity, allocated=sim.allocated)
+    for device in snapshot.devices.values():
+        if device.kind != "gpu":
+            continue
+        held = sim.held.get(device.id)
+        if not held:
+            waste.by_category["whole"] += FULL
+            continue
+        gap = device.shares_free
+        host = snapshot.hosts[device.shared_host or ""]
+        fits = any(
+            share <= gap
+            and cores <= host.cores_free
+            and memory <= host.memory_gib_free
+            and (models is None or device.model in models)
+            for share, cores, memory, models in shapes
+        )
+        side = "big" if max(held) * 2 > FULL else "small"
+        waste.by_category[f"{side}-{'fits' if fits else 'none'}"] += gap
+        waste.by_contents[" + ".join(str(m) for m in sorted(held, reverse=True))] += gap
+    return waste
+
+
+def run(cluster: Cluster, pods: list[Pod], mode: str, seed: int) -> Waste:
+    """Replay `seed` in `mode` up to the arrival that takes the GPU request to 130 %."""
+    capacity = cluster.gpu_total * FULL
+    sim = Tracked(cluster, mode, pods)
+    arrived = 0
+    for pod in workload(pods, capacity, seed):
+        sim.place(pod)
+        arrived += pod.gpu
+        if arrived >= TUNE * capacity:
+            break
+    return sort_free(sim, fractions(pods), capacity)
+
+
+def job(args: tuple[str, str, int]) -> tuple[str, int, Waste]:
+    trace, mode, seed = args
+    cluster = cluster_from_rows(read_csv(TRACE_DIR / "openb_node_list_gpu_node.csv"))
+    pods = [pod_from_row(r) for r in read_csv(TRACE_DIR / f"openb_pod_list_{trace}.csv")]
+    return mode, seed, run(cluster, pods, mode, seed)
+
+
+def pct(milli: float, capacity: int) -> str:
+    return f"{100.0 * milli / capacity:.2f}"
+
+
+def fitting(contents: str, pods: Sequence[Pod]) -> float:
+    """The share (%) of the trace's fractional pods small enough for the gap that GPU
+    contents ("470 + 470") leave, whatever their cores."""
+    gap = FULL - sum(int(m) for m in contents.split(" + "))
+    asks = [p.milli for p in pods if p.k == 1 and p.milli < FULL]
+    return 100.0 * sum(1 for m in asks if m <= gap) / max(1, len(asks))
+
+
+def reading(trace: str, runs: dict[str, list[Waste]]) -> list[str]:
+    """Per composable mode of the default trace (the one the engine's targets are set on),
+    what the target would ask of the free capacity: the points beside big fractions (usable
+    by small fractions only) against the rest."""
+    out = []
+    for mode, wastes in runs.items():
+        target = PRODUCT_TARGETS.get(mode)
+        if trace != "default" or mode == "fixed" or target is None:
+            continue
+        capacity = wastes[0].capacity * len(wastes)
+        free = sum(sum(w.by_category.values()) for w in wastes)
+        big = sum(w.by_category["big-none"] + w.by_category["big-fits"] for w in wastes)
+        allowed = 100.0 - target
+        share = 100.0 * big / capacity
+        out.append(
+            f"- {MODES[mode]}: of the {pct(free, capacity)} points of GPU capacity left free, "
+            f"{share:.2f} sit beside fractions of more than half a GPU, and "
+            f"{pct(free - big, capacity)} elsewhere. The engine's target of {target} % leaves "
+            f"{allowed:.2f} points free: with the gaps beside big fractions as they are, "
+            f"everything else would have to fall to {max(0.0, allowed - share):.2f} points."
+        )
+    return [*out, ""] if out else []
+
+
+def section(trace: str, runs: dict[str, list[Waste]], pods: Sequence[Pod], measured: str) -> str:
+    """The docs section: per mode the free capacity by category, then the GPU contents
+    that leave the most, each as a mean share of the GPU capacity over the seeds."""
+    start, end = markers("packing-waste")
+    seeds = len(next(iter(runs.values())))
+    head = "| mode | allocated | free | " + " | ".join(t for _, t in CATEGORIES) + " |"
+    rule = "|---|" + "--:|" * (2 + len(CATEGORIES))
+    rows = []
+    for mode, wastes in runs.items():
+        capacity = wastes[0].capacity * len(wastes)
+        free = sum(sum(w.by_category.values()) for w in wastes)
+        cells = [pct(sum(w.allocated for w in wastes), capacity), pct(free, capacity)]
+        cells += [pct(sum(w.by_category[k] for w in wastes), capacity) for k, _ in CATEGORIES]
+        rows.append(f"| {MODES[mode]} | " + " | ".join(cells) + " |")
+    contents: list[str] = []
+    for mode, wastes in runs.items():
+        capacity = wastes[0].capacity * len(wastes)
+        total: Counter[str] = Counter()
+        for w in wastes:
+            total.update(w.by_contents)
+        listed = "; ".join(
+            f"{held} milli, {pct(milli, capacity)} % (its gap fits "
+            f"{fitting(held, pods):.1f} % of the fractional pods)"
+            for held, milli in total.most_common(TOP)
+        )
+        contents.append(f"- {MODES[mode]}: {listed}.")
+    return "\n".join(
+        [
+            start,
+            "## Where the free GPU capacity sits (product engine, 130 % arrived)",
+            "",
+            f"`python bench/bench_packing_waste.py`: the product's engine replays the "
+            f"{trace} trace (seeds {SEEDS[0]}..{SEEDS[0] + seeds - 1}) as in the packing "
+            "benchmark above, up to the arrival that takes the GPU request to 130 % of "
+            "capacity; the GPU capacity still free is then sorted by what could use it. "
+            "Shares of the GPU capacity, mean over the seeds. A fraction fits a gap when its "
+            "share, its cores and memory on the GPU's host and its GPU model do; a fraction "
+            "of more than half a GPU never shares a GPU with another such fraction, so a gap "
+            "beside one is for smaller fractions only.",
+            "",
+            head,
+            rule,
+            *rows,
+            "",
+            "The GPU contents that leave the most free: the fractions a GPU holds, the share "
+            "of the capacity left free on such GPUs, and how many of the trace's fractional "
+            "pods are small enough for the gap they leave:",
+            "",
+            *contents,
+            "",
+            *reading(trace, runs),
+            f"Measured {measured}; Python {platform.python_version()} (no database used).",
+            end,
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    if trace_missing(TRACE_DIR):
+        return 2
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=len(SEEDS), help="how many seeds")
+    ap.add_argument("--trace", default="default", help="the pod list, e.g. default")
+    ap.add_argument("--modes", default=",".join(MODES), help="fixed,domain,all")
+    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--no-write", action="store_true", help="print instead of writing docs")
+    args = ap.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    jobs = [(args.trace, m, s) for m in modes for s in SEEDS[: args.seeds]]
+    runs: dict[str, list[Waste]] = {m: [] for m in modes}
+    if args.jobs > 1 and len(jobs) > 1:
+        from multiprocessing import Pool
+
+        with Pool(args.jobs) as pool:
+            outs = list(pool.imap_unordered(job, jobs))
+    else:
+        outs = [job(j) for j in jobs]
+    for mode, seed, waste in sorted(outs, key=lambda o: (modes.index(o[0]), o[1])):
+        runs[mode].append(waste)
+        sys.stderr.write(f"{mode} {seed} {pct(waste.allocated, waste.capacity)} %\n")
+    pods = [pod_from_row(r) for r in read_csv(TRACE_DIR / f"openb_pod_list_{args.trace}.csv")]
+    text = section(args.trace, runs, pods, stamp())
+    if args.no_write:
+        print(text)
+    else:
+        for path in write_section("packing-waste", text):
+            print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
