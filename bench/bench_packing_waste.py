@@ -1,11 +1,11 @@
-"""Where the GPU capacity left free by the product's engine sits at 130 % arrived.
+"""Where the product's engine leaves GPU capacity free at the end of the packing protocol.
 
 bench/bench_packing.py measures how much of the GPU capacity the engine allocates; this
-says why the rest stays free, so that a target the engine misses can be read against what
-no policy can use. The product's engine replays seeds of the default trace as it does there
-(bench/packing_product.py: the protocol's arrivals, `place()` deciding) up to the arrival
-that takes the GPU request to 130 % of capacity; each free thousandth of a GPU is then sorted
-by what could still use it:
+says where the rest stays free in the engine's own final state, so that a target the engine
+misses can be read against it. The product's engine replays seeds of the default trace as
+it does there (bench/packing_product.py: the protocol's arrivals, `place()` deciding), the
+whole workload (arrivals while the GPU request stays within 130 % of capacity); each free
+thousandth of a GPU is then sorted by what could still use it:
 
 * a whole GPU left free;
 * a gap on a GPU that holds a fraction of more than half a GPU: only a smaller fraction can
@@ -14,7 +14,8 @@ by what could still use it:
 * a gap on a GPU that holds only fractions of half a GPU or less;
 
 and each gap by whether some fraction of the trace fits it (its share, its cores and
-memory on the GPU's host, its GPU model) or none does. The GPUs' contents (the fractions
+memory on the GPU's host, its GPU model) or none does. That is this engine's state, not a
+bound on every policy (bench/packing_bound.py gives that). The GPUs' contents (the fractions
 they hold) that leave the most free are listed too. The run is deterministic (the seed),
 so the section is a pure function of the trace and the code that decides.
 """
@@ -110,10 +111,12 @@ def sort_free(sim: Tracked, shapes: Sequence[Fraction], capacity: int) -> Waste:
             continue
         held = sim.held.get(device.id)
         if not held:
+            assert device.shared_host is None, f"{device.id} is bound but holds nothing"
             waste.by_category["whole"] += FULL
             continue
+        assert device.shared_host is not None, f"{device.id} holds shares but is unbound"
         gap = device.shares_free
-        host = snapshot.hosts[device.shared_host or ""]
+        host = snapshot.hosts[device.shared_host]
         fits = any(
             share <= gap
             and cores <= host.cores_free
@@ -128,15 +131,11 @@ def sort_free(sim: Tracked, shapes: Sequence[Fraction], capacity: int) -> Waste:
 
 
 def run(cluster: Cluster, pods: list[Pod], mode: str, seed: int) -> Waste:
-    """Replay `seed` in `mode` up to the arrival that takes the GPU request to 130 %."""
+    """Replay `seed`'s whole workload in `mode` (arrivals up to 130 % of capacity)."""
     capacity = cluster.gpu_total * FULL
     sim = Tracked(cluster, mode, pods)
-    arrived = 0
-    for pod in workload(pods, capacity, seed):
+    for pod in workload(pods, capacity, seed, TUNE):
         sim.place(pod)
-        arrived += pod.gpu
-        if arrived >= TUNE * capacity:
-            break
     return sort_free(sim, fractions(pods), capacity)
 
 
@@ -170,17 +169,31 @@ def reading(trace: str, runs: dict[str, list[Waste]]) -> list[str]:
             continue
         capacity = wastes[0].capacity * len(wastes)
         free = sum(sum(w.by_category.values()) for w in wastes)
-        big = sum(w.by_category["big-none"] + w.by_category["big-fits"] for w in wastes)
+        none = sum(w.by_category["big-none"] for w in wastes)
+        big = none + sum(w.by_category["big-fits"] for w in wastes)
         allowed = 100.0 - target
         share = 100.0 * big / capacity
+        if share > allowed:
+            ask = (
+                f"the gaps beside big fractions alone exceed that by {share - allowed:.2f} "
+                "points, so the engine would have to leave fewer of them, or fill more with "
+                "small fractions"
+            )
+        else:
+            ask = (
+                "with the gaps beside big fractions as they are, everything else would have "
+                f"to fall to {allowed - share:.2f} points"
+            )
         out.append(
-            f"- {MODES[mode]}: of the {pct(free, capacity)} points of GPU capacity left free, "
-            f"{share:.2f} sit beside fractions of more than half a GPU, and "
-            f"{pct(free - big, capacity)} elsewhere. The engine's target of {target} % leaves "
-            f"{allowed:.2f} points free: with the gaps beside big fractions as they are, "
-            f"everything else would have to fall to {max(0.0, allowed - share):.2f} points."
+            f"- {MODES[mode]}: of the {pct(free, capacity)} points left free, "
+            f"{share:.2f} sit beside fractions of more than half a GPU ({pct(none, capacity)} "
+            "where no fraction of the trace fits any longer, the rest where one would fit but "
+            f"none came), and {pct(free - big, capacity)} elsewhere. The target of {target} % "
+            f"leaves {allowed:.2f} points free: {ask}."
         )
-    return [*out, ""] if out else []
+    if not out:
+        return []
+    return ["Against the engine's composable targets, in this final state:", "", *out, ""]
 
 
 def section(trace: str, runs: dict[str, list[Waste]], pods: Sequence[Pod], measured: str) -> str:
@@ -204,20 +217,21 @@ def section(trace: str, runs: dict[str, list[Waste]], pods: Sequence[Pod], measu
         for w in wastes:
             total.update(w.by_contents)
         listed = "; ".join(
-            f"{held} milli, {pct(milli, capacity)} % (its gap fits "
-            f"{fitting(held, pods):.1f} % of the fractional pods)"
+            f"{held} milli, {pct(milli, capacity)} % ({fitting(held, pods):.1f} % of the "
+            "fractional pods are small enough for its gap)"
             for held, milli in total.most_common(TOP)
         )
         contents.append(f"- {MODES[mode]}: {listed}.")
     return "\n".join(
         [
             start,
-            "## Where the free GPU capacity sits (product engine, 130 % arrived)",
+            "## Where the free GPU capacity sits (product engine, end of the packing protocol)",
             "",
             f"`python bench/bench_packing_waste.py`: the product's engine replays the "
             f"{trace} trace (seeds {SEEDS[0]}..{SEEDS[0] + seeds - 1}) as in the packing "
-            "benchmark above, up to the arrival that takes the GPU request to 130 % of "
-            "capacity; the GPU capacity still free is then sorted by what could use it. "
+            "benchmark above, the whole workload (arrivals while the GPU request stays within "
+            "130 % of capacity); the GPU capacity still free at its end is then sorted by what "
+            "could use it. "
             "Shares of the GPU capacity, mean over the seeds. A fraction fits a gap when its "
             "share, its cores and memory on the GPU's host and its GPU model do; a fraction "
             "of more than half a GPU never shares a GPU with another such fraction, so a gap "
@@ -241,8 +255,6 @@ def section(trace: str, runs: dict[str, list[Waste]], pods: Sequence[Pod], measu
 
 
 def main(argv: list[str] | None = None) -> int:
-    if trace_missing(TRACE_DIR):
-        return 2
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=len(SEEDS), help="how many seeds")
     ap.add_argument("--trace", default="default", help="the pod list, e.g. default")
@@ -250,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--no-write", action="store_true", help="print instead of writing docs")
     args = ap.parse_args(argv)
+    if trace_missing(TRACE_DIR):
+        return 2
     modes = [m for m in args.modes.split(",") if m]
     jobs = [(args.trace, m, s) for m in modes for s in SEEDS[: args.seeds]]
     runs: dict[str, list[Waste]] = {m: [] for m in modes}

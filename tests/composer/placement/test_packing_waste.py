@@ -55,8 +55,28 @@ def test_a_fraction_fits_a_gap_only_with_its_cores_memory_and_model_on_that_host
     assert sort_free(sim, [(150, 10, 64 * 1024, None)], FULL).by_category == Counter(
         {"big-none": 190}
     )
-    # a CPU-only pod takes the host's cores down to 500 milli: the 150 fits no longer
+    # a CPU-only pod takes the host's cores down to 500 milli: the 150 fits no longer, and
+    # the CPU-only pod (and whole-GPU pods) are no fractions that could fill the gap
+    cpu_only, whole = Pod(400, 1024, 0, 0), Pod(400, 1024, 1, FULL)
     assert sim.place(Pod(2500, 1024, 0, 0))
+    shapes = fractions([big, small, cpu_only, whole])
+    assert [f[0] for f in shapes] == [150, 810]
+    assert sort_free(sim, shapes, FULL).by_category == Counter({"big-none": 190})
+
+
+def test_a_gap_is_for_the_cores_of_the_host_its_gpu_is_bound_to_not_another() -> None:
+    # All hosts pooled: the 810 lands on the big host (the roomiest, for a share); a
+    # CPU-only pod that only the big host can take leaves it 500 milli. The small host
+    # keeps 4,000, enough for the 150, but the gap is bound to the big host.
+    big, small = Pod(3500, 1024, 1, 810), Pod(1000, 1024, 1, 150)
+    sim = Tracked(cluster((4, 64, 1, "A"), (64, 64, 0, "A")), "all", [big, small])
+    assert sim.place(big)
+    (device,) = (d for d in sim.snapshot.devices.values() if d.shared_host)
+    assert device.shared_host == "node-0001"
+    shapes = fractions([big, small])
+    assert sort_free(sim, shapes, FULL).by_category == Counter({"big-fits": 190})
+    assert sim.place(Pod(60_000, 1024, 0, 0))
+    assert sim.snapshot.hosts["node-0000"].cores_free == 4000
     assert sort_free(sim, shapes, FULL).by_category == Counter({"big-none": 190})
 
 
@@ -66,6 +86,12 @@ def test_whole_free_gpus_are_counted_whole_and_taken_ones_not_at_all() -> None:
     waste = sort_free(sim, fractions(pods), 4 * FULL)
     assert waste.by_category == Counter({"whole": FULL, "small-fits": 500})
     assert sum(waste.by_category.values()) + waste.allocated == 4 * FULL
+
+
+def test_contents_name_a_gpus_fractions_largest_first() -> None:
+    pods = [Pod(1000, 1024, 1, 320), Pod(1000, 1024, 1, 650)]
+    sim = replayed([(16, 64, 1, "A")], pods)
+    assert sort_free(sim, fractions(pods), FULL).by_contents == Counter({"650 + 320": 30})
 
 
 def test_the_trace_share_of_pods_small_enough_for_a_gap() -> None:
@@ -91,13 +117,28 @@ def test_the_section_gives_each_category_and_the_contents_as_shares_of_capacity(
     expected = {"whole": "0.00", "big-none": "2.85", "small-none": "0.60"}
     for (key, _), cell in zip(CATEGORIES, cells[3:], strict=True):
         assert cell == expected.get(key, "0.00")
-    assert "810 milli, 2.85 % (its gap fits 50.0 % of the fractional pods)" in text
+    assert "810 milli, 2.85 % (50.0 % of the fractional pods are small enough for its gap)" in text
     assert "seeds 42..43" in text and "today on here" in text
     assert (
-        "- 8-host domains: of the 3.45 points of GPU capacity left free, 2.85 sit beside "
-        "fractions of more than half a GPU, and 0.60 elsewhere. The engine's target of 96.5 % "
-        "leaves 3.50 points free: with the gaps beside big fractions as they are, everything "
-        "else would have to fall to 0.65 points."
+        "- 8-host domains: of the 3.45 points left free, 2.85 sit beside fractions of more "
+        "than half a GPU (2.85 where no fraction of the trace fits any longer, the rest where "
+        "one would fit but none came), and 0.60 elsewhere. The target of 96.5 % leaves 3.50 "
+        "points free: with the gaps beside big fractions as they are, everything else would "
+        "have to fall to 0.65 points."
     ) in text
+    # its own paragraph, not more items of the contents list
+    assert "\n\nAgainst the engine's composable targets, in this final state:\n\n- 8-host" in text
     # the targets are the default trace's: another trace's section reads nothing into them
     assert "target" not in section("cpu250", runs, [Pod(1, 1, 1, 810)], "today")
+
+
+def test_gaps_beside_big_fractions_beyond_the_target_are_said_so() -> None:
+    w = Waste(capacity=100 * FULL, allocated=100 * FULL - 3600)
+    w.by_category.update({"big-none": 1000, "big-fits": 2600})
+    text = section("default", {"all": [w]}, [Pod(1, 1, 1, 810)], "today")
+    assert (
+        "of the 3.60 points left free, 3.60 sit beside fractions of more than half a GPU "
+        "(1.00 where no fraction of the trace fits any longer"
+    ) in text
+    assert "the gaps beside big fractions alone exceed that by 0.10 points" in text
+    assert "would have to fall to" not in text
