@@ -84,12 +84,24 @@ class Tracked(ProductSim):
 
 @dataclass
 class Waste:
-    """One run's free GPU capacity at the sample, in thousandths of a GPU."""
+    """One run's free GPU capacity at the end of the workload, in thousandths of a GPU (or
+    several runs' together: `merged`)."""
 
     capacity: int
     allocated: int
     by_category: Counter[str] = field(default_factory=Counter)
     by_contents: Counter[str] = field(default_factory=Counter)  # "810", "470 + 470"
+
+
+def merged(wastes: Sequence[Waste]) -> Waste:
+    """The seeds' runs as one: capacities, allocations and free capacity summed, so that a
+    share of the sum is the mean share over the seeds (every run has the same capacity)."""
+    total = Waste(capacity=sum(w.capacity for w in wastes), allocated=0)
+    for w in wastes:
+        total.allocated += w.allocated
+        total.by_category.update(w.by_category)
+        total.by_contents.update(w.by_contents)
+    return total
 
 
 def fractions(pods: Iterable[Pod]) -> list[Fraction]:
@@ -167,10 +179,11 @@ def reading(trace: str, runs: dict[str, list[Waste]]) -> list[str]:
         target = PRODUCT_TARGETS.get(mode)
         if trace != "default" or mode == "fixed" or target is None:
             continue
-        capacity = wastes[0].capacity * len(wastes)
-        free = sum(sum(w.by_category.values()) for w in wastes)
-        none = sum(w.by_category["big-none"] for w in wastes)
-        big = none + sum(w.by_category["big-fits"] for w in wastes)
+        total = merged(wastes)
+        capacity = total.capacity
+        free = sum(total.by_category.values())
+        none = total.by_category["big-none"]
+        big = none + total.by_category["big-fits"]
         allowed = 100.0 - target
         share = 100.0 * big / capacity
         if share > allowed:
@@ -204,22 +217,17 @@ def section(trace: str, runs: dict[str, list[Waste]], pods: Sequence[Pod], measu
     head = "| mode | allocated | free | " + " | ".join(t for _, t in CATEGORIES) + " |"
     rule = "|---|" + "--:|" * (2 + len(CATEGORIES))
     rows = []
-    for mode, wastes in runs.items():
-        capacity = wastes[0].capacity * len(wastes)
-        free = sum(sum(w.by_category.values()) for w in wastes)
-        cells = [pct(sum(w.allocated for w in wastes), capacity), pct(free, capacity)]
-        cells += [pct(sum(w.by_category[k] for w in wastes), capacity) for k, _ in CATEGORIES]
-        rows.append(f"| {MODES[mode]} | " + " | ".join(cells) + " |")
     contents: list[str] = []
     for mode, wastes in runs.items():
-        capacity = wastes[0].capacity * len(wastes)
-        total: Counter[str] = Counter()
-        for w in wastes:
-            total.update(w.by_contents)
+        total = merged(wastes)
+        capacity = total.capacity
+        cells = [pct(total.allocated, capacity), pct(sum(total.by_category.values()), capacity)]
+        cells += [pct(total.by_category[k], capacity) for k, _ in CATEGORIES]
+        rows.append(f"| {MODES[mode]} | " + " | ".join(cells) + " |")
         listed = "; ".join(
             f"{held} milli, {pct(milli, capacity)} % ({fitting(held, pods):.1f} % of the "
             "fractional pods are small enough for its gap)"
-            for held, milli in total.most_common(TOP)
+            for held, milli in total.by_contents.most_common(TOP)
         )
         contents.append(f"- {MODES[mode]}: {listed}.")
     return "\n".join(
