@@ -16,7 +16,9 @@ thousandth of a GPU is then sorted by what could still use it:
 and each gap by whether some fraction of the trace fits it (its share, its cores and
 memory on the GPU's host, its GPU model) or none does. That is this engine's state, not a
 bound on every policy (bench/packing_bound.py gives that). The GPUs' contents (the fractions
-they hold) that leave the most free are listed too. The run is deterministic (the seed),
+they hold) that leave the most free are listed too, and fixed-ratio servers' whole free GPUs
+(stranded beside spent cores or memory: what pooling frees) are set against the gaps beside
+fractions (which it does not: a shared GPU serves one host). The run is deterministic (the seed),
 so the section is a pure function of the trace and the code that decides.
 """
 
@@ -206,7 +208,39 @@ def reading(trace: str, runs: dict[str, list[Waste]]) -> list[str]:
         )
     if not out:
         return []
-    return ["Against the engine's composable targets, in this final state:", "", *out, ""]
+    return [
+        "Against the engine's composable targets, in this final state:",
+        "",
+        *out,
+        "",
+        *pooling(runs),
+    ]
+
+
+def pooling(runs: dict[str, list[Waste]]) -> list[str]:
+    """What composing could still win over fixed-ratio servers here: the whole GPUs those
+    leave free (stranded beside spent cores or memory, which pooling frees) against the gaps
+    beside fractions (a shared GPU serves one host, pooled or not)."""
+    if "fixed" not in runs or not any(m in runs for m in ("domain", "all")):
+        return []
+    fixed = merged(runs["fixed"])
+    whole = fixed.by_category["whole"]
+    gaps = sum(fixed.by_category.values()) - whole
+    best = max((merged(runs[m]) for m in ("domain", "all") if m in runs), key=lambda w: w.allocated)
+    text = (
+        f"Fixed-ratio servers end with {pct(whole, fixed.capacity)} % of the GPU capacity in "
+        "whole free GPUs (stranded beside spent cores or memory: the waste composing removes) "
+        f"and {pct(gaps, fixed.capacity)} % in gaps beside fractions (which it does not: a "
+        "shared GPU serves only the host it is bound to). The best composable run allocates "
+        f"{pct(best.allocated, best.capacity)} % against fixed-ratio's "
+        f"{pct(fixed.allocated, fixed.capacity)} %"
+    )
+    if whole * 10 <= gaps:
+        text += (
+            ": with so little stranded, what the composable targets ask is tighter packing "
+            "of the fractions, which pooling does not give"
+        )
+    return [text + ".", ""]
 
 
 def section(trace: str, runs: dict[str, list[Waste]], pods: Sequence[Pod], measured: str) -> str:

@@ -142,3 +142,38 @@ def test_gaps_beside_big_fractions_beyond_the_target_are_said_so() -> None:
     ) in text
     assert "the gaps beside big fractions alone exceed that by 0.10 points" in text
     assert "would have to fall to" not in text
+
+
+def test_fixed_ratio_stranding_is_set_against_the_gaps_that_pooling_leaves() -> None:
+    def waste(allocated: int, **free: int) -> Waste:
+        w = Waste(capacity=100 * FULL, allocated=allocated)
+        w.by_category.update({k.replace("_", "-"): v for k, v in free.items()})
+        return w
+
+    pooled = waste(95_800, big_fits=4200)
+    little = section(
+        "default",
+        {"fixed": [waste(95_900, whole=10, big_fits=4090)], "all": [pooled]},
+        [Pod(1, 1, 1, 810)],
+        "today",
+    )
+    assert (
+        "Fixed-ratio servers end with 0.01 % of the GPU capacity in whole free GPUs "
+        "(stranded beside spent cores or memory: the waste composing removes) and 4.09 % in "
+        "gaps beside fractions"
+    ) in little
+    assert "The best composable run allocates 95.80 % against fixed-ratio's 95.90 %:" in little
+    assert "tighter packing of the fractions" in little
+    # where fixed-ratio servers strand much, the reading does not say pooling cannot help
+    much = section(
+        "default",
+        {"fixed": [waste(94_000, whole=2000, big_fits=4000)], "all": [pooled]},
+        [Pod(1, 1, 1, 810)],
+        "today",
+    )
+    assert "2.00 % of the GPU capacity in whole free GPUs" in much
+    assert "tighter packing" not in much
+    # without a fixed-ratio run there is nothing to set against
+    assert "Fixed-ratio servers end" not in section(
+        "default", {"all": [pooled]}, [Pod(1, 1, 1, 810)], "today"
+    )
