@@ -19,8 +19,11 @@ So allocated milli <= min(arrived milli, GPUs x 1000 - (forced gaps - gap fill))
 hosts pooled the bound also splits on the arrival x at which the pool runs out of unbound
 GPUs: for a point t, either x >= t and every big pod certified before t (host part only) is
 placed, or x < t and, since after x no whole-GPU pod is ever placed, the allocation is at
-most the GPU milli that arrived before t plus the fractions after it; the worse case bounds
-that t, and the best t is taken. Allocation never falls (no departures), so the bound holds
+most the GPU milli that arrived before t plus what the fractions after it can add: all of
+those of half a GPU or less, and of the big ones only as many as there are earlier fractions
+small enough to sit beside them (a big one after x can only go on a GPU bound by then, which
+holds such a fraction and no other big one: `late_fractions`); the worse case bounds that
+t, and the best t is taken. Allocation never falls (no departures), so the bound holds
 at every sample up to the last arrival.
 
 4. A dropped big pod closes the door behind it (`drop_split`; any domains, pooled or not).
@@ -203,7 +206,6 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
     composable with the domains in `hosts.domain`; `pooled`: one domain of all hosts."""
     n = len(arriving)
     gpu = np.array([p.gpu for p in arriving], dtype=np.float64)
-    frac = np.array([p.gpu if p.k == 1 and p.milli < FULL else 0 for p in arriving], float)
     spend = Spend(arriving, hosts)
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, p in enumerate(arriving):
@@ -239,15 +241,16 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
         # the pool runs out of unbound GPUs at some arrival x (or never). Split on a point t:
         # x >= t: every certified big pod before t is placed (a GPU is free); x < t: after x
         # no whole-GPU pod is ever placed, so at most the GPU milli that arrived before t
-        # plus the fractions after t. The bound for t is the worse case; take the best t.
+        # plus what the fractions after t can add. The bound for t is the worse case; take
+        # the best t.
         before = np.concatenate([[0.0], np.cumsum(gpu)])  # milli that arrived before t
-        frac_after = frac.sum() - np.concatenate([[0.0], np.cumsum(frac)])
+        late = late_fractions(arriving)
         early_set = sorted(set(early) | set(always))
         for t in range(0, n + 1, max(1, n // 400)):
             forced = {i for i in early_set if i < t} | set(always)
             g, f = waste(forced)
             case_a = capacity - (g - f)
-            case_b = min(before[t] + frac_after[t], capacity - (gaps - fill))
+            case_b = min(before[t] + late[t], capacity - (gaps - fill))
             bound = min(arrived, max(case_a, case_b))
             if bound < best:
                 best, detail = bound, (len(forced), g, f)
@@ -258,6 +261,32 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
         g, f = waste(forced_drop)
         best, detail = parts["drop"], (len(forced_drop), g, f)
     return Bound(best, int(arrived), *detail, parts=parts)
+
+
+def late_fractions(arriving: list) -> np.ndarray:
+    """[t]: the most GPU milli the fractions arriving at t or later can add once the pool has
+    run out of unbound GPUs before t (the pooled split under 3. in the module docstring).
+    Those of half a GPU or less: all of them. A big one of m milli needs a GPU bound by then
+    that holds no big fraction and at most 1000 - m, so it holds a fraction of at most that
+    which arrived before t; two big ones never share a GPU, so the big ones placed map one
+    to one onto such earlier fractions. The most milli such a matching carries: the
+    thresholds nest (a bigger fraction's earlier fractions are a subset of a smaller one's),
+    so taking the biggest fractions first, each while earlier fractions under its threshold
+    are left, is exact (greedy on a matroid, by weight)."""
+    milli = np.array([p.milli if p.k == 1 and p.milli < FULL else 0 for p in arriving])
+    big = milli > BIG
+    small = np.where(big, 0, milli)
+    out = (small.sum() - np.concatenate([[0], np.cumsum(small)])).astype(np.float64)
+    matched = np.zeros(len(arriving) + 1)
+    for m in sorted({int(x) for x in milli[big]}, reverse=True):
+        this = (milli == m).astype(np.int64)
+        after = this.sum() - np.concatenate([[0], np.cumsum(this)])  # arriving at t or later
+        beside = ((milli > 0) & (milli <= FULL - m)).astype(np.int64)
+        before = np.concatenate([[0], np.cumsum(beside)])  # arrived before t
+        take = np.minimum(after, np.maximum(before - matched, 0))
+        matched += take
+        out += take * m
+    return out
 
 
 def after_drop(arriving: list) -> dict[int, float]:

@@ -16,7 +16,8 @@ import random
 import numpy as np
 import pytest
 
-from bench.packing_bound import Host, after_drop, ceiling, drop_split, gap_fill
+import bench.packing_bound as packing_bound
+from bench.packing_bound import Host, after_drop, ceiling, drop_split, gap_fill, late_fractions
 from bench.packing_data import FULL, Cluster, Pod, cluster_from_rows, switch_domains, workload
 from bench.packing_fixed import FixedSim, Fragmentation, k8s_score, stranded
 from bench.packing_pool import PoolFgd, PoolFragment, PoolSim
@@ -384,6 +385,53 @@ def test_ceiling_bounds_every_policy_on_small_instances():
                 assert best <= part + 1e-9, (seed, pooled, name)
             biting += bound.milli < min(bound.arrived, int(cl.gpus.sum()) * FULL)
     assert biting >= 5
+
+
+def test_late_fractions_match_big_ones_to_earlier_ones_small_enough_to_share():
+    pods = [Pod(1, 1, 1, m) for m in (160, 320, 810, 810, 650)] + [Pod(1, 1, 1, 1000)]
+    # t = 0: no earlier fraction, so no big one can be placed, only the 160 and the 320;
+    # t = 1: the 810s have the 160 (one of them), the 650 nothing left; the 320 after;
+    # t = 2, 3: one 810 beside the 160, the 650 beside the 320; later, whole GPUs add nothing
+    assert late_fractions(pods).tolist() == [480, 320 + 810, 1460, 1460, 650, 0, 0]
+    # the bigger fraction first: one 160 serves an 810 rather than the 650
+    assert late_fractions([Pod(1, 1, 1, m) for m in (160, 650, 810)]).tolist() == [
+        160,
+        810,
+        810,
+        0,
+    ]
+
+
+def test_pooled_ceiling_with_late_big_fractions_matched_bounds_every_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pooled split against exhaustive search on 600 fraction-rich instances (one big
+    host, two to four GPUs): with the later big fractions matched to earlier small ones it
+    must still hold, and bite below the split that counts every later fraction on some of
+    them (12 at least), or the matching is not what the check proves."""
+
+    def every_later_fraction(arriving: list) -> np.ndarray:
+        frac = np.array([p.gpu if p.k == 1 and p.milli < FULL else 0 for p in arriving], float)
+        return frac.sum() - np.concatenate([[0.0], np.cumsum(frac)])
+
+    tighter = 0
+    for seed in range(600):
+        rng = random.Random(seed)
+        cl = cluster((64, 256, rng.choice([2, 3, 4]), "A"))
+        shapes = [(1, 810), (1, 650), (1, 160), (1, 320), (1, 470), (1, 1000)]
+        pods = [Pod(1000, 1024, *rng.choice(shapes)) for _ in range(rng.choice([5, 6, 7]))]
+        hosts = Host(cl.cpu, cl.mem, cl.gpus, np.zeros(1, dtype=np.int64))
+        gpus = int(cl.gpus.sum())
+        bound = ceiling(hosts, pods, gpus, pooled=True)
+        best = best_any_policy(cl, np.zeros(1, dtype=np.int64), pods)
+        assert best <= bound.milli + 1e-9, seed
+        assert best <= bound.parts["certificate"] + 1e-9, seed
+        with monkeypatch.context() as patched:
+            patched.setattr(packing_bound, "late_fractions", every_later_fraction)
+            loose = ceiling(hosts, pods, gpus, pooled=True).parts["certificate"]
+        assert bound.parts["certificate"] <= loose + 1e-9, seed
+        tighter += bound.parts["certificate"] < loose - 1e-9
+    assert tighter >= 12
 
 
 def test_drop_split_bounds_every_policy_in_domains():
