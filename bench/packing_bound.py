@@ -29,10 +29,12 @@ at every sample up to the last arrival.
 4. A dropped big pod closes the door behind it (`drop_split`; any domains, pooled or not).
    If big pod i (cpu c, memory m, no gpu_spec) is dropped, then at its arrival every host
    has free CPU < c, or free memory < m, or no unbound GPU left in its domain (and no partly
-   used GPU with room). Nothing is ever freed, so each host stays so, and every later
-   whole-GPU pod asking at least c CPU and m memory fits nowhere: it would need a host with
-   that CPU and memory and an unbound GPU in its domain (a gpu_spec only narrows that;
-   the big pod had none, so any model would have done for it). A run that drops i therefore
+   used GPU bound to it with room for i). Nothing is ever freed and rooms only shrink, so
+   each host stays so, and every later pod asking at least c CPU and m memory and at least
+   i's share of each GPU (a whole-GPU pod, or a fraction as big as i or bigger) fits
+   nowhere: it would need a host with that CPU and memory and an unbound GPU in its domain
+   or a partly used GPU there with that room (a gpu_spec only narrows that; the big pod had
+   none, so any model would have done for it). A run that drops i therefore
    allocates at most R_i = arrived milli - milli_i - the GPU milli of those later pods.
    Split on D, the big pods a run drops (never a certified one, 2.): sort the uncertified
    big pods by R; if the first of D in that order is the k-th, the k - 1 before it are
@@ -44,7 +46,8 @@ at every sample up to the last arrival.
    the two cross, found by bisection (a test checks it against a scan). Where most whole-GPU
    pods ask more CPU and memory than the common big fractions (the default trace: 99 % of
    them against the 810-milli shape), an early drop costs the run most later whole-GPU
-   pods, which no domain structure can dodge; that is what rules out 8-host domains, where
+   pods (and the later fractions of its size that ask as much), which no domain structure
+   can dodge; that is what rules out 8-host domains, where
    the certificate alone (2.) is weak. The ceiling is the lower of this bound and the one
    above; allocation never falls, so both hold at every sample.
 
@@ -291,20 +294,21 @@ def late_fractions(arriving: list) -> np.ndarray:
 
 def after_drop(arriving: list) -> dict[int, float]:
     """R_i for every big fraction i without gpu_spec: the most GPU milli a run that drops i
-    can allocate, i.e. all that arrives but i and the later whole-GPU pods asking at least
-    i's CPU and memory (see 4. in the module docstring)."""
+    can allocate, i.e. all that arrives but i and the later pods asking at least i's CPU,
+    memory and share of a GPU: whole-GPU pods, and fractions as big as i or bigger (see 4.
+    in the module docstring)."""
     gpu = np.array([p.gpu for p in arriving], dtype=np.float64)
     cpu = np.array([p.cpu for p in arriving], dtype=np.int64)
     mem = np.array([p.mem for p in arriving], dtype=np.int64)
-    whole = np.array([p.k >= 1 and p.milli >= FULL for p in arriving], dtype=bool)
+    per_gpu = np.array([p.milli if p.k >= 1 else 0 for p in arriving], dtype=np.int64)
     total = float(gpu.sum())
-    shapes: dict[tuple[int, int], list[int]] = {}
+    shapes: dict[tuple[int, int, int], list[int]] = {}
     for i, p in enumerate(arriving):
         if p.k == 1 and BIG < p.milli < FULL and not p.spec:
-            shapes.setdefault((p.cpu, p.mem), []).append(i)
+            shapes.setdefault((p.cpu, p.mem, p.milli), []).append(i)
     out: dict[int, float] = {}
-    for (c, m), idx in shapes.items():
-        shut = np.where(whole & (cpu >= c) & (mem >= m), gpu, 0.0)
+    for (c, m, share), idx in shapes.items():
+        shut = np.where((per_gpu >= share) & (cpu >= c) & (mem >= m), gpu, 0.0)
         later = np.concatenate([np.cumsum(shut[::-1])[::-1], [0.0]])  # [i]: arrivals >= i
         for i in idx:
             out[i] = total - gpu[i] - later[i + 1]

@@ -489,6 +489,30 @@ def test_ceiling_a_drop_shuts_out_later_whole_gpu_pods():
     assert bound.milli == bound.parts["drop"] == 1970 == best_any_policy(cl, domains, pods)
 
 
+def test_a_drop_shuts_out_later_fractions_as_big_asking_as_much_but_not_smaller_ones():
+    # a host that could not take the 650 fraction has no unbound GPU near it and no shared
+    # GPU with 650 free; rooms only shrink, so no later pod asking its cores, its memory and
+    # at least 650 of a GPU fits there: a bigger fraction, the same share with more cores, a
+    # whole GPU. A smaller fraction might fit a smaller room; one asking fewer cores, a host
+    # that was short of cores.
+    pods = [
+        Pod(1000, 1024, 1, 650),
+        Pod(1000, 1024, 1, 810),  # shut out by the 650
+        Pod(1000, 1024, 1, 590),  # smaller: not
+        Pod(500, 1024, 1, 810),  # fewer cores: not
+        Pod(2000, 2048, 1, 650),  # as big, asking more: shut out
+        Pod(1000, 1024, 2, 1000),  # whole GPUs: shut out
+    ]
+    total = 650 + 810 + 590 + 810 + 650 + 2000
+    assert after_drop(pods) == {
+        0: total - 650 - (810 + 650 + 2000),
+        1: total - 810 - 2000,
+        2: total - 590 - (650 + 2000),
+        3: total - 810 - 2000,
+        4: total - 650,
+    }
+
+
 def test_drop_split_bisection_finds_the_worst_case():
     """drop_split bisects on where R (sorted) crosses the waste term (never rising); a scan
     over every case must agree."""
