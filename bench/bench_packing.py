@@ -102,16 +102,19 @@ bench/packing_bound.py (the composable ceiling).
   kept at the workload's CPU:GPU ratio) and `bestfit` (naive pooling: the host with the
   least CPU left, a fraction on the fullest GPU bound to it that fits, else a fresh one).
 
-The composable ceiling (bench/packing_bound.py, whose docstring has the proof): placement
-is forced, so every fraction above 500 milli that arrives while, provably, an unbound GPU and
-a host with its CPU and memory exist is placed, alone on its GPU with a gap only smaller pods
-can use; the bound takes those gaps, fills them as well as all small fractions that arrive
-could, and subtracts the rest from capacity (with all hosts pooled also splitting on when
-the pool runs out of unbound GPUs). A second argument splits on which big fractions a run
-drops: dropping one means no host has its CPU and memory next to an unbound GPU any more, so
-every later whole-GPU pod asking at least as much is dropped too, which caps that run; a run
-that drops none places them all. The ceiling is the lower of the two. Both are checked
-against an exhaustive search over all policies on small instances in the tests.
+The composable ceiling (bench/packing_bound.py, whose docstring has the proof): placement is
+forced, so every fraction above a third of a GPU that arrives while, provably, an unbound
+GPU and a host with its CPU and memory exist is placed, on a GPU it shares with at most one
+other such fraction (none above 500 milli beside another), leaving a gap only smaller pods
+can use; the bound pairs those fractions as well as the arrivals allow, fills the gaps as
+well as all fractions of at most a third that arrive could (a linear programme,
+bench/packing_pairs.py), and subtracts the rest from capacity (with all hosts pooled also
+splitting on when the pool runs out of unbound GPUs). A second argument splits on which big
+fractions a run drops: dropping one means no host has its CPU and memory next to an unbound
+GPU any more, so every later whole-GPU pod (or fraction as big) asking at least as much is
+dropped too, which caps that run; a run that drops none places them all. The ceiling is the
+lower of the two. Both are checked against an exhaustive search over all policies on small
+instances in the tests.
 
 The increase of a (node state, pod shape) is cached per shape and recomputed only for the
 nodes that changed since that shape was last scored, which keeps a 10,000-pod run of a

@@ -1,23 +1,28 @@
 """A provable ceiling on GPU allocation in composable mode, for any placement policy.
 
-Used by bench/bench_packing.py; stands alone (numpy only) so that its argument can be read and
-tested on its own (tests/composer/placement/test_packing_sim.py checks it against an
-exhaustive search over all policies on small instances). The protocol forces placement: a
-pod that fits somewhere must be placed; only a pod that fits nowhere is dropped. That, and
-not a lack of cleverness, is what caps composable packing on traces rich in large fractions:
+Used by bench/bench_packing.py; stands alone (numpy, and scipy's linear programming in
+bench/packing_pairs.py) so that its argument can be read and tested on its own
+(tests/composer/placement/test_packing_sim.py checks it against an exhaustive search over
+all policies on small instances). The protocol forces placement: a pod that fits somewhere
+must be placed; only a pod that fits nowhere is dropped. That, and not a lack of
+cleverness, is what caps composable packing on traces rich in large fractions:
 
 1. A fraction of more than 500 milli ("big") shares its GPU with no other big fraction, so
-   every GPU holding a big pod b keeps 1000 - m_b milli that only smaller pods can use.
-2. Some big pods are placed under *every* policy: those that arrive while a host with their
-   CPU and memory and an unbound GPU it can take provably exist (the certificate below,
-   from nothing but what the earlier arrivals could have consumed).
-3. The gaps 1000 - m_b of those forced pods are filled at most by the small fractions that
-   arrive; `gap_fill` bounds that by a splittable assignment (a piece fits any gap at least
-   its size), which filling the smallest gaps first solves exactly.
+   every GPU holding a big pod b keeps 1000 - m_b milli that only smaller pods can use; one
+   of more than a third of a GPU shares it with at most one other such fraction, so 470 +
+   470 leaves 60 milli that only a fraction of at most 60 can use.
+2. Some of these fractions are placed under *every* policy: those that arrive while a host
+   with their CPU and memory and an unbound GPU it can take provably exist (the
+   certificate below, from nothing but what the earlier arrivals could have consumed).
+3. The GPUs those forced pods sit on leave free at least the optimum of a linear programme
+   (`packing_pairs.pairing_waste`, whose docstring has the argument): the forced fractions
+   above a third pair up with each other or with any other arrival of that kind, and the
+   gaps the pairs leave are filled by a splittable assignment of every fraction of at most
+   a third that arrives (a piece fits any gap at least its size).
 
-So allocated milli <= min(arrived milli, GPUs x 1000 - (forced gaps - gap fill)). With all
+So allocated milli <= min(arrived milli, GPUs x 1000 - that least waste). With all
 hosts pooled the bound also splits on the arrival x at which the pool runs out of unbound
-GPUs: for a point t, either x >= t and every big pod certified before t (host part only) is
+GPUs: for a point t, either x >= t and every pod certified before t (host part only) is
 placed, or x < t and, since after x no whole-GPU pod is ever placed, the allocation is at
 most the GPU milli that arrived before t plus what the fractions after it can add: all of
 those of half a GPU or less, and of the big ones only as many as there are earlier fractions
@@ -41,8 +46,8 @@ at every sample up to the last arrival.
    placed, and allocation <= min(R_k, GPUs x 1000 - waste(certified and those k - 1)), waste
    as in 3. (which needs only that those big pods are placed); if D is empty all are placed
    (R = infinity). Every run falls under one k, so the largest of these bounds over k holds
-   for every run. The waste term never falls as k grows (an added gap raises the best fill
-   by at most its size, and `gap_fill` is exact) and R is sorted, so the largest is where
+   for every run. The waste term never falls as k grows (a forced pod more only narrows the
+   programme of 3., solved to optimality) and R is sorted, so the largest is where
    the two cross, found by bisection (a test checks it against a scan). Where most whole-GPU
    pods ask more CPU and memory than the common big fractions (the default trace: 99 % of
    them against the 810-milli shape), an early drop costs the run most later whole-GPU
@@ -73,13 +78,17 @@ grow), found by bisection.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench import packing_pairs
+
 FULL = 1000
 BIG = 500  # two fractions above this never share a GPU
+THIRD = packing_pairs.THIRD  # three fractions above this never share a GPU
 
 
 @dataclass(frozen=True)
@@ -98,9 +107,9 @@ class Bound:
 
     milli: float  # the ceiling on allocated GPU milli
     arrived: int  # GPU milli requested by the arrivals considered
-    forced: int  # big pods placed in the worst case of the argument that gave the ceiling
-    gaps: int  # milli those big pods leave on their GPUs
-    fill: float  # most of it small fractions could use
+    forced: int  # pods above a third placed in the worst case of the argument that gave it
+    gaps: float  # milli their pairs leave on their GPUs, at the programme's optimum
+    fill: float  # what fractions of at most a third fill of it there
     parts: dict[str, float] = field(default_factory=dict)  # each argument's bound, alone
 
 
@@ -185,25 +194,6 @@ class Certifier:
         return False
 
 
-def gap_fill(gaps: list[int], smalls: list[int]) -> float:
-    """Most milli of `smalls` a splittable assignment puts into `gaps` (a piece fits a gap at
-    least its size): smallest gaps first, from the pool of pieces that fit them. Exact: a
-    piece that fits a gap fits every larger one, so which fitting pieces a gap takes never
-    matters to the larger gaps, and leaving a gap unfilled while fitting milli is left only
-    moves the shortfall to a larger gap."""
-    gaps = sorted(gaps)
-    smalls = sorted(smalls)
-    pool, fill, j = 0.0, 0.0, 0
-    for g in gaps:
-        while j < len(smalls) and smalls[j] <= g:
-            pool += smalls[j]
-            j += 1
-        used = min(g, pool)
-        pool -= used
-        fill += used
-    return fill
-
-
 def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
     """The bound over `arriving` (objects with cpu, mem, k, milli, spec, gpu) for any policy,
     composable with the domains in `hosts.domain`; `pooled`: one domain of all hosts."""
@@ -212,7 +202,7 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
     spend = Spend(arriving, hosts)
     shapes: dict[tuple[int, int], list[int]] = {}
     for i, p in enumerate(arriving):
-        if p.k == 1 and BIG < p.milli < FULL and not p.spec:
+        if p.k == 1 and THIRD < p.milli < FULL and not p.spec:
             shapes.setdefault((p.cpu, p.mem), []).append(i)
     # per shape, the arrivals certified in every run and, pooled, those certified with an
     # unbound GPU taken for granted (valid before the pool runs out)
@@ -229,11 +219,14 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
                 ok = cert.certified(idx[mid], free)
                 lo, hi = (mid + 1, hi) if ok else (lo, mid)
             out += idx[:lo]
-    smalls = [p.milli for p in arriving if p.k == 1 and p.milli <= BIG]
+    kinds = Counter(p.milli for p in arriving if p.k == 1 and p.milli < FULL)
+    solved: dict[tuple[tuple[int, int], ...], tuple[float, float]] = {}
 
-    def waste(forced: set[int]) -> tuple[int, float]:
-        gaps = [FULL - arriving[i].milli for i in forced]
-        return sum(gaps), gap_fill(gaps, smalls)
+    def waste(forced: set[int]) -> tuple[float, float]:
+        sizes = tuple(sorted(Counter(arriving[i].milli for i in forced).items()))
+        if sizes not in solved:
+            solved[sizes] = packing_pairs.pairing_waste(dict(sizes), kinds)
+        return solved[sizes]
 
     arrived = float(gpu.sum())
     capacity = gpu_total * FULL
@@ -318,12 +311,12 @@ def after_drop(arriving: list) -> dict[int, float]:
 def drop_split(
     arriving: list,
     certified: list[int],
-    waste: Callable[[set[int]], tuple[int, float]],
+    waste: Callable[[set[int]], tuple[float, float]],
     capacity: int,
 ) -> tuple[float, set[int]]:
-    """The bound of 4. in the module docstring, and the big pods placed in its worst case.
-    `certified`: big pods placed in every run; `waste(set)`: (gaps, best fill) of a set of
-    placed big pods."""
+    """The bound of 4. in the module docstring, and the pods placed in its worst case.
+    `certified`: pods placed in every run (fractions above a third); `waste(set)`: (gaps,
+    fill) at the least free capacity the GPUs of a set of placed such pods leave (3.)."""
     r = after_drop(arriving)
     fixed = set(certified)
     rest = sorted((x, i) for i, x in r.items() if i not in fixed)

@@ -301,3 +301,28 @@ def test_the_reading_names_the_best_policy_of_a_mode_the_product_among_them() ->
     product = next(line for line in notes(results, {}) if "product's engine" in line)
     assert "(the best: 95.90 % (`composer`) and 95.70 % (`fgd-bal`))" in product
     assert "(96.5 % in domains, 96.5 % pooled)" in product
+
+
+def test_the_reading_says_whether_a_policy_reaches_the_targets_and_what_the_ceiling_allows() -> (
+    None
+):
+    """Whether the composable targets are reached, and whether the ceilings rule them out
+    (the mean of the seeds' ceilings against the target), come from the figures."""
+
+    def runs(*xs: float) -> list[tuple[int, Run]]:
+        return [(42 + i, Run(samples={100: x, 130: x})) for i, x in enumerate(xs)]
+
+    results = {
+        ("default", "domain", "composer"): runs(96.6),
+        ("default", "all", "composer"): runs(95.8),
+    }
+    ceilings = {("default", "all"): [(42, 96.2), (43, 96.4)], ("default", "domain"): [(42, 97.1)]}
+    lines = notes(results, ceilings)
+    product = next(line for line in lines if "product's engine" in line)
+    assert "pooled) are reached here in 8-host domains (the best:" in product
+    ceiling = next(line for line in lines if line.startswith("- The ceiling."))
+    assert "pooled it rules out the target of 96.5 % (0.20 point under it)" in ceiling
+    assert "in domains it does not rule out the target of 96.5 % (0.60 point over it)" in ceiling
+    none = notes({("default", "all", "composer"): runs(95.8)}, {})
+    assert "are reached by no policy here" in next(x for x in none if "product's engine" in x)
+    assert "no ceiling was computed" in next(x for x in none if x.startswith("- The ceiling."))
