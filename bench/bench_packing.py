@@ -109,12 +109,12 @@ other such fraction (none above 500 milli beside another), leaving a gap only sm
 can use; the bound pairs those fractions as well as the arrivals allow, fills the gaps as
 well as all fractions of at most a third that arrive could (a linear programme,
 bench/packing_pairs.py), and subtracts the rest from capacity (with all hosts pooled also
-splitting on when the pool runs out of unbound GPUs). A second argument splits on which big
-fractions a run drops: dropping one means no host has its CPU and memory next to an unbound
-GPU any more, so every later whole-GPU pod (or fraction as big) asking at least as much is
-dropped too, which caps that run; a run that drops none places them all. The ceiling is the
-lower of the two. Both are checked against an exhaustive search over all policies on small
-instances in the tests.
+splitting on when the pool runs out of unbound GPUs). A second argument splits on which
+fractions above a third a run drops: dropping one means no host has its CPU and memory next
+to an unbound GPU any more, so every later whole-GPU pod (or fraction as big) asking at
+least as much is dropped too, which caps that run; a run that drops none places them all.
+The ceiling is the lower of the two. Both are checked against an exhaustive search over all
+policies on small instances in the tests.
 
 The increase of a (node state, pod shape) is cached per shape and recomputed only for the
 nodes that changed since that shape was last scored, which keeps a 10,000-pod run of a

@@ -31,32 +31,32 @@ holds such a fraction and no other big one: `late_fractions`); the worse case bo
 t, and the best t is taken. Allocation never falls (no departures), so the bound holds
 at every sample up to the last arrival.
 
-4. A dropped big pod closes the door behind it (`drop_split`; any domains, pooled or not).
-   If big pod i (cpu c, memory m, no gpu_spec) is dropped, then at its arrival every host
-   has free CPU < c, or free memory < m, or no unbound GPU left in its domain (and no partly
-   used GPU bound to it with room for i). Nothing is ever freed and rooms only shrink, so
-   each host stays so, and every later pod asking at least c CPU and m memory and at least
-   i's share of each GPU (a whole-GPU pod, or a fraction as big as i or bigger) fits
-   nowhere: it would need a host with that CPU and memory and an unbound GPU in its domain
-   or a partly used GPU there with that room (a gpu_spec only narrows that; the big pod had
-   none, so any model would have done for it). A run that drops i therefore
-   allocates at most R_i = arrived milli - milli_i - the GPU milli of those later pods.
-   Split on D, the big pods a run drops (never a certified one, 2.): sort the uncertified
-   big pods by R; if the first of D in that order is the k-th, the k - 1 before it are
-   placed, and allocation <= min(R_k, GPUs x 1000 - waste(certified and those k - 1)), waste
-   as in 3. (which needs only that those big pods are placed); if D is empty all are placed
-   (R = infinity). Every run falls under one k, so the largest of these bounds over k holds
-   for every run. The waste term never falls as k grows (a forced pod more only narrows the
-   programme of 3., solved to optimality) and R is sorted, so the largest is where
-   the two cross, found by bisection (a test checks it against a scan). Where most whole-GPU
-   pods ask more CPU and memory than the common big fractions (the default trace: 99 % of
-   them against the 810-milli shape), an early drop costs the run most later whole-GPU
-   pods (and the later fractions of its size that ask as much), which no domain structure
-   can dodge; that is what rules out 8-host domains, where
-   the certificate alone (2.) is weak. The ceiling is the lower of this bound and the one
-   above; allocation never falls, so both hold at every sample.
+4. A dropped fraction above a third closes the door behind it (`drop_split`; any domains,
+   pooled or not). If such a pod i (cpu c, memory m, no gpu_spec) is dropped, then at its
+   arrival every host has free CPU < c, or free memory < m, or no unbound GPU left in its
+   domain (and no partly used GPU bound to it with room for i). Nothing is ever freed and
+   rooms only shrink, so each host stays so, and every later pod asking at least c CPU and m
+   memory and at least i's share of each GPU (a whole-GPU pod, or a fraction as big as i or
+   bigger) fits nowhere: it would need a host with that CPU and memory and an unbound GPU in
+   its domain or a partly used GPU there with that room (a gpu_spec only narrows that; i had
+   none, so any model would have done for it). A run that drops i therefore allocates at
+   most R_i = arrived milli - milli_i - the GPU milli of those later pods. Split on D, the
+   fractions above a third a run drops (never a certified one, 2.): sort the uncertified
+   ones by R; if the first of D in that order is the k-th, the k - 1 before it are placed,
+   and allocation <= min(R_k, GPUs x 1000 - waste(certified and those k - 1)), waste as in
+   3. (which needs only that those pods are placed); if D is empty all are placed (R =
+   infinity). Every run falls under one k, so the largest of these bounds over k holds for
+   every run. The waste term never falls as k grows (a forced pod more only narrows the
+   programme of 3., solved to optimality) and R is sorted, so the largest is where the two
+   cross, found by bisection (a test checks it against a scan). Where most whole-GPU pods
+   ask more CPU and memory than the common big fractions (the default trace: 99 % of them
+   against the 810-milli shape), an early drop costs the run most later whole-GPU pods (and
+   the later fractions of its size that ask as much), which no domain structure can dodge;
+   that is what rules out 8-host domains, where the certificate alone (2.) is weak. The
+   ceiling is the lower of this bound and the one above; allocation never falls, so both
+   hold at every sample.
 
-The certificate. An adversary keeps big pod b (cpu c, memory m) out only if every host is
+The certificate. An adversary keeps fraction b (cpu c, memory m) out only if every host is
 blocked: its free CPU < c (its pods used cost_c = cap_c - c + 1 of CPU; a host smaller than c
 costs 0), or its free memory < m (cost_m likewise), or every GPU of its domain is touched.
 A pod sits on one host, so it helps block that host's CPU, or its memory, or (touching k
@@ -103,7 +103,7 @@ class Host:
 
 @dataclass
 class Bound:
-    """The ceiling, and the forced big pods behind it (for the report and the tests)."""
+    """The ceiling, and the forced pods behind it (for the report and the tests)."""
 
     milli: float  # the ceiling on allocated GPU milli
     arrived: int  # GPU milli requested by the arrivals considered
@@ -154,8 +154,8 @@ class Spend:
 
 
 class Certifier:
-    """Decides, for one big pod shape, whether the earlier arrivals leave a host that must
-    take it (see the module docstring)."""
+    """Decides, for one shape (CPU, memory) of fraction above a third, whether the earlier
+    arrivals leave a host that must take it (see the module docstring)."""
 
     def __init__(self, hosts: Host, cpu: int, mem: int, spend: Spend, pooled: bool):
         cost_c = np.maximum(hosts.cpu - cpu + 1, 0) / spend.sc
@@ -235,7 +235,7 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
     detail = (len(always), gaps, fill)
     if pooled:
         # the pool runs out of unbound GPUs at some arrival x (or never). Split on a point t:
-        # x >= t: every certified big pod before t is placed (a GPU is free); x < t: after x
+        # x >= t: every certified pod before t is placed (a GPU is free); x < t: after x
         # no whole-GPU pod is ever placed, so at most the GPU milli that arrived before t
         # plus what the fractions after t can add. The bound for t is the worse case; take
         # the best t.
@@ -286,10 +286,10 @@ def late_fractions(arriving: list) -> np.ndarray:
 
 
 def after_drop(arriving: list) -> dict[int, float]:
-    """R_i for every big fraction i without gpu_spec: the most GPU milli a run that drops i
-    can allocate, i.e. all that arrives but i and the later pods asking at least i's CPU,
-    memory and share of a GPU: whole-GPU pods, and fractions as big as i or bigger (see 4.
-    in the module docstring)."""
+    """R_i for every fraction i above a third without gpu_spec: the most GPU milli a run that
+    drops i can allocate, i.e. all that arrives but i and the later pods asking at least i's
+    CPU, memory and share of a GPU: whole-GPU pods, and fractions as big as i or bigger (see
+    4. in the module docstring)."""
     gpu = np.array([p.gpu for p in arriving], dtype=np.float64)
     cpu = np.array([p.cpu for p in arriving], dtype=np.int64)
     mem = np.array([p.mem for p in arriving], dtype=np.int64)
@@ -297,7 +297,7 @@ def after_drop(arriving: list) -> dict[int, float]:
     total = float(gpu.sum())
     shapes: dict[tuple[int, int, int], list[int]] = {}
     for i, p in enumerate(arriving):
-        if p.k == 1 and BIG < p.milli < FULL and not p.spec:
+        if p.k == 1 and THIRD < p.milli < FULL and not p.spec:
             shapes.setdefault((p.cpu, p.mem, p.milli), []).append(i)
     out: dict[int, float] = {}
     for (c, m, share), idx in shapes.items():

@@ -549,7 +549,7 @@ def test_ceiling_a_drop_shuts_out_later_whole_gpu_pods():
     assert best_any_policy(cl, domains, pods) == 1970
 
 
-def test_a_drop_shuts_out_later_fractions_as_big_asking_as_much_but_not_smaller_ones():
+def test_a_drop_shuts_out_later_fractions_as_big_asking_as_much_but_not_smaller_ones() -> None:
     # a host that could not take the 650 fraction has no unbound GPU near it and no shared
     # GPU with 650 free; rooms only shrink, so no later pod asking its cores, its memory and
     # at least 650 of a GPU fits there: a bigger fraction, the same share with more cores, a
@@ -570,6 +570,14 @@ def test_a_drop_shuts_out_later_fractions_as_big_asking_as_much_but_not_smaller_
         2: total - 590 - (650 + 2000),
         3: total - 810 - 2000,
         4: total - 650,
+    }
+    # a fraction above a third but not half a GPU closes the door alike; a third or less not
+    thirds = [Pod(1000, 1024, 1, m) for m in (470, 480, 460, 320, 1000)]
+    total = 470 + 480 + 460 + 320 + 1000
+    assert after_drop(thirds) == {
+        0: total - 470 - (480 + 1000),
+        1: total - 480 - 1000,
+        2: total - 460 - 1000,
     }
 
 
