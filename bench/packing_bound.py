@@ -20,16 +20,16 @@ cleverness, is what caps composable packing on traces rich in large fractions:
    gaps the pairs leave are filled by a splittable assignment of every fraction of at most
    a third that arrives (a piece fits any gap at least its size).
 
-So allocated milli <= min(arrived milli, GPUs x 1000 - that least waste). With all
-hosts pooled the bound also splits on the arrival x at which the pool runs out of unbound
-GPUs: for a point t, either x >= t and every pod certified before t (host part only) is
-placed, or x < t and, since after x no whole-GPU pod is ever placed, the allocation is at
-most the GPU milli that arrived before t plus what the fractions after it can add: all of
-those of half a GPU or less, and of the big ones only as many as there are earlier fractions
-small enough to sit beside them (a big one after x can only go on a GPU bound by then, which
-holds such a fraction and no other big one: `late_fractions`); the worse case bounds that
-t, and the best t is taken. Allocation never falls (no departures), so the bound holds
-at every sample up to the last arrival.
+So allocated milli <= min(arrived milli, GPUs x 1000 - that least waste). With all hosts
+pooled the bound also splits on the arrival x at which the pool runs out of unbound GPUs:
+for a point t, either x >= t and every pod certified before t (host part only) is placed, or
+x < t and, since after x no whole-GPU pod is ever placed, the allocation is at most the GPU
+milli that arrived before t plus what the fractions at or after t can add: all of those of
+half a GPU or less, and of the big ones only those that can be matched one to one to earlier
+fractions small enough to sit beside them (a big one after x can only go on a GPU bound by
+then, which holds such a fraction and no other big one: `late_fractions`); the worse case
+bounds that t, and the best t is taken. Allocation never falls (no departures), so the bound
+holds at every sample up to the last arrival.
 
 4. A dropped fraction above a third closes the door behind it (`drop_split`; any domains,
    pooled or not). If such a pod i (cpu c, memory m, no gpu_spec) is dropped, then at its
@@ -51,7 +51,7 @@ at every sample up to the last arrival.
    cross, found by bisection (a test checks it against a scan). Where most whole-GPU pods
    ask more CPU and memory than the common big fractions (the default trace: 99 % of them
    against the 810-milli shape), an early drop costs the run most later whole-GPU pods (and
-   the later fractions of its size that ask as much), which no domain structure can dodge;
+   the later fractions at least as big that ask as much), which no domain structure can dodge;
    that is what rules out 8-host domains, where the certificate alone (2.) is weak. The
    ceiling is the lower of this bound and the one above; allocation never falls, so both
    hold at every sample.
@@ -264,12 +264,14 @@ def late_fractions(arriving: list) -> np.ndarray:
     run out of unbound GPUs before t (the pooled split under 3. in the module docstring).
     Those of half a GPU or less: all of them. A big one of m milli needs a GPU bound by then
     that holds no big fraction and at most 1000 - m, so it holds a fraction of at most that
-    which arrived before t; two big ones never share a GPU, so the big ones placed map one
+    (a pod of no milli on one GPU counts: it binds one and leaves it free) which arrived
+    before t; two big ones never share a GPU, so the big ones placed map one
     to one onto such earlier fractions. The most milli such a matching carries: the
     thresholds nest (a bigger fraction's earlier fractions are a subset of a smaller one's),
     so taking the biggest fractions first, each while earlier fractions under its threshold
     are left, is exact (greedy on a matroid, by weight)."""
-    milli = np.array([p.milli if p.k == 1 and p.milli < FULL else 0 for p in arriving])
+    fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
+    milli = np.where(fraction, [p.milli for p in arriving], 0)
     big = milli > BIG
     small = np.where(big, 0, milli)
     out = (small.sum() - np.concatenate([[0], np.cumsum(small)])).astype(np.float64)
@@ -277,7 +279,7 @@ def late_fractions(arriving: list) -> np.ndarray:
     for m in sorted({int(x) for x in milli[big]}, reverse=True):
         this = (milli == m).astype(np.int64)
         after = this.sum() - np.concatenate([[0], np.cumsum(this)])  # arriving at t or later
-        beside = ((milli > 0) & (milli <= FULL - m)).astype(np.int64)
+        beside = (fraction & (milli <= FULL - m)).astype(np.int64)  # a 0-milli one too
         before = np.concatenate([[0], np.cumsum(beside)])  # arrived before t
         take = np.minimum(after, np.maximum(before - matched, 0))
         matched += take

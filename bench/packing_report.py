@@ -143,8 +143,10 @@ def section(
         lines += [
             "",
             "Ceiling: a provable upper bound on GPU allocation % at 130 % arrived for *any* "
-            "composable policy under this protocol, per seed (bench/packing_bound.py; the "
-            "argument is below), beside the best composable policy of the table.",
+            "composable policy under this protocol (one that places every pod wherever it "
+            "fits; `bestfit`, which tries only its best-fit host's shared GPUs, may drop one "
+            "that fits elsewhere and is not bound by it), per seed (bench/packing_bound.py; "
+            "the argument is below), beside the best composable policy of the table.",
             "",
             "| trace | mode | ceiling @130 % (mean ± sd) | ceiling per seed | best policy | "
             "best @130 % | best / ceiling |",
@@ -321,8 +323,9 @@ def notes(results: Results, ceilings: Ceilings) -> list[str]:
         "CPU, memory and GPU touches on blocking every host; the GPU part by splitting on "
         "when the pool runs out of unbound GPUs (after that no whole-GPU pod is ever "
         "placed, so allocation is at most what arrived before plus what the later "
-        "fractions can add: a later fraction above 500 milli needs a GPU bound before, "
-        "holding an earlier fraction small enough to sit beside it, one per such fraction). "
+        "fractions can add: a later fraction above 500 milli needs a GPU bound before the "
+        "pool ran out, holding an earlier fraction small enough to sit beside it, one per "
+        "such fraction). "
         "The GPUs those forced pods sit on then leave free at least the optimum of a linear "
         "programme (bench/packing_pairs.py): the forced fractions pair with each other or "
         "with any other arrival above a third, and every fraction of at most a third that "
@@ -331,7 +334,8 @@ def notes(results: Results, ceilings: Ceilings) -> list[str]:
         "the other hosts' CPU), so a second argument splits on which fractions above a "
         "third a run drops: one that fits nowhere means no host has its CPU and memory next "
         "to an unbound GPU or a shared GPU with its room, and since nothing is freed, every "
-        "later whole-GPU pod, and every later fraction as big, asking at least its CPU and "
+        "later whole-GPU pod, and every later fraction at least as big, asking at least its "
+        "CPU and "
         "memory is dropped too (on the default trace 99 % of the "
         "whole-GPU pods ask at least the CPU and memory of the common 810-milli "
         "fraction). So a run that drops one early loses most later whole-GPU pods, and a "

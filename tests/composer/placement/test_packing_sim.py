@@ -452,6 +452,8 @@ def test_late_fractions_match_big_ones_to_earlier_ones_small_enough_to_share():
     # t = 1: the 810s have the 160 (one of them), the 650 nothing left; the 320 after;
     # t = 2, 3: one 810 beside the 160, the 650 beside the 320; later, whole GPUs add nothing
     assert late_fractions(pods).tolist() == [480, 320 + 810, 1460, 1460, 650, 0, 0]
+    # a pod of no milli on one GPU binds it and leaves it free: an 810 may follow it there
+    assert late_fractions([Pod(1, 1, 1, 0), Pod(1, 1, 1, 810)]).tolist() == [0, 810, 0]
     # the bigger fraction first: one 160 serves an 810 rather than the 650
     assert late_fractions([Pod(1, 1, 1, m) for m in (160, 650, 810)]).tolist() == [
         160,
