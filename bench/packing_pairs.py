@@ -24,7 +24,8 @@ splittable, but only into gaps at least their size. Every run's GPUs give a feas
 (count its skeletons and what fills their gaps), so the optimum is at most what any run
 leaves free there; GPUs without a forced fraction are taken as full. Model, host and CPU
 are ignored, which only lowers the optimum. Adding a forced fraction shrinks the feasible
-set, so the optimum never falls as the forced set grows (drop_split relies on it).
+set, so the optimum never falls as the forced set grows (drop_split relies on it; the
+rounding margin taken off it only ever raises the ceiling).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from scipy.optimize import linprog
 
 FULL = 1000
 THIRD = 333  # a fraction above this shares its GPU with at most one other such fraction
-# HiGHS solves to a relative tolerance; the bound takes the optimum less this share of it,
-# so a rounding error never turns into a ceiling below what some run reaches.
+# HiGHS solves to absolute tolerances (1e-7 by default); the bound takes this share of the
+# gaps (never less than the optimum) off the least waste, so a rounding error never turns
+# into a ceiling below what some run reaches.
 SLACK = 1e-7
 
 
@@ -48,6 +50,9 @@ def pairing_waste(forced: Mapping[int, int], arrived: Mapping[int, int]) -> tupl
     is counted within `arrived`."""
     if not any(forced.values()):
         return 0.0, 0.0
+    for size, count in forced.items():
+        if count and not (THIRD < size < FULL and count <= arrived.get(size, 0)):
+            raise ValueError(f"forced {count} x {size} milli: not above a third, or not arrived")
     plus = sorted(a for a, n in arrived.items() if THIRD < a < FULL and n > 0)
     small = sorted(s for s, n in arrived.items() if 0 < s <= THIRD and n > 0)
     skeletons = [(a,) for a in plus]
@@ -82,10 +87,10 @@ def pairing_waste(forced: Mapping[int, int], arrived: Mapping[int, int]) -> tupl
     ]
     limits += [(0.0, None)] * ny
     out = linprog(cost, A_ub=np.array(rows), b_ub=np.array(bounds), bounds=limits, method="highs")
-    if out.status != 0:  # forced beyond arrived: the caller's error, never a bound
+    if out.status != 0:  # feasible by construction (every forced fraction alone)
         raise ValueError(f"pairing programme not solved: {out.message}")
     x = out.x
     gaps_milli = float(gap @ x[:nx])
     fill = float(x[nx:].sum())
-    # the optimum less a rounding margin, as gaps and a fill
-    return gaps_milli, fill + SLACK * max(gaps_milli, 1.0)
+    # the optimum less a rounding margin, as gaps and a fill (never more fill than gaps)
+    return gaps_milli, min(gaps_milli, fill + SLACK * max(gaps_milli, 1.0))

@@ -216,8 +216,8 @@ def notes(results: Results, ceilings: Ceilings) -> list[str]:
                 room = statistics.fmean(x for _, x in got) - target
                 verdict = "rules out" if room < 0 else "does not rule out"
                 said.append(
-                    f"{where} it {verdict} the target of {target} % "
-                    f"({abs(room):.2f} point {'under' if room < 0 else 'over'} it)"
+                    f"{where}, the ceiling {verdict} the target of {target} % (it is "
+                    f"{abs(room):.2f} points {'under' if room < 0 else 'above'} it)"
                 )
         return "; ".join(said) if said else "no ceiling was computed"
 
@@ -309,18 +309,20 @@ def notes(results: Results, ceilings: Ceilings) -> list[str]:
         f"composable targets ({PRODUCT_TARGETS['domain']} % in domains, "
         f"{PRODUCT_TARGETS['all']} % pooled) {reached()} (the best: "
         f"{best('domain')} and {best('all')}); the ceiling below says whether any policy "
-        "could, from the waste forced beside fractions above a third of a GPU alone. "
+        "could reach them: it counts the waste forced beside fractions above a third of a "
+        "GPU and what a drop or an early-exhausted pool costs, and ignores every other "
+        "waste. "
         "Where the capacity the engine leaves free sits, and what could "
         "still use it, is in the next section (bench/bench_packing_waste.py).",
         "- The ceiling. The protocol forces placement: a pod that fits somewhere must be "
         "placed. A fraction above 500 milli shares its GPU with no other such fraction, so "
         "each one placed leaves 1000 - m milli that only smaller pods can use; one above a "
         "third shares it with at most one other such fraction (470 + 470 leaves 60 milli). "
-        "Some of them are placed under every policy: those arriving while, provably, an "
-        "unbound GPU and a host with the CPU and memory exist. The host part is proved per "
-        "arrival by a weak-duality certificate against an adversary who spends the earlier "
-        "arrivals' "
-        "CPU, memory and GPU touches on blocking every host; the GPU part by splitting on "
+        "Some fractions above a third are placed under every policy: those arriving "
+        "while, provably, an unbound GPU and a host with the CPU and memory exist. The "
+        "host part is proved per arrival by a weak-duality certificate against an "
+        "adversary who spends the earlier arrivals' CPU, memory and GPU touches on "
+        "blocking every host; the GPU part by splitting on "
         "when the pool runs out of unbound GPUs (after that no whole-GPU pod is ever "
         "placed, so allocation is at most what arrived before plus what the later "
         "fractions can add: a later fraction above 500 milli needs a GPU bound before the "

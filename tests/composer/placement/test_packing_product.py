@@ -321,8 +321,13 @@ def test_the_reading_says_whether_a_policy_reaches_the_targets_and_what_the_ceil
     product = next(line for line in lines if "product's engine" in line)
     assert "pooled) are reached here in 8-host domains (the best:" in product
     ceiling = next(line for line in lines if line.startswith("- The ceiling."))
-    assert "pooled it rules out the target of 96.5 % (0.20 point under it)" in ceiling
-    assert "in domains it does not rule out the target of 96.5 % (0.60 point over it)" in ceiling
+    assert (
+        "pooled, the ceiling rules out the target of 96.5 % (it is 0.20 points under it)" in ceiling
+    )
+    assert (
+        "in domains, the ceiling does not rule out the target of 96.5 % (it is 0.60 points "
+        "above it)" in ceiling
+    )
     none = notes({("default", "all", "composer"): runs(95.8)}, {})
     assert "are reached by no policy here" in next(x for x in none if "product's engine" in x)
     assert "no ceiling was computed" in next(x for x in none if x.startswith("- The ceiling."))

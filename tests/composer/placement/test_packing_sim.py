@@ -413,6 +413,19 @@ def test_ceiling_counts_the_pairs_of_fractions_above_a_third_on_small_instances(
     assert biting >= 40
 
 
+def test_three_fractions_of_a_third_share_a_gpu() -> None:
+    # 333 + 333 + 333 fit one GPU, so 333 is no fraction "above a third": two 3-GPU pods,
+    # a 2-GPU pod and four 333s on six GPUs allow 5,999 milli (the exhaustive best), and a
+    # ceiling that paired the 333s as if only two could share a GPU would say 5,666
+    cl = cluster((3, 2, 3, "A"), (8, 4, 3, "A"))
+    shapes = [(2, 1000), (1, 333), (1, 333), (3, 1000), (1, 333), (1, 333), (3, 1000)]
+    pods = [Pod(2000, 1024, k, milli) for k, milli in shapes]
+    domains = np.zeros(2, dtype=np.int64)
+    best = best_any_policy(cl, domains, pods)
+    assert best == 5999
+    assert ceiling(Host(cl.cpu, cl.mem, cl.gpus, domains), pods, 6, pooled=True).milli >= best
+
+
 def test_pairing_waste_pairs_what_is_forced_and_fills_gaps_with_what_fits():
     def waste(forced: dict[int, int], arrived: dict[int, int]) -> float:
         gaps, fill = pairing_waste(forced, arrived)
@@ -433,8 +446,12 @@ def test_pairing_waste_pairs_what_is_forced_and_fills_gaps_with_what_fits():
     # 650 + 350 leave nothing; two big ones never pair
     assert waste({650: 1}, {650: 1, 350: 1}) == pytest.approx(0, abs=0.01)
     assert waste({650: 2}, {650: 2}) == pytest.approx(700, abs=0.01)
-    # nothing forced: nothing to say
+    # nothing forced: nothing to say; forcing what did not arrive, or a third or less, is
+    # the caller's mistake, never a bound
     assert pairing_waste({}, {470: 3}) == (0.0, 0.0)
+    for forced in ({470: 2}, {333: 1}, {480: 1}):
+        with pytest.raises(ValueError, match="not above a third, or not arrived"):
+            pairing_waste(forced, {470: 1, 333: 1})
     # the optimum never falls as more is forced (drop_split relies on it)
     arrived = {810: 3, 650: 2, 470: 4, 370: 1, 320: 3, 160: 2, 50: 1}
     forced: dict[int, int] = {}
