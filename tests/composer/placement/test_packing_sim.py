@@ -449,9 +449,9 @@ def test_pairing_waste_pairs_what_is_forced_and_fills_gaps_with_what_fits():
     # nothing forced: nothing to say; forcing what did not arrive, or a third or less, is
     # the caller's mistake, never a bound
     assert pairing_waste({}, {470: 3}) == (0.0, 0.0)
-    for forced in ({470: 2}, {333: 1}, {480: 1}):
+    for wrong in ({470: 2}, {333: 1}, {480: 1}):
         with pytest.raises(ValueError, match="not above a third, or not arrived"):
-            pairing_waste(forced, {470: 1, 333: 1})
+            pairing_waste(wrong, {470: 1, 333: 1})
     # the optimum never falls as more is forced (drop_split relies on it)
     arrived = {810: 3, 650: 2, 470: 4, 370: 1, 320: 3, 160: 2, 50: 1}
     forced: dict[int, int] = {}
