@@ -86,7 +86,7 @@ import numpy as np
 
 from bench import packing_pairs
 
-FULL = 1000
+FULL = packing_pairs.FULL  # a whole GPU, in milli
 BIG = 500  # two fractions above this never share a GPU
 THIRD = packing_pairs.THIRD  # three fractions above this never share a GPU
 
