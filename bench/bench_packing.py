@@ -106,15 +106,17 @@ The composable ceiling (bench/packing_bound.py, whose docstring has the proof): 
 forced, so every fraction above a third of a GPU that arrives while, provably, an unbound
 GPU and a host with its CPU and memory exist is placed, on a GPU it shares with at most one
 other such fraction (none above 500 milli beside another), leaving a gap only smaller pods
-can use; the bound pairs those fractions as well as the arrivals allow, fills the gaps as
-well as all fractions of at most a third that arrive could (a linear programme,
-bench/packing_pairs.py), and subtracts the rest from capacity (with all hosts pooled also
-splitting on when the pool runs out of unbound GPUs). A second argument splits on which
-fractions above a third a run drops: dropping one means no host has its CPU and memory next
-to an unbound GPU, or a partly used GPU with room for it, any more, so every later whole-GPU
-pod (or fraction at least as big) asking at least as much is dropped too, which caps that
-run; a run that drops none places them all. The ceiling is the lower of the two. Both are
-checked against an exhaustive search over all policies on small instances in the tests.
+can use; the bound takes the least those GPUs can leave free over what one GPU can hold (a
+linear programme over the multisets of fractions that fit a GPU, bench/packing_configs.py)
+off capacity. With all hosts pooled it also splits on when the pool runs out of unbound
+GPUs: after that no whole-GPU pod is placed and a fraction only joins a GPU bound before,
+and a programme over what each GPU holds, early and late, bounds every run that runs out
+then. A second argument splits on which fractions above a third a run drops: dropping one
+means no host has its CPU and memory next to an unbound GPU, or a partly used GPU with room
+for it, any more, so every later whole-GPU pod (or fraction at least as big) asking at
+least as much is dropped too, which caps that run; a run that drops none places them all.
+The ceiling is the lower of the two. Both are checked against an exhaustive search over all
+policies on small instances in the tests.
 
 The increase of a (node state, pod shape) is cached per shape and recomputed only for the
 nodes that changed since that shape was last scored, which keeps a 10,000-pod run of a

@@ -1,7 +1,7 @@
 """A provable ceiling on GPU allocation in composable mode, for any placement policy.
 
 Used by bench/bench_packing.py; stands alone (numpy, and scipy's linear programming in
-bench/packing_pairs.py) so that its argument can be read and tested on its own
+bench/packing_configs.py) so that its argument can be read and tested on its own
 (tests/composer/placement/test_packing_sim.py checks it against an exhaustive search over
 all policies on small instances). The protocol forces placement: a pod that fits somewhere
 must be placed; only a pod that fits nowhere is dropped. That, and not a lack of
@@ -15,21 +15,19 @@ cleverness, is what caps composable packing on traces rich in large fractions:
    with their CPU and memory and an unbound GPU it can take provably exist (the
    certificate below, from nothing but what the earlier arrivals could have consumed).
 3. The GPUs those forced pods sit on leave free at least the optimum of a linear programme
-   (`packing_pairs.pairing_waste`, whose docstring has the argument): the forced fractions
-   above a third pair up with each other or with any other arrival of that kind, and the
-   gaps the pairs leave are filled by a splittable assignment of every fraction of at most
-   a third that arrives (a piece fits any gap at least its size).
+   over what one GPU can hold (`packing_configs.least_waste`, whose docstring has the
+   argument): every such GPU holds one of the multisets of fractions that fit it, and no
+   more of a size than arrived.
 
 So allocated milli <= min(arrived milli, GPUs x 1000 - that least waste). With all hosts
-pooled the bound also splits on the arrival x at which the pool runs out of unbound GPUs:
-for a point t, either x >= t and every pod certified before t (host part only) is placed, or
-x < t and, since after x no whole-GPU pod is ever placed, the allocation is at most the GPU
-milli that arrived before t plus what the fractions at or after t can add: all of those of
-half a GPU or less, and of the big ones only those that can be matched one to one to earlier
-fractions small enough to sit beside them (a big one after x can only go on a GPU bound by
-then, which holds such a fraction and no other big one: `late_fractions`); the worse case
-bounds that t, and the best t is taken. Allocation never falls (no departures), so the bound
-holds at every sample up to the last arrival.
+pooled the bound also splits on the arrival x at which the pool runs out of unbound GPUs
+(`packing_configs.Exhaustion`): before x every certified pod is placed (a GPU is free, so
+the certificate may take one for granted), after x no whole-GPU pod is ever placed and a
+fraction only joins a GPU bound before x, beside a pod that arrived before x. A programme
+over what each GPU holds, early and late, bounds every run that runs out in an interval
+of x; the largest over all intervals, and the case where the pool never runs out, bounds
+every run. Allocation never falls (no departures), so the bound holds at every sample up
+to the last arrival.
 
 4. A dropped fraction above a third closes the door behind it (`drop_split`; any domains,
    pooled or not). If such a pod i (cpu c, memory m, no gpu_spec) is dropped, then at its
@@ -84,11 +82,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench import packing_pairs
+from bench import packing_configs
 
-FULL = packing_pairs.FULL  # a whole GPU, in milli
+FULL = packing_configs.FULL  # a whole GPU, in milli
 BIG = 500  # two fractions above this never share a GPU
-THIRD = packing_pairs.THIRD  # three fractions above this never share a GPU
+THIRD = packing_configs.THIRD  # three fractions above this never share a GPU
 
 
 @dataclass(frozen=True)
@@ -103,14 +101,11 @@ class Host:
 
 @dataclass
 class Bound:
-    """The ceiling, and the forced pods behind it (for the report and the tests)."""
+    """The ceiling, and each argument's bound on its own (for the report and the tests)."""
 
     milli: float  # the ceiling on allocated GPU milli
     arrived: int  # GPU milli requested by the arrivals considered
-    forced: int  # pods above a third placed in the worst case of the argument that gave it
-    gaps: float  # milli their pairs leave on their GPUs, at the programme's optimum
-    fill: float  # what fractions of at most a third fill of it there
-    parts: dict[str, float] = field(default_factory=dict)  # each argument's bound, alone
+    parts: dict[str, float] = field(default_factory=dict)
 
 
 MIXES = np.stack([1.0 - np.linspace(0, 1, 201), np.linspace(0, 1, 201)], 1)  # CPU : memory
@@ -197,7 +192,6 @@ class Certifier:
 def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
     """The bound over `arriving` (objects with cpu, mem, k, milli, spec, gpu) for any policy,
     composable with the domains in `hosts.domain`; `pooled`: one domain of all hosts."""
-    n = len(arriving)
     gpu = np.array([p.gpu for p in arriving], dtype=np.float64)
     spend = Spend(arriving, hosts)
     shapes: dict[tuple[int, int], list[int]] = {}
@@ -225,66 +219,22 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
     def waste(forced: set[int]) -> tuple[float, float]:
         sizes = tuple(sorted(Counter(arriving[i].milli for i in forced).items()))
         if sizes not in solved:
-            solved[sizes] = packing_pairs.pairing_waste(dict(sizes), kinds)
+            solved[sizes] = packing_configs.least_waste(dict(sizes), kinds)
         return solved[sizes]
 
     arrived = float(gpu.sum())
     capacity = gpu_total * FULL
     gaps, fill = waste(set(always))
     best = min(arrived, capacity - (gaps - fill))
-    detail = (len(always), gaps, fill)
     if pooled:
-        # the pool runs out of unbound GPUs at some arrival x (or never). Split on a point t:
-        # x >= t: every certified pod before t is placed (a GPU is free); x < t: after x
-        # no whole-GPU pod is ever placed, so at most the GPU milli that arrived before t
-        # plus what the fractions after t can add. The bound for t is the worse case; take
-        # the best t.
-        before = np.concatenate([[0.0], np.cumsum(gpu)])  # milli that arrived before t
-        late = late_fractions(arriving)
-        early_set = sorted(set(early) | set(always))
-        for t in range(0, n + 1, max(1, n // 400)):
-            forced = {i for i in early_set if i < t} | set(always)
-            g, f = waste(forced)
-            case_a = capacity - (g - f)
-            case_b = min(before[t] + late[t], capacity - (gaps - fill))
-            bound = min(arrived, max(case_a, case_b))
-            if bound < best:
-                best, detail = bound, (len(forced), g, f)
+        # the pool runs out of unbound GPUs at some arrival x, or never: the largest of
+        # what a run can allocate over every x bounds them all (packing_configs.Exhaustion)
+        run_out = packing_configs.Exhaustion(arriving, gpu_total, set(always), set(early))
+        best = min(best, run_out.bound())
     parts = {"certificate": best}
-    drop, forced_drop = drop_split(arriving, always, waste, capacity)
+    drop, _ = drop_split(arriving, always, waste, capacity)
     parts["drop"] = float(min(arrived, drop))
-    if parts["drop"] < best:
-        g, f = waste(forced_drop)
-        best, detail = parts["drop"], (len(forced_drop), g, f)
-    return Bound(best, int(arrived), *detail, parts=parts)
-
-
-def late_fractions(arriving: list) -> np.ndarray:
-    """[t]: the most GPU milli the fractions arriving at t or later can add once the pool has
-    run out of unbound GPUs before t (the pooled split under 3. in the module docstring).
-    Those of half a GPU or less: all of them. A big one of m milli needs a GPU bound by then
-    that holds no big fraction and at most 1000 - m, so it holds a fraction of at most that
-    (a pod of no milli on one GPU counts: it binds one and leaves it free) which arrived
-    before t; two big ones never share a GPU, so the big ones placed map one
-    to one onto such earlier fractions. The most milli such a matching carries: the
-    thresholds nest (a bigger fraction's earlier fractions are a subset of a smaller one's),
-    so taking the biggest fractions first, each while earlier fractions under its threshold
-    are left, is exact (greedy on a matroid, by weight)."""
-    fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
-    milli = np.where(fraction, [p.milli for p in arriving], 0)
-    big = milli > BIG
-    small = np.where(big, 0, milli)
-    out = (small.sum() - np.concatenate([[0], np.cumsum(small)])).astype(np.float64)
-    matched = np.zeros(len(arriving) + 1)
-    for m in sorted({int(x) for x in milli[big]}, reverse=True):
-        this = (milli == m).astype(np.int64)
-        after = this.sum() - np.concatenate([[0], np.cumsum(this)])  # arriving at t or later
-        beside = (fraction & (milli <= FULL - m)).astype(np.int64)  # a 0-milli one too
-        before = np.concatenate([[0], np.cumsum(beside)])  # arrived before t
-        take = np.minimum(after, np.maximum(before - matched, 0))
-        matched += take
-        out += take * m
-    return out
+    return Bound(min(best, parts["drop"]), int(arrived), parts=parts)
 
 
 def after_drop(arriving: list) -> dict[int, float]:

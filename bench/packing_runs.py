@@ -18,7 +18,7 @@ What a run depends on:
 * every run and ceiling: the trace replay, sampling and workload (bench/packing_replay.py,
   bench/packing_data.py), not the command line (bench/bench_packing.py);
 * the re-implemented policies: bench/packing_fixed.py, bench/packing_pool.py;
-* the ceilings: bench/packing_bound.py, bench/packing_pairs.py;
+* the ceilings: bench/packing_bound.py, bench/packing_configs.py;
 * the product's engine (`composer*` policies): bench/packing_product.py and the engine
   itself (composer/placement/, fabric/kinds.py, fabric/latency.py);
 * every run and ceiling: the cluster and the pod list it read, and numpy's version.
@@ -50,7 +50,7 @@ STORE = ROOT / "bench" / "results" / "packing-runs.json"
 
 _COMMON = ("bench/packing_replay.py", "bench/packing_data.py")
 _DEPENDS = {
-    "bound": (*_COMMON, "bench/packing_bound.py", "bench/packing_pairs.py"),
+    "bound": (*_COMMON, "bench/packing_bound.py", "bench/packing_configs.py"),
     "reimplemented": (*_COMMON, "bench/packing_fixed.py", "bench/packing_pool.py"),
     "product": (
         *_COMMON,

@@ -17,11 +17,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-import bench.packing_bound as packing_bound
-from bench.packing_bound import Host, after_drop, ceiling, drop_split, late_fractions
+import bench.packing_configs as packing_configs
+from bench.packing_bound import Host, after_drop, ceiling, drop_split
+from bench.packing_configs import least_waste
 from bench.packing_data import FULL, Cluster, Pod, cluster_from_rows, switch_domains, workload
 from bench.packing_fixed import FixedSim, Fragmentation, k8s_score, stranded
-from bench.packing_pairs import pairing_waste
 from bench.packing_pool import PoolFgd, PoolFragment, PoolSim
 from bench.packing_replay import simulate
 
@@ -426,77 +426,18 @@ def test_three_fractions_of_a_third_share_a_gpu() -> None:
     assert ceiling(Host(cl.cpu, cl.mem, cl.gpus, domains), pods, 6, pooled=True).milli >= best
 
 
-def test_pairing_waste_pairs_what_is_forced_and_fills_gaps_with_what_fits():
-    def waste(forced: dict[int, int], arrived: dict[int, int]) -> float:
-        gaps, fill = pairing_waste(forced, arrived)
-        return gaps - fill
-
-    # two forced 470s pair best with each other: 60 milli nothing fills
-    assert waste({470: 2}, {470: 2}) == pytest.approx(60, abs=0.01)
-    # ... unless a 50 arrives to fill 50 of it; a 60 would not fit a gap of 60 twice
-    assert waste({470: 2}, {470: 2, 50: 1}) == pytest.approx(10, abs=0.01)
-    # a forced 470 may pair with an arrival that is not forced
-    assert waste({470: 1}, {470: 1, 480: 1}) == pytest.approx(50, abs=0.01)
-    # the best partner there is; a single 470 is never half of a 470 + 470 pair
-    assert waste({470: 1}, {470: 1, 460: 1}) == pytest.approx(70, abs=0.01)
-    assert waste({470: 1}, {470: 1, 460: 1, 480: 1}) == pytest.approx(50, abs=0.01)
-    # a forced 810 leaves 190 for fractions of at most that; a 320 cannot use it
-    assert waste({810: 1}, {810: 1, 320: 1}) == pytest.approx(190, abs=0.01)
-    assert waste({810: 1}, {810: 1, 160: 1}) == pytest.approx(30, abs=0.01)
-    # 650 + 350 leave nothing; two big ones never pair
-    assert waste({650: 1}, {650: 1, 350: 1}) == pytest.approx(0, abs=0.01)
-    assert waste({650: 2}, {650: 2}) == pytest.approx(700, abs=0.01)
-    # nothing forced: nothing to say; forcing what did not arrive, or a third or less, is
-    # the caller's mistake, never a bound
-    assert pairing_waste({}, {470: 3}) == (0.0, 0.0)
-    for wrong in ({470: 2}, {333: 1}, {480: 1}):
-        with pytest.raises(ValueError, match="not above a third, or not arrived"):
-            pairing_waste(wrong, {470: 1, 333: 1})
-    # the optimum never falls as more is forced (drop_split relies on it)
-    arrived = {810: 3, 650: 2, 470: 4, 370: 1, 320: 3, 160: 2, 50: 1}
-    forced: dict[int, int] = {}
-    last = 0.0
-    for size in (470, 810, 470, 650, 370, 470, 810, 650, 470, 810):
-        forced[size] = forced.get(size, 0) + 1
-        now = waste(forced, arrived)
-        assert now >= last - 0.01, forced
-        last = now
-
-
-def test_late_fractions_match_big_ones_to_earlier_ones_small_enough_to_share():
-    pods = [Pod(1, 1, 1, m) for m in (160, 320, 810, 810, 650)] + [Pod(1, 1, 1, 1000)]
-    # t = 0: no earlier fraction, so no big one can be placed, only the 160 and the 320;
-    # t = 1: the 810s have the 160 (one of them), the 650 nothing left; the 320 after;
-    # t = 2, 3: one 810 beside the 160, the 650 beside the 320; later, whole GPUs add nothing
-    assert late_fractions(pods).tolist() == [480, 320 + 810, 1460, 1460, 650, 0, 0]
-    # a pod of no milli on one GPU binds it and leaves it free: an 810 may follow it there
-    assert late_fractions([Pod(1, 1, 1, 0), Pod(1, 1, 1, 810)]).tolist() == [0, 810, 0]
-    # the bigger fraction first: one 160 serves an 810 rather than the 650
-    assert late_fractions([Pod(1, 1, 1, m) for m in (160, 650, 810)]).tolist() == [
-        160,
-        810,
-        810,
-        0,
-    ]
-
-
-def test_pooled_ceiling_with_late_big_fractions_matched_bounds_every_policy(
+def test_pooled_ceiling_split_on_when_the_pool_runs_out_bounds_every_policy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The pooled split against exhaustive search on 600 fraction-rich instances (one big
-    host, two to four GPUs): with the later big fractions matched to earlier small ones it
-    must still hold, and bite below the split that counts every later fraction on some of
-    them (12 at least), or the matching is not what the check proves."""
-
-    def every_later_fraction(arriving: list) -> np.ndarray:
-        frac = np.array([p.gpu if p.k == 1 and p.milli < FULL else 0 for p in arriving], float)
-        return frac.sum() - np.concatenate([[0.0], np.cumsum(frac)])
-
+    """The pooled split (packing_configs.Exhaustion) against exhaustive search on 600
+    fraction-rich instances (one big host, two to four GPUs): it must hold, and bite below
+    the ceiling without it on some of them (12 at least), or the split is not what the
+    check proves."""
     tighter = 0
     for seed in range(600):
         rng = random.Random(seed)
         cl = cluster((64, 256, rng.choice([2, 3, 4]), "A"))
-        shapes = [(1, 810), (1, 650), (1, 160), (1, 320), (1, 470), (1, 1000)]
+        shapes = [(1, 810), (1, 650), (1, 160), (1, 320), (1, 470), (1, 1000), (1, 0)]
         pods = [Pod(1000, 1024, *rng.choice(shapes)) for _ in range(rng.choice([5, 6, 7]))]
         hosts = Host(cl.cpu, cl.mem, cl.gpus, np.zeros(1, dtype=np.int64))
         gpus = int(cl.gpus.sum())
@@ -505,7 +446,7 @@ def test_pooled_ceiling_with_late_big_fractions_matched_bounds_every_policy(
         assert best <= bound.milli + 1e-9, seed
         assert best <= bound.parts["certificate"] + 1e-9, seed
         with monkeypatch.context() as patched:
-            patched.setattr(packing_bound, "late_fractions", every_later_fraction)
+            patched.setattr(packing_configs.Exhaustion, "bound", lambda self: np.inf)
             loose = ceiling(hosts, pods, gpus, pooled=True).parts["certificate"]
         assert bound.parts["certificate"] <= loose + 1e-9, seed
         tighter += bound.parts["certificate"] < loose - 1e-9
@@ -616,7 +557,7 @@ def test_drop_split_bisection_finds_the_worst_case():
         certified = [i for i in plus if rng.random() < 0.3]
 
         def waste(forced, pods=pods, kinds=kinds):
-            return pairing_waste(Counter(pods[i].milli for i in forced), kinds)
+            return least_waste(Counter(pods[i].milli for i in forced), kinds)
 
         capacity = rng.randrange(2, 20) * FULL
         got, _ = drop_split(pods, certified, waste, capacity)
