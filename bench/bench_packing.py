@@ -114,9 +114,11 @@ and a programme over what each GPU holds, early and late, bounds every run that 
 then. A second argument splits on which fractions above a third a run drops: dropping one
 means no host has its CPU and memory next to an unbound GPU, or a partly used GPU with room
 for it, any more, so every later whole-GPU pod (or fraction at least as big) asking at
-least as much is dropped too, which caps that run; a run that drops none places them all.
-The ceiling is the lower of the two. Both are checked against an exhaustive search over all
-policies on small instances in the tests.
+least as much is dropped too, and a later smaller fraction asking as much only fits a GPU
+bound before the drop, which caps that run (in domains a programme over what each GPU holds
+bounds each case); a run that drops none places them all. The ceiling is the lower of the
+two. Both are checked against an exhaustive search over all policies on small instances in
+the tests.
 
 The increase of a (node state, pod shape) is cached per shape and recomputed only for the
 nodes that changed since that shape was last scored, which keeps a 10,000-pod run of a

@@ -39,20 +39,29 @@ to the last arrival.
    its domain or a partly used GPU there with that room (a gpu_spec only narrows that; i had
    none, so any model would have done for it). A run that drops i therefore allocates at
    most R_i = arrived milli - milli_i - the GPU milli of those later pods. Split on D, the
-   fractions above a third a run drops (never a certified one, 2.): sort the uncertified
-   ones by R; if the first of D in that order is the k-th, the k - 1 before it are placed,
-   and allocation <= min(R_k, GPUs x 1000 - waste(certified and those k - 1)), waste as in
-   3. (which needs only that those pods are placed); if D is empty all are placed (R =
-   infinity). Every run falls under one k, so the largest of these bounds over k holds for
-   every run. The waste term never falls as k grows (a forced pod more only narrows the
-   programme of 3., solved to optimality) and R is sorted, so the largest is where the two
-   cross, found by bisection (a test checks it against a scan). Where most whole-GPU pods
-   ask more CPU and memory than the common big fractions (the default trace: 99 % of them
-   against the 810-milli shape), an early drop costs the run most later whole-GPU pods (and
-   the later fractions at least as big that ask as much), which no domain structure can dodge;
-   that is what rules out 8-host domains, where the certificate alone (2.) is weak. The
-   ceiling is the lower of this bound and the one above; allocation never falls, so both
-   hold at every sample.
+   fractions above a third without a gpu_spec that a run drops (never a certified one,
+   2.): sort the uncertified ones by R; if the first of D in that order is the k-th, the
+   k - 1 before it are placed, and allocation <= min(R_k, GPUs x 1000 - waste(certified and
+   those k - 1)), waste as in 3. (which needs only that those pods are placed); if D is
+   empty all are placed (R = infinity). Every run falls under one k, so the largest of these
+   bounds over k holds for every run. The waste term never falls as k grows (a forced pod
+   more only narrows the programme of 3., solved to optimality) and R is sorted, so the
+   largest is where the two cross, found by bisection (a test checks it against a scan).
+   In domains each case is sharpened (`after_drop_programme`): a later pod asking at least
+   c and m that fits somewhere after the drop sits on a GPU already bound, bound before i's
+   arrival (the host it lands on had that CPU and memory then, so no unbound GPU left in
+   its domain), so beside the pod that bound it, which arrived before i (one of no milli
+   leaves the GPU whole; a whole-GPU pod leaves no room); the most a run of case k
+   allocates is at most the optimum of `packing_configs.Anchored` with those pods
+   anchored, the whole-GPU and as-big ones shut out, and the certified ones and the k - 1
+   placed. The cases are visited from the crossing outwards until min(R_k, GPUs x 1000 -
+   waste), which only falls that way, is below the largest found. Where most whole-GPU
+   pods ask more CPU and memory than the common big fractions (the default trace: 99 % of
+   them against the 810-milli shape), an early drop costs the run most later whole-GPU pods
+   (and the later fractions at least as big that ask as much), which no domain structure
+   can dodge; that is what bounds 8-host domains, where the certificate alone (2.) is weak.
+   The ceiling is the lower of this bound and the one above; allocation never falls, so
+   both hold at every sample.
 
 The certificate. An adversary keeps fraction b (cpu c, memory m) out only if every host is
 blocked: its free CPU < c (its pods used cost_c = cap_c - c + 1 of CPU; a host smaller than c
@@ -85,7 +94,6 @@ import numpy as np
 from bench import packing_configs
 
 FULL = packing_configs.FULL  # a whole GPU, in milli
-BIG = 500  # two fractions above this never share a GPU
 THIRD = packing_configs.THIRD  # three fractions above this never share a GPU
 
 
@@ -232,7 +240,10 @@ def ceiling(hosts: Host, arriving: list, gpu_total: int, pooled: bool) -> Bound:
         run_out = packing_configs.Exhaustion(arriving, gpu_total, set(always), set(early))
         best = min(best, run_out.bound())
     parts = {"certificate": best}
-    drop, _ = drop_split(arriving, always, waste, capacity)
+    # in domains the drop split decides, so each of its cases is sharpened by what the drop
+    # leaves a later pod (minutes a seed); pooled, the exhaustion split is the lower
+    sharper = None if pooled else after_drop_programme(arriving, gpu_total)
+    drop = drop_split(arriving, always, waste, capacity, sharper)
     parts["drop"] = float(min(arrived, drop))
     return Bound(min(best, parts["drop"]), int(arrived), parts=parts)
 
@@ -265,10 +276,13 @@ def drop_split(
     certified: list[int],
     waste: Callable[[set[int]], tuple[float, float]],
     capacity: int,
-) -> tuple[float, set[int]]:
-    """The bound of 4. in the module docstring, and the pods placed in its worst case.
-    `certified`: pods placed in every run (fractions above a third); `waste(set)`: (gaps,
-    fill) at the least free capacity the GPUs of a set of placed such pods leave (3.)."""
+    sharper: Callable[[int | None, set[int]], float] | None = None,
+) -> float:
+    """The bound of 4. in the module docstring. `certified`: pods placed in every run
+    (fractions above a third); `waste(set)`: (gaps, fill) at the least free capacity the
+    GPUs of a set of placed such pods leave (3.); `sharper(i, placed)`, if given: a bound on
+    the runs that drop pod i (None: drop none) and place `placed` (`after_drop_programme`),
+    taken in each case as well."""
     r = after_drop(arriving)
     fixed = set(certified)
     rest = sorted((x, i) for i, x in r.items() if i not in fixed)
@@ -285,7 +299,65 @@ def drop_split(
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if r_at(mid) >= cap_at(mid) else (mid + 1, hi)
     # k >= lo: min(R_k, cap_at(k)) = cap_at(k) <= cap_at(lo); k < lo: it is R_k <= R_{lo-1}
-    best, k = cap_at(lo), lo
-    if lo > 0 and r_at(lo - 1) > best:
-        best, k = r_at(lo - 1), lo - 1
-    return float(best), fixed | {i for _, i in rest[:k]}
+    if sharper is None:
+        return float(max(cap_at(lo), r_at(lo - 1) if lo > 0 else -np.inf))
+    # each case k is also at most sharper(k): visit the cases from the crossing outwards,
+    # the one with the larger min(R_k, cap_at(k)) first, until that min (which only falls
+    # outwards, give or take the rounding margin) is no more than the largest case found
+    margin = packing_configs.SLACK * capacity
+    found, left, right = -np.inf, lo - 1, lo
+    while True:
+        up_left = r_at(left) if left >= 0 else -np.inf
+        up_right = cap_at(right) if right <= len(rest) else -np.inf
+        if max(up_left, up_right) <= found - margin:
+            if found == -np.inf:  # every run falls under some case
+                raise ValueError("no case of the drop split holds a run")
+            return float(found)
+        k = left if up_left > up_right else right
+        dropped = rest[k][1] if k < len(rest) else None
+        case = sharper(dropped, fixed | {i for _, i in rest[:k]})
+        found = max(found, min(case, max(up_left, up_right)))
+        left, right = (left - 1, right) if k == left else (left, right + 1)
+
+
+def after_drop_programme(arriving: list, gpus: int) -> Callable[[int | None, set[int]], float]:
+    """sharper(i, placed) for drop_split: the most a run that drops fraction i (None: none)
+    and places `placed` can allocate (packing_configs.Anchored). After i is dropped, no host
+    with its CPU and memory has an unbound GPU in its domain, ever again (4. in the module
+    docstring), so a later pod asking at least both only fits a GPU already bound, before
+    i: a whole-GPU pod or a fraction as big as i never, a smaller fraction only beside an
+    anchor that arrived before i. Every other pod may go anywhere."""
+    fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
+    milli = np.array([p.milli for p in arriving], dtype=np.int64)
+    cpu = np.array([p.cpu for p in arriving], dtype=np.int64)
+    mem = np.array([p.mem for p in arriving], dtype=np.int64)
+    whole = np.where(fraction, 0.0, [float(p.k) for p in arriving])
+    sizes = sorted({int(m) for m in milli[fraction]})
+    column = np.searchsorted(sizes, milli)
+    programme = packing_configs.Anchored(sizes, gpus)
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(column[mask & fraction], minlength=len(sizes)).astype(np.float64)
+
+    def sharper(i: int | None, placed: set[int]) -> float:
+        index = np.arange(len(arriving))
+        if i is None:
+            shut = np.zeros(len(arriving), dtype=bool)
+            before = np.ones(len(arriving), dtype=bool)
+        else:
+            shut = (index > i) & (cpu >= cpu[i]) & (mem >= mem[i])
+            before = index < i
+        anchored = shut & (milli < milli[i]) if i is not None else shut
+        free = ~shut & (index != i)
+        limits = packing_configs.Limits(
+            anchors=count(before),
+            free=count(free),
+            anchored=count(anchored),
+            total=count(free | anchored),
+            early=np.zeros(len(sizes)),
+            placed=count(np.isin(index, list(placed))),
+            wholes=float(whole[free].sum()),
+        )
+        return programme.most(limits)
+
+    return sharper

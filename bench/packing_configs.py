@@ -1,12 +1,16 @@
 """What the contents a GPU can hold allow, for the composable ceiling (bench/packing_bound.py):
-two linear programmes over *configurations*, the multisets of fractions one GPU can hold
+linear programmes over *configurations*, the multisets of fractions one GPU can hold
 (sizes in whole milli summing to at most 1000), solved by scipy's HiGHS.
 
-Any run's GPUs at the end are a feasible point of both: count the GPUs by what they hold
-and the fractions by where they sit. So each optimum bounds every run; model, host, CPU and
-memory are ignored, which only loosens it. The programmes know the sizes of the fractions,
-not just their sum: 810 leaves 190 that no 320 can use, 470 + 470 leaves 60, and three
-fractions of 320 fill 960 of a GPU where a splittable fill would fill it all.
+A run's GPUs at the end, counted by what they hold with the fractions counted by where
+they sit, are a feasible point of `least_waste` if the run places the forced fractions,
+and of `Anchored.most` under the limits of the case of a split it falls under (its pool
+runs out at an x in [a, b): `Exhaustion.interval(a, b)`; it drops a given fraction first:
+packing_bound.after_drop_programme). So each optimum bounds every such run; model, host,
+CPU and memory are ignored, which only loosens it.
+The programmes know the sizes of the fractions, not just their sum: 810 leaves 190 that no
+320 can use, 470 + 470 leaves 60, and three fractions of 320 fill 960 of a GPU where a
+splittable fill would fill it all.
 
 `least_waste`: the least capacity the GPUs holding given fractions above a third (those
 that every run places) leave free. Variables: x_c, the GPUs holding configuration c, over
@@ -24,7 +28,8 @@ Forcing one more fraction shrinks the feasible set, so the optimum never falls a
 forced set grows (drop_split relies on it; the rounding margin taken off it only ever
 raises the ceiling).
 
-`Exhaustion`: with all hosts pooled, the most a run can allocate if the pool runs out of
+`Anchored`: the most a run can allocate when some fractions may only join a GPU an earlier
+pod had bound. `Exhaustion`: with all hosts pooled, that for a run whose pool runs out of
 unbound GPUs at arrival x, for x in an interval [a, b) (see `Exhaustion.interval`), and the
 largest of those over every x (`Exhaustion.bound`).
 """
@@ -35,6 +40,7 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import linprog
@@ -104,148 +110,185 @@ def least_waste(forced: Mapping[int, int], arrived: Mapping[int, int]) -> tuple[
     return gaps, min(gaps, fill + SLACK * max(gaps, 1.0))
 
 
-class Exhaustion:
-    """The pooled split: the most a run can allocate if the pool runs out of unbound GPUs at
-    arrival x (the first x such that, once the pods before it are placed, no GPU is unbound).
+@dataclass(frozen=True)
+class Limits:
+    """What one case of a split allows, per fraction size (arrays in the order of
+    `Anchored.sizes`), for `Anchored.most`."""
 
-    Before x every pod arrives to an unbound GPU, so those certified with one taken for
-    granted (`early`) are placed; after x no whole-GPU pod is ever placed (it needs unbound
-    GPUs), and a fraction only joins a GPU bound before x, which holds a pod that arrived
-    before x: an *anchor* (a pod of no milli on one GPU is one too: it binds a GPU and
-    leaves it free). For x in [a, b) the fractions placed early arrived before b, those
-    placed late at a or later. Variables: x_c, the GPUs whose contents fit configuration c
-    (only the maximal ones: what a GPU holds is part of one), e_cs and l_cs, the fractions of
-    size s placed early and late on them, and w, the GPUs whole-GPU pods take:
+    anchors: np.ndarray  # may anchor a GPU: arrived before the GPUs stopped being bound
+    free: np.ndarray  # may sit on any GPU (anchors among them)
+    anchored: np.ndarray  # may only sit beside an anchor
+    total: np.ndarray  # all of them together
+    early: np.ndarray  # at least this many of the free ones placed
+    placed: np.ndarray  # at least this many placed in all
+    wholes: float  # whole GPUs that whole-GPU pods may take
 
-      maximise  sum_cs s (e_cs + l_cs) + 1000 w
+
+class Anchored:
+    """The most GPU milli a run can allocate when some fractions may only join a GPU that
+    an earlier pod (an *anchor*) had bound, over what each GPU can hold.
+
+    Both splits of the ceiling end in this shape: once the pool has run out, every later
+    fraction needs a GPU bound before (`Exhaustion`); once a fraction has been dropped, a
+    later pod asking at least its CPU and memory only fits a GPU bound before the drop
+    (packing_bound.drop_split). A pod of no milli is an anchor too: it binds a GPU and
+    leaves it free (where a fraction may not join a GPU bound with nothing taken, counting
+    it so only loosens the bound); a configuration holds at most one, since more add
+    nothing. Variables: for every maximal configuration c (what a GPU holds is part of
+    one), the GPUs of it with an anchor (y_c) and without (z_c); on the first, per size s,
+    the anchors e_cs, the other free fractions o_cs and the anchored ones b_cs; on the
+    second the free fractions f_cs; w the GPUs whole-GPU pods take:
+
+      maximise  sum_cs s (e_cs + o_cs + b_cs + f_cs) + 1000 w
       subject to
-        e_cs + l_cs <= (s's in c) x_c;   x_c <= sum_s e_cs    (every GPU has an anchor)
-        sum_c e_cs <= arrived before b;  sum_c l_cs <= arrived at a or later;
-        sum_c (e_cs + l_cs) <= arrived   (per size s)
-        sum_c e_ca >= certified before a; sum_c (e_ca + l_ca) >= those and `always`
-                                         (per third-plus size a)
-        sum_c x_c + w <= GPUs;  w <= whole GPUs asked before b
+        e_cs + o_cs + b_cs <= (s's in c) y_c;  y_c <= sum_s e_cs;  f_cs <= (s's in c) z_c
+        per size s: sum_c e_cs <= anchors;  sum_c (e_cs + o_cs + f_cs) <= free;
+                    sum_c b_cs <= anchored;  all of them <= total;
+                    sum_c (e_cs + o_cs + f_cs) >= early;  all of them >= placed
+        sum_c (y_c + z_c) + w <= GPUs;  w <= wholes
 
-    Any run that runs out in [a, b) gives a feasible point, so the optimum bounds it; an
-    infeasible interval holds no run. `bound` takes the largest over a partition of the
-    arrivals into intervals, splitting the interval that gives it until it is narrow, and
-    the case where the pool never runs out (the interval [n, n): everything early)."""
+    Only the limits change from case to case, so the matrix is built once. Without
+    `unanchored` every GPU holds an anchor (the pool has run out, and the free fractions
+    are the anchors): only y, e, b and w are variables, a programme half the size."""
 
-    def __init__(self, arriving: Sequence, gpus: int, always: set[int], early: set[int]):
-        self.n, self.gpus = len(arriving), gpus
-        fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
-        milli = np.array([p.milli for p in arriving], dtype=np.int64)
-        self.sizes = sizes = sorted({int(m) for m in milli[fraction]})
+    def __init__(self, sizes: Sequence[int], gpus: int, unanchored: bool = True):
+        self.sizes, self.gpus = list(sizes), gpus
         positive = [s for s in sizes if s > 0]
         least = min(positive, default=FULL)
         configs = [c for c in contents(positive) if FULL - sum(c) < least]
-        if 0 in sizes:  # an anchor that takes no room goes with any configuration
+        if 0 in sizes:
             configs = [(*c, 0) for c in configs] or [(0,)]
-        # per size, how many arrived before t ([t, size]), and of the certified ones
-        one_hot = np.zeros((self.n + 1, len(sizes)))
-        forced_hot = np.zeros((self.n + 1, len(sizes)))
-        column = {s: j for j, s in enumerate(sizes)}
-        certified = always | early
-        for i in np.nonzero(fraction)[0]:
-            one_hot[i + 1, column[int(milli[i])]] = 1
-            forced_hot[i + 1, column[int(milli[i])]] = i in certified
-        self.arrived_before = np.cumsum(one_hot, axis=0)
-        self.certified_before = np.cumsum(forced_hot, axis=0)
-        self.always = np.zeros(len(sizes))
-        for pod in always:
-            self.always[column[int(milli[pod])]] += 1
-        self.early_set = sorted(early - always)
-        self.milli = milli
-        whole = np.array([p.k if p.k >= 1 and p.milli >= FULL else 0 for p in arriving])
-        self.wholes_before = np.concatenate([[0], np.cumsum(whole)])
-        self.plus = [j for j, s in enumerate(sizes) if s > THIRD]
-        self._build(configs, column)
-
-    def _build(self, configs: list[tuple[int, ...]], column: dict[int, int]) -> None:
-        """The constraint matrix, the same for every interval (only the limits change)."""
-        pairs = [(c, s, n) for c, held in enumerate(configs) for s, n in Counter(held).items()]
+        column = {s: j for j, s in enumerate(self.sizes)}
+        pairs = [
+            (c, column[s], n) for c, held in enumerate(configs) for s, n in Counter(held).items()
+        ]
         nc, nq, ns = len(configs), len(pairs), len(self.sizes)
-        self.nc, self.nq = nc, nq
-        e = nc + np.arange(nq)  # variable index of e_q; l_q is e + nq; w the last
-        l_ = e + nq
-        w = nc + 2 * nq
-        size_of = np.array([column[s] for _, s, _ in pairs], dtype=np.int64)
-        conf_of = np.array([c for c, _, _ in pairs], dtype=np.int64)
+        conf = np.array([c for c, _, _ in pairs], dtype=np.int64)
+        size = np.array([j for _, j, _ in pairs], dtype=np.int64)
+        held = np.array([n for _, _, n in pairs], dtype=np.float64)
+        q, c = np.arange(nq), np.arange(nc)
+        # variable blocks: y, e, b; with `unanchored` also o, z, f; w last
+        y, e, b = 0, nc, nc + nq
+        o, z, f = (b + nq, b + 2 * nq, b + 2 * nq + nc) if unanchored else (-1, -1, -1)
+        w = f + nq if unanchored else b + nq
+        free = (e, o, f) if unanchored else (e,)
         rows: list[np.ndarray] = []
         cols: list[np.ndarray] = []
         vals: list[np.ndarray] = []
-        r = 0
 
         def put(row: np.ndarray, col: np.ndarray, val: float | np.ndarray) -> None:
             rows.append(row)
             cols.append(col)
             vals.append(np.broadcast_to(np.asarray(val, dtype=np.float64), row.shape))
 
-        # per size: early, late, all (rows 0..3 ns)
-        put(r + size_of, e, 1.0)
-        put(r + ns + size_of, l_, 1.0)
-        put(r + 2 * ns + size_of, e, 1.0)
-        put(r + 2 * ns + size_of, l_, 1.0)
-        r += 3 * ns
-        # per third-plus size: certified early, all forced (negated: >=)
-        plus_row = {j: k for k, j in enumerate(self.plus)}
-        on_plus = np.array([j in plus_row for j in size_of], dtype=bool)
-        k_of = np.array([plus_row.get(int(j), -1) for j in size_of], dtype=np.int64)
-        put(r + k_of[on_plus], e[on_plus], -1.0)
-        put(r + len(self.plus) + k_of[on_plus], e[on_plus], -1.0)
-        put(r + len(self.plus) + k_of[on_plus], l_[on_plus], -1.0)
-        r += 2 * len(self.plus)
-        # per (configuration, size): e + l <= n x_c
-        q = np.arange(nq)
-        put(r + q, e, 1.0)
-        put(r + q, l_, 1.0)
-        put(r + q, conf_of, -np.array([n for _, _, n in pairs], dtype=np.float64))
-        r += nq
-        # per configuration: an anchor placed early
-        put(r + np.arange(nc), np.arange(nc), 1.0)
-        put(r + conf_of, e, -1.0)
-        r += nc
-        # GPUs
-        put(np.full(nc + 1, r), np.append(np.arange(nc), w), 1.0)
-        r += 1
+        # per size, in the order of Limits: anchors, free, anchored, total, -early, -placed
+        put(size, e + q, 1.0)
+        for v in free:
+            put(ns + size, v + q, 1.0)
+            put(4 * ns + size, v + q, -1.0)
+        put(2 * ns + size, b + q, 1.0)
+        for v in (*free, b):
+            put(3 * ns + size, v + q, 1.0)
+            put(5 * ns + size, v + q, -1.0)
+        r = 6 * ns
+        for v in (e, b, o) if unanchored else (e, b):  # what an anchored GPU holds
+            put(r + q, v + q, 1.0)
+        put(r + q, y + conf, -held)
+        put(r + nq + c, y + c, 1.0)  # its anchor
+        put(r + nq + conf, e + q, -1.0)
+        r += nq + nc
+        gpus = [y + c]
+        if unanchored:
+            put(r + q, f + q, 1.0)  # what a GPU without one holds
+            put(r + q, z + conf, -held)
+            r += nq
+            gpus.append(z + c)
+        put(np.full(len(gpus) * nc + 1, r), np.concatenate([*gpus, [w]]), 1.0)
         self.matrix = coo_matrix(
             (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-            shape=(r, w + 1),
+            shape=(r + 1, w + 1),
         ).tocsr()
-        gain = np.array([s for _, s, _ in pairs], dtype=np.float64)
-        self.cost = -np.concatenate([np.zeros(nc), gain, gain, [float(FULL)]])
-        self.fixed_rows = nq + nc  # limits of zero, then the GPUs
+        gain = np.array([self.sizes[j] for j in size], dtype=np.float64)
+        blocks = [np.zeros(nc), gain, gain]
+        if unanchored:
+            blocks += [gain, np.zeros(nc), gain]
+        self.cost = -np.concatenate([*blocks, [FULL]])
+        self.zero_rows = r - 6 * ns
 
-    def interval(self, a: int, b: int) -> float:
-        """The most GPU milli a run whose pool runs out at some x in [a, b) allocates
-        (-inf: no run does); [n, n): a run whose pool never runs out before the last pod."""
-        before_b = self.arrived_before[b]
-        late = self.arrived_before[self.n] - self.arrived_before[a]
-        total = self.arrived_before[self.n]
-        certified_a = self.certified_before[a]
-        forced = self.always.copy()
-        for i in self.early_set:
-            if i >= a:
-                break
-            forced[self.sizes.index(int(self.milli[i]))] += 1
-        limits = np.concatenate(
+    def most(self, limits: Limits) -> float:
+        """The optimum (plus a rounding margin); -inf where no run meets the limits."""
+        b_ub = np.concatenate(
             [
-                before_b,
-                late,
-                total,
-                -certified_a[self.plus],
-                -forced[self.plus],
-                np.zeros(self.fixed_rows),
+                limits.anchors,
+                limits.free,
+                limits.anchored,
+                limits.total,
+                -limits.early,
+                -limits.placed,
+                np.zeros(self.zero_rows),
                 [float(self.gpus)],
             ]
         )
-        bounds = [(0.0, None)] * (self.nc + 2 * self.nq) + [(0.0, float(self.wholes_before[b]))]
-        out = linprog(self.cost, A_ub=self.matrix, b_ub=limits, bounds=bounds, method="highs")
+        bounds = [(0.0, None)] * (len(self.cost) - 1) + [(0.0, float(limits.wholes))]
+        out = linprog(self.cost, A_ub=self.matrix, b_ub=b_ub, bounds=bounds, method="highs")
         if out.status == 2:
             return -np.inf
         if out.status != 0:
-            raise ValueError(f"exhaustion programme not solved: {out.message}")
+            raise ValueError(f"anchored programme not solved: {out.message}")
         return float(-out.fun) + SLACK * self.gpus * FULL
+
+
+def per_size(pods: Sequence, sizes: Sequence[int]) -> np.ndarray:
+    """How many of `pods` are fractions of each size (in the order of `sizes`)."""
+    column = {s: j for j, s in enumerate(sizes)}
+    out = np.zeros(len(sizes))
+    for p in pods:
+        if p.k == 1 and p.milli < FULL:
+            out[column[p.milli]] += 1
+    return out
+
+
+class Exhaustion:
+    """The pooled split: the most a run can allocate if the pool runs out of unbound GPUs at
+    arrival x (the first x such that, once the pods before it are placed, no GPU is unbound).
+
+    Before x every pod arrives to an unbound GPU, so those certified with one taken for
+    granted (`early`) are placed; after x no whole-GPU pod is ever placed (it needs unbound
+    GPUs), and a fraction only joins a GPU bound before x, beside an anchor that arrived
+    before x. For x in [a, b) that is `Anchored` with: anchors and free fractions those
+    that arrived before b, anchored ones those at a or later; at least the certified ones
+    before a placed among the free, `always` placed anywhere; whole GPUs those asked before
+    b. Any run that runs out in [a, b) gives a feasible point, so the optimum bounds it; an
+    infeasible interval holds no run. `bound` takes the largest over a partition of the
+    arrivals into intervals, splitting the interval that gives it until it is narrow, and
+    the case where the pool runs out with the last pod or never (the interval [n, n):
+    everything early)."""
+
+    def __init__(self, arriving: Sequence, gpus: int, always: set[int], early: set[int]):
+        self.arriving, self.n = arriving, len(arriving)
+        sizes = sorted({p.milli for p in arriving if p.k == 1 and p.milli < FULL})
+        self.program = Anchored(sizes, gpus, unanchored=False)
+        self.always, self.early = always, early | always
+        whole = [p.k if p.k >= 1 and p.milli >= FULL else 0 for p in arriving]
+        self.wholes_before = np.concatenate([[0], np.cumsum(whole)])
+
+    def interval(self, a: int, b: int) -> float:
+        """The most GPU milli a run whose pool runs out at some x in [a, b) allocates
+        (-inf: no run does); [n, n): one whose pool runs out with the last pod, or never."""
+        sizes, pods = self.program.sizes, self.arriving
+        before_b = per_size(pods[:b], sizes)
+        certified = per_size([pods[i] for i in self.early if i < a], sizes)
+        forced = per_size([pods[i] for i in self.always | {i for i in self.early if i < a}], sizes)
+        limits = Limits(
+            anchors=before_b,
+            free=before_b,
+            anchored=per_size(pods[a:], sizes),
+            total=per_size(pods, sizes),
+            early=certified,
+            placed=forced,
+            wholes=float(self.wholes_before[b]),
+        )
+        return self.program.most(limits)
 
     def bound(self, start: int = 32, width: int = 8) -> float:
         """The largest `interval` over every x, refined where it is largest: any partition's

@@ -155,7 +155,10 @@ def section(
         for trace in traces:
             for mode in modes:
                 per_seed = sorted(ceilings.get((trace, mode), []))
-                if not per_seed:
+                if mode == "fixed":
+                    continue
+                if not per_seed:  # selected but not kept: say so rather than drop the row
+                    lines.append(f"| {trace} | {MODE_TEXT[mode]} | not computed | | | | |")
                     continue
                 values = [v for _, v in per_seed]
                 best = best_policy(results, trace, mode)
@@ -339,7 +342,10 @@ def notes(results: Results, ceilings: Ceilings) -> list[str]:
         "and memory is dropped too (on the default trace 99 % of the whole-GPU pods ask at least "
         "the CPU and memory of the common 810-milli fraction). So a run that drops one early "
         "loses most later whole-GPU pods, and a run that drops none pays every gap; the worst "
-        "case between them bounds every run, whatever the domains. The ceiling is the lower of "
+        "case between them bounds every run, whatever the domains. In domains each case is "
+        "sharpened: after the drop, a later pod asking at least that CPU and memory only fits "
+        "a GPU bound before it, beside a pod that arrived earlier, so a programme over what "
+        "each GPU holds bounds the case. The ceiling is the lower of "
         "the two arguments; both ignore every other waste, so it "
         f"is optimistic. On the default trace it is {ceil('default', 'all')} % with all "
         f"hosts pooled and {ceil('default', 'domain')} % in 8-host domains: "

@@ -5,9 +5,13 @@ ceiling as a whole is checked against exhaustive search in test_packing_sim.py."
 
 from __future__ import annotations
 
+import random
+from collections import Counter
+
 import numpy as np
 import pytest
 
+from bench.packing_bound import Host, after_drop_programme, ceiling, drop_split
 from bench.packing_configs import Exhaustion, contents, least_waste
 from bench.packing_data import Pod
 
@@ -115,3 +119,62 @@ def test_exhaustion_places_what_is_certified() -> None:
     assert Exhaustion(late, 1, {2}, set()).interval(0, 1) == pytest.approx(810)
     assert Exhaustion(late, 1, set(), set()).interval(0, 1) == pytest.approx(970)
     assert Exhaustion(late, 1, {1, 2}, set()).interval(0, 1) == -np.inf
+
+
+def test_after_a_drop_later_pods_asking_as_much_need_a_gpu_bound_before() -> None:
+    # the 810 (1 core, 1 GiB) is dropped: no host with a core and a GiB has an unbound GPU
+    # any more. The later 470 asking 2 cores can only join the GPU the first 470 bound (940
+    # there); the later 470 asking half a core may bind a GPU of its own; the later
+    # whole-GPU pod asking 2 cores fits nowhere. Dropping nothing, a run may place 1000 +
+    # 810 + 470 + 470 (the programme, fractional, allows 1.5 GPUs of 470 + 470 beside half
+    # a GPU of 810: 2815)
+    pods = [
+        Pod(1000, 1024, 1, 470),
+        Pod(1000, 1024, 1, 810),
+        Pod(2000, 1024, 1, 470),
+        Pod(500, 1024, 1, 470),
+        Pod(2000, 1024, 1, 1000),
+    ]
+    sharper = after_drop_programme(pods, gpus=3)
+    assert sharper(1, set()) == pytest.approx(940 + 470)
+    assert sharper(1, {2}) == pytest.approx(940 + 470)
+    assert sharper(None, set()) == pytest.approx(1000 + 1.5 * 940 + 0.5 * 810)
+    # with nothing before the drop to anchor it, the later 470 asking as much finds no GPU:
+    # a run that must place it cannot drop the 810 first
+    alone = after_drop_programme([Pod(1000, 1024, 1, 810), Pod(2000, 1024, 1, 470)], gpus=2)
+    assert alone(0, set()) == pytest.approx(0, abs=0.01)
+    assert alone(0, {1}) == -np.inf
+
+
+def test_sharpened_drop_split_bounds_every_policy_and_bites() -> None:
+    """drop_split with each case sharpened against exhaustive search in domains: it must
+    hold, never exceed the plain split, and fall below it on some instances."""
+    from tests.composer.placement.test_packing_sim import best_any_policy, cluster
+
+    sharper_won = 0
+    for seed in range(150):
+        rng = random.Random(seed)
+        nh = rng.choice([2, 3])
+        cl = cluster(*[(rng.choice([2, 4]), 8, rng.choice([1, 2]), "A") for _ in range(nh)])
+        shapes = [(1, 810), (1, 650), (1, 470), (1, 1000), (1, 160), (1, 320), (0, 0)]
+        pods = [
+            Pod(rng.choice([1000, 2000]), 1024, *rng.choice(shapes))
+            for _ in range(rng.choice([5, 6, 7]))
+        ]
+        domains = (np.arange(nh) % 2).astype(np.int64)
+        hosts = Host(cl.cpu, cl.mem, cl.gpus, domains)
+        kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < 1000)
+
+        def waste(forced: set[int], pods: list[Pod] = pods, kinds: Counter = kinds):
+            return least_waste(Counter(pods[i].milli for i in forced), kinds)
+
+        capacity = int(cl.gpus.sum()) * 1000
+        plain = drop_split(pods, [], waste, capacity)
+        sharp = drop_split(
+            pods, [], waste, capacity, after_drop_programme(pods, int(cl.gpus.sum()))
+        )
+        assert sharp <= plain + 1e-6, seed
+        assert best_any_policy(cl, domains, pods) <= sharp + 1e-6, seed
+        assert ceiling(hosts, pods, int(cl.gpus.sum()), pooled=False).milli <= plain + 1e-6
+        sharper_won += sharp < plain - 1
+    assert sharper_won >= 10

@@ -560,7 +560,7 @@ def test_drop_split_bisection_finds_the_worst_case():
             return least_waste(Counter(pods[i].milli for i in forced), kinds)
 
         capacity = rng.randrange(2, 20) * FULL
-        got, _ = drop_split(pods, certified, waste, capacity)
+        got = drop_split(pods, certified, waste, capacity)
         r = after_drop(pods)
         rest = sorted((x, i) for i, x in r.items() if i not in certified)
         scan = []
