@@ -165,7 +165,9 @@ def test_sharpened_drop_split_bounds_every_policy_and_bites() -> None:
         hosts = Host(cl.cpu, cl.mem, cl.gpus, domains)
         kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < 1000)
 
-        def waste(forced: set[int], pods: list[Pod] = pods, kinds: Counter = kinds):
+        def waste(
+            forced: set[int], pods: list[Pod] = pods, kinds: Counter = kinds
+        ) -> tuple[float, float]:
             return least_waste(Counter(pods[i].milli for i in forced), kinds)
 
         capacity = int(cl.gpus.sum()) * 1000
