@@ -54,8 +54,11 @@ to the last arrival.
    leaves the GPU whole; a whole-GPU pod leaves no room); the most a run of case k
    allocates is at most the optimum of `packing_configs.Anchored` with those pods
    anchored, the whole-GPU and as-big ones shut out, and the certified ones and the k - 1
-   placed. The cases are visited from the crossing outwards until min(R_k, GPUs x 1000 -
-   waste), which only falls that way, is below the largest found. Where most whole-GPU
+   placed. Cases dropping a fraction of one shape (CPU, memory, milli) share a programme
+   that holds for each (the docstring of `after_drop_programme` says why), so the search
+   bounds a block of such cases at a time, best first, halving the block with the largest
+   bound until that bound is a single case's; a case is never solved on its own unless
+   its block could be the largest (minutes a seed on the traces here). Where most whole-GPU
    pods ask more CPU and memory than the common big fractions (the default trace: 99 % of
    them against the 810-milli shape), an early drop costs the run most later whole-GPU pods
    (and the later fractions at least as big that ask as much), which no domain structure
@@ -85,8 +88,9 @@ grow), found by bisection.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -276,13 +280,13 @@ def drop_split(
     certified: list[int],
     waste: Callable[[set[int]], tuple[float, float]],
     capacity: int,
-    sharper: Callable[[int | None, set[int]], float] | None = None,
+    sharper: Sharper | None = None,
 ) -> float:
     """The bound of 4. in the module docstring. `certified`: pods placed in every run
     (fractions above a third); `waste(set)`: (gaps, fill) at the least free capacity the
-    GPUs of a set of placed such pods leave (3.); `sharper(i, placed)`, if given: a bound on
-    the runs that drop pod i (None: drop none) and place `placed` (`after_drop_programme`),
-    taken in each case as well."""
+    GPUs of a set of placed such pods leave (3.); `sharper(drops, placed)`, if given: a
+    bound on every run that drops one of `drops` (fractions of one shape; none: drops
+    none) first and places `placed` (`after_drop_programme`), taken in each case too."""
     r = after_drop(arriving)
     fixed = set(certified)
     rest = sorted((x, i) for i, x in r.items() if i not in fixed)
@@ -301,60 +305,88 @@ def drop_split(
     # k >= lo: min(R_k, cap_at(k)) = cap_at(k) <= cap_at(lo); k < lo: it is R_k <= R_{lo-1}
     if sharper is None:
         return float(max(cap_at(lo), r_at(lo - 1) if lo > 0 else -np.inf))
-    # each case k is also at most sharper(k): visit the cases from the crossing outwards,
-    # the one with the larger min(R_k, cap_at(k)) first, until that min (which only falls
-    # outwards, give or take the rounding margin) is no more than the largest case found
-    margin = packing_configs.SLACK * capacity
-    found, left, right = -np.inf, lo - 1, lo
-    while True:
-        up_left = r_at(left) if left >= 0 else -np.inf
-        up_right = cap_at(right) if right <= len(rest) else -np.inf
-        if max(up_left, up_right) <= found - margin:
-            if found == -np.inf:  # every run falls under some case
+
+    def plain(ks: list[int]) -> float:  # the largest min(R_k, cap_at(k)) over the cases
+        below, above = [k for k in ks if k < lo], [k for k in ks if k >= lo]
+        return max(r_at(below[-1]) if below else -np.inf, cap_at(above[0]) if above else -np.inf)
+
+    def sharpened(ks: list[int]) -> float:  # one programme bounds every case in ks
+        drops = [rest[k][1] for k in ks if k < len(rest)]
+        return sharper(drops, fixed | {i for _, i in rest[: ks[0]]})
+
+    # best first over blocks of cases that drop a fraction of one shape (k ascending), each
+    # keyed by an upper bound on all its cases: plain until sharpened; a sharpened block of
+    # more than one case is halved. The largest key bounds every case, so the search may
+    # stop once it is a sharpened single case or within the rounding margin of one.
+    shape: dict[tuple[int, int, int], list[int]] = {}
+    for k, (_, i) in enumerate(rest):
+        p = arriving[i]
+        shape.setdefault((p.cpu, p.mem, p.milli), []).append(k)
+    blocks = [*shape.values(), [len(rest)]]
+    heap = [(-plain(ks), False, ks) for ks in blocks]
+    heapq.heapify(heap)
+    margin, single = packing_configs.SLACK * capacity, -np.inf
+    while heap:
+        key, sharp, ks = heapq.heappop(heap)
+        if sharp and (len(ks) == 1 or -key <= single + margin):
+            if key == np.inf:  # every run falls under some case
                 raise ValueError("no case of the drop split holds a run")
-            return float(found)
-        k = left if up_left > up_right else right
-        dropped = rest[k][1] if k < len(rest) else None
-        case = sharper(dropped, fixed | {i for _, i in rest[:k]})
-        found = max(found, min(case, max(up_left, up_right)))
-        left, right = (left - 1, right) if k == left else (left, right + 1)
+            return float(-key)
+        if sharp:
+            for half in (ks[: len(ks) // 2], ks[len(ks) // 2 :]):
+                heapq.heappush(heap, (max(key, -plain(half)), False, half))
+            continue
+        value = min(-key, sharpened(ks))
+        if len(ks) == 1:
+            single = max(single, value)
+        heapq.heappush(heap, (-value, True, ks))
+    raise AssertionError("every pop returns or pushes back, so the heap never empties")
 
 
-def after_drop_programme(arriving: list, gpus: int) -> Callable[[int | None, set[int]], float]:
-    """sharper(i, placed) for drop_split: the most a run that drops fraction i (None: none)
-    and places `placed` can allocate (packing_configs.Anchored). After i is dropped, no host
-    with its CPU and memory has an unbound GPU in its domain, ever again (4. in the module
-    docstring), so a later pod asking at least both only fits a GPU already bound, before
-    i: a whole-GPU pod or a fraction as big as i never, a smaller fraction only beside an
-    anchor that arrived before i. Every other pod may go anywhere."""
-    fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
+# sharper(drops, placed) for drop_split: see after_drop_programme
+Sharper = Callable[[Sequence[int], set[int]], float]
+
+
+def after_drop_programme(arriving: list, gpus: int) -> Sharper:
+    """sharper(drops, placed) for drop_split: a bound on what a run can allocate that drops
+    one of `drops` (fractions of one shape: CPU, memory and milli) first, or none if it is
+    empty, and places `placed` (packing_configs.Anchored). After fraction i is dropped, no
+    host with its CPU and memory has an unbound GPU in its domain, ever again (4. in the
+    module docstring), so a later pod asking at least both only fits a GPU already bound,
+    before i: a whole-GPU pod or a fraction as big as i never, a smaller fraction only
+    beside an anchor that arrived before i. Every other pod may go anywhere.
+
+    For several drops, one programme holds for each: with the last of them, l, "later"
+    shrinks (only pods after l are shut) and "before" grows (anchors arrived before l); a
+    smaller fraction that i's drop anchored but l's does not is free, which only allows
+    more (a free fraction may sit where an anchored one may); and l itself is never placed
+    where it is not dropped, as it comes after the dropped one and asks as much as it does
+    (so one fraction of the shape's size is always missing). `placed` must be what every
+    case of the block places: drop_split passes the first case's."""
+    sizes = packing_configs.Sizes(arriving)
     milli = np.array([p.milli for p in arriving], dtype=np.int64)
     cpu = np.array([p.cpu for p in arriving], dtype=np.int64)
     mem = np.array([p.mem for p in arriving], dtype=np.int64)
-    whole = np.where(fraction, 0.0, [float(p.k) for p in arriving])
-    sizes = sorted({int(m) for m in milli[fraction]})
-    column = np.searchsorted(sizes, milli)
-    programme = packing_configs.Anchored(sizes, gpus)
+    whole = np.where(sizes.fraction, 0.0, [float(p.k) for p in arriving])
+    programme = packing_configs.Anchored(sizes.sizes, gpus)
+    index = np.arange(len(arriving))
 
-    def count(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(column[mask & fraction], minlength=len(sizes)).astype(np.float64)
-
-    def sharper(i: int | None, placed: set[int]) -> float:
-        index = np.arange(len(arriving))
-        if i is None:
-            shut = np.zeros(len(arriving), dtype=bool)
-            before = np.ones(len(arriving), dtype=bool)
+    def sharper(drops: Sequence[int], placed: set[int]) -> float:
+        count = sizes.count
+        if drops:
+            last = max(drops)
+            shut = (index > last) & (cpu >= cpu[last]) & (mem >= mem[last])
+            anchored = shut & (milli < milli[last])
+            before, free = index < last, ~shut & (index != last)
         else:
-            shut = (index > i) & (cpu >= cpu[i]) & (mem >= mem[i])
-            before = index < i
-        anchored = shut & (milli < milli[i]) if i is not None else shut
-        free = ~shut & (index != i)
+            before, free = np.ones(len(arriving), dtype=bool), np.ones(len(arriving), dtype=bool)
+            anchored = np.zeros(len(arriving), dtype=bool)
         limits = packing_configs.Limits(
             anchors=count(before),
             free=count(free),
             anchored=count(anchored),
             total=count(free | anchored),
-            early=np.zeros(len(sizes)),
+            early=np.zeros(len(sizes.sizes)),
             placed=count(np.isin(index, list(placed))),
             wholes=float(whole[free].sum()),
         )

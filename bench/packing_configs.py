@@ -5,9 +5,9 @@ linear programmes over *configurations*, the multisets of fractions one GPU can 
 A run's GPUs at the end, counted by what they hold with the fractions counted by where
 they sit, are a feasible point of `least_waste` if the run places the forced fractions,
 and of `Anchored.most` under the limits of the case of a split it falls under (its pool
-runs out at an x in [a, b): `Exhaustion.interval(a, b)`; it drops a given fraction first:
-packing_bound.after_drop_programme). So each optimum bounds every such run; model, host,
-CPU and memory are ignored, which only loosens it.
+runs out at an x in [a, b): `Exhaustion.interval(a, b)`; the first fraction it drops is
+one of a block of one shape: packing_bound.after_drop_programme). So each optimum bounds
+every such run; model, host, CPU and memory are ignored, which only loosens it.
 The programmes know the sizes of the fractions, not just their sum: 810 leaves 190 that no
 320 can use, 470 + 470 leaves 60, and three fractions of 320 fill 960 of a GPU where a
 splittable fill would fill it all.
@@ -238,14 +238,20 @@ class Anchored:
         return float(-out.fun) + SLACK * self.gpus * FULL
 
 
-def per_size(pods: Sequence, sizes: Sequence[int]) -> np.ndarray:
-    """How many of `pods` are fractions of each size (in the order of `sizes`)."""
-    column = {s: j for j, s in enumerate(sizes)}
-    out = np.zeros(len(sizes))
-    for p in pods:
-        if p.k == 1 and p.milli < FULL:
-            out[column[p.milli]] += 1
-    return out
+class Sizes:
+    """The fractions of an arrival list counted per size, for any subset given as a mask:
+    what every case of a split hands `Anchored` as its limits."""
+
+    def __init__(self, arriving: Sequence):
+        milli = np.array([p.milli for p in arriving], dtype=np.int64)
+        self.fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
+        self.sizes = sorted({int(m) for m in milli[self.fraction]})
+        self.column = np.searchsorted(self.sizes, milli)
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        """How many of the pods in `mask` are fractions of each size (order of `sizes`)."""
+        chosen = self.column[mask & self.fraction]
+        return np.bincount(chosen, minlength=len(self.sizes)).astype(np.float64)
 
 
 class Exhaustion:
@@ -265,30 +271,32 @@ class Exhaustion:
     everything early)."""
 
     def __init__(self, arriving: Sequence, gpus: int, always: set[int], early: set[int]):
-        self.arriving, self.n = arriving, len(arriving)
-        sizes = sorted({p.milli for p in arriving if p.k == 1 and p.milli < FULL})
-        self.program = Anchored(sizes, gpus, unanchored=False)
-        self.always, self.early = always, early | always
+        self.n = len(arriving)
+        self.index = np.arange(self.n)
+        self.sizes = Sizes(arriving)
+        self.programme = Anchored(self.sizes.sizes, gpus, unanchored=False)
+        self.always = np.isin(self.index, list(always))
+        self.early = self.always | np.isin(self.index, list(early))
+        self.total = self.sizes.count(np.ones(self.n, dtype=bool))
         whole = [p.k if p.k >= 1 and p.milli >= FULL else 0 for p in arriving]
         self.wholes_before = np.concatenate([[0], np.cumsum(whole)])
 
     def interval(self, a: int, b: int) -> float:
         """The most GPU milli a run whose pool runs out at some x in [a, b) allocates
         (-inf: no run does); [n, n): one whose pool runs out with the last pod, or never."""
-        sizes, pods = self.program.sizes, self.arriving
-        before_b = per_size(pods[:b], sizes)
-        certified = per_size([pods[i] for i in self.early if i < a], sizes)
-        forced = per_size([pods[i] for i in self.always | {i for i in self.early if i < a}], sizes)
+        count, index = self.sizes.count, self.index
+        before_b = count(index < b)
+        certified = self.early & (index < a)
         limits = Limits(
             anchors=before_b,
             free=before_b,
-            anchored=per_size(pods[a:], sizes),
-            total=per_size(pods, sizes),
-            early=certified,
-            placed=forced,
+            anchored=count(index >= a),
+            total=self.total,
+            early=count(certified),
+            placed=count(self.always | certified),
             wholes=float(self.wholes_before[b]),
         )
-        return self.program.most(limits)
+        return self.programme.most(limits)
 
     def bound(self, start: int = 32, width: int = 8) -> float:
         """The largest `interval` over every x, refined where it is largest: any partition's

@@ -11,7 +11,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from bench.packing_bound import Host, after_drop_programme, ceiling, drop_split
+from bench.packing_bound import Host, after_drop, after_drop_programme, ceiling, drop_split
 from bench.packing_configs import Exhaustion, contents, least_waste
 from bench.packing_data import Pod
 
@@ -136,14 +136,14 @@ def test_after_a_drop_later_pods_asking_as_much_need_a_gpu_bound_before() -> Non
         Pod(2000, 1024, 1, 1000),
     ]
     sharper = after_drop_programme(pods, gpus=3)
-    assert sharper(1, set()) == pytest.approx(940 + 470)
-    assert sharper(1, {2}) == pytest.approx(940 + 470)
-    assert sharper(None, set()) == pytest.approx(1000 + 1.5 * 940 + 0.5 * 810)
+    assert sharper([1], set()) == pytest.approx(940 + 470)
+    assert sharper([1], {2}) == pytest.approx(940 + 470)
+    assert sharper([], set()) == pytest.approx(1000 + 1.5 * 940 + 0.5 * 810)
     # with nothing before the drop to anchor it, the later 470 asking as much finds no GPU:
     # a run that must place it cannot drop the 810 first
     alone = after_drop_programme([Pod(1000, 1024, 1, 810), Pod(2000, 1024, 1, 470)], gpus=2)
-    assert alone(0, set()) == pytest.approx(0, abs=0.01)
-    assert alone(0, {1}) == -np.inf
+    assert alone([0], set()) == pytest.approx(0, abs=0.01)
+    assert alone([0], {1}) == -np.inf
 
 
 def test_sharpened_drop_split_bounds_every_policy_and_bites() -> None:
@@ -180,3 +180,50 @@ def test_sharpened_drop_split_bounds_every_policy_and_bites() -> None:
         assert ceiling(hosts, pods, int(cl.gpus.sum()), pooled=False).milli <= plain + 1e-6
         sharper_won += sharp < plain - 1
     assert sharper_won >= 10
+
+
+def test_sharpened_search_over_blocks_matches_a_scan_of_every_case() -> None:
+    """drop_split bounds blocks of cases (drops of one shape) with one programme each and
+    halves the largest: a block's programme must bound each of its cases, and the search
+    must end on the largest case a scan of every case finds (within the rounding margin)."""
+    for seed in range(40):
+        rng = random.Random(seed)
+        shapes = [(1, 810), (1, 650), (1, 470), (1, 1000), (1, 160), (1, 320), (4, 1000)]
+        pods = [
+            Pod(rng.choice([1000, 3000]), rng.choice([1, 8]) * 1024, *rng.choice(shapes))
+            for _ in range(rng.randrange(8, 40))
+        ]
+        kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < 1000)
+        plus = [i for i, p in enumerate(pods) if p.k == 1 and 333 < p.milli < 1000]
+        certified = [i for i in plus if rng.random() < 0.2]
+
+        def waste(
+            forced: set[int], pods: list[Pod] = pods, kinds: Counter = kinds
+        ) -> tuple[float, float]:
+            return least_waste(Counter(pods[i].milli for i in forced), kinds)
+
+        gpus = rng.randrange(2, 12)
+        capacity = gpus * 1000
+        sharper = after_drop_programme(pods, gpus)
+        rest = sorted((x, i) for i, x in after_drop(pods).items() if i not in certified)
+        scan = []
+        for k in range(len(rest) + 1):
+            g, f = waste(set(certified) | {i for _, i in rest[:k]})
+            plain = min(rest[k][0] if k < len(rest) else np.inf, capacity - (g - f))
+            drops = [rest[k][1]] if k < len(rest) else []
+            scan.append(min(plain, sharper(drops, set(certified) | {i for _, i in rest[:k]})))
+        if max(scan) == -np.inf:  # forced beyond what the GPUs hold: no run at all
+            with pytest.raises(ValueError, match="no case"):
+                drop_split(pods, certified, waste, capacity, sharper)
+            continue
+        got = drop_split(pods, certified, waste, capacity, sharper)
+        assert got == pytest.approx(max(scan), abs=1e-6 * capacity), seed
+        # a block of one shape, placing what its first case places, bounds each case
+        by_shape: dict[tuple[int, int, int], list[int]] = {}
+        for k, (_, i) in enumerate(rest):
+            by_shape.setdefault((pods[i].cpu, pods[i].mem, pods[i].milli), []).append(k)
+        for ks in by_shape.values():
+            placed = set(certified) | {i for _, i in rest[: ks[0]]}
+            block = sharper([rest[k][1] for k in ks], placed)
+            for k in ks:
+                assert sharper([rest[k][1]], placed) <= block + 1e-6 * capacity, seed

@@ -20,7 +20,15 @@ import pytest
 import bench.packing_configs as packing_configs
 from bench.packing_bound import Host, after_drop, ceiling, drop_split
 from bench.packing_configs import least_waste
-from bench.packing_data import FULL, Cluster, Pod, cluster_from_rows, switch_domains, workload
+from bench.packing_data import (
+    FULL,
+    Cluster,
+    Pod,
+    allowed_models,
+    cluster_from_rows,
+    switch_domains,
+    workload,
+)
 from bench.packing_fixed import FixedSim, Fragmentation, k8s_score, stranded
 from bench.packing_pool import PoolFgd, PoolFragment, PoolSim
 from bench.packing_replay import simulate
@@ -318,23 +326,27 @@ def test_ceiling_is_tight_on_forced_big_fractions():
 
 def best_any_policy(cl: Cluster, domains: np.ndarray, pods: list[Pod]) -> int:
     """Exhaustive search over every composable policy (every placement a pod has, forced
-    when it has one): the most GPU milli allocated at the end."""
+    when it has one): the most GPU milli allocated at the end. A pod with a gpu_spec only
+    takes GPUs of the models it names."""
     ngpu = int(cl.gpus.sum())
     gdom = np.repeat(domains, cl.gpus)
+    gmodel = np.repeat(cl.model, cl.gpus)
 
     def go(i, cpu, mem, bound, free):
         if i == len(pods):
             return sum(FULL - f for f in free)
         p = pods[i]
+        fits = allowed_models(p.spec, cl.models)[gmodel]
         options: list[tuple[int, list[int]]] = []
         for h in range(len(cpu)):
             if cpu[h] < p.cpu or mem[h] < p.mem:
                 continue
-            unb = [g for g in range(ngpu) if bound[g] < 0 and gdom[g] == domains[h]]
+            unb = [g for g in range(ngpu) if bound[g] < 0 and gdom[g] == domains[h] and fits[g]]
             if p.k == 0:
                 options.append((h, []))
             elif p.milli < FULL:
-                options += [(h, [g]) for g in range(ngpu) if bound[g] == h and free[g] >= p.milli]
+                shared = [g for g in range(ngpu) if bound[g] == h and fits[g]]
+                options += [(h, [g]) for g in shared if free[g] >= p.milli]
                 if unb:
                     options.append((h, unb[:1]))
             elif len(unb) >= p.k:
@@ -382,6 +394,37 @@ def test_ceiling_bounds_every_policy_on_small_instances():
             for name, part in bound.parts.items():  # each argument on its own
                 assert best <= part + 1e-9, (seed, pooled, name)
             biting += bound.milli < min(bound.arrived, int(cl.gpus.sum()) * FULL)
+    assert biting >= 5
+
+
+def test_ceiling_bounds_every_policy_when_pods_name_gpu_models():
+    """Two GPU models and pods that name one (gpu_spec) beside pods that take any: such a
+    pod is never counted as forced, yet it binds GPUs, fills gaps and is shut out after a
+    drop like any other. The ceiling against exhaustive search that honours the specs,
+    pooled and in domains of one model each."""
+    biting = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        nodes = [(rng.choice([4, 8]), rng.choice([8, 32]), rng.choice([1, 2]), "A")]
+        nodes += [(rng.choice([4, 8]), 16, 1, "A"), (rng.choice([4, 8]), 16, 1, "B")]
+        cl = cluster(*nodes)
+        shapes = [(1, 810), (1, 470), (1, 1000), (1, 160), (1, 320), (2, 1000)]
+        pods = [
+            Pod(
+                rng.choice([1000, 2000, 4000]),
+                rng.choice([1, 4]) * 1024,
+                *rng.choice(shapes),
+                rng.choice(["", "", "A", "B", "A|B"]),
+            )
+            for _ in range(rng.choice([5, 6, 7]))
+        ]
+        gpus = int(cl.gpus.sum())
+        for pooled in (True, False):
+            domains = np.zeros(3, dtype=np.int64) if pooled else switch_domains(cl)
+            bound = ceiling(Host(cl.cpu, cl.mem, cl.gpus, domains), pods, gpus, pooled)
+            best = best_any_policy(cl, domains, pods)
+            assert best <= bound.milli + 1e-9, (seed, pooled)
+            biting += bound.milli < min(bound.arrived, gpus * FULL)
     assert biting >= 5
 
 
