@@ -2,7 +2,7 @@
 
 Used by bench/bench_packing.py; stands alone (numpy, and scipy's linear programming in
 bench/packing_configs.py) so that its argument can be read and tested on its own
-(tests/composer/placement/test_packing_sim.py checks it against an exhaustive search over
+(tests/composer/placement/test_packing_ceiling.py checks it against an exhaustive search over
 all policies on small instances). The protocol forces placement: a pod that fits somewhere
 must be placed; only a pod that fits nowhere is dropped. That, and not a lack of
 cleverness, is what caps composable packing on traces rich in large fractions:

@@ -1,7 +1,7 @@
 """The configuration programmes of the composable ceiling (bench/packing_configs.py) on
 hand-checked cases: what a GPU can hold, the least waste beside the fractions every run
 places, and the most a run can allocate when the pool runs out at a given arrival. The
-ceiling as a whole is checked against exhaustive search in test_packing_sim.py."""
+ceiling as a whole is checked against exhaustive search in test_packing_ceiling.py."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from bench.packing_bound import Host, after_drop, after_drop_programme, ceiling, drop_split
 from bench.packing_configs import Exhaustion, contents, least_waste
 from bench.packing_data import Pod
+from tests.composer.placement.packing_search import best_any_policy, cluster
 
 
 def waste(forced: dict[int, int], arrived: dict[int, int]) -> float:
@@ -149,8 +150,6 @@ def test_after_a_drop_later_pods_asking_as_much_need_a_gpu_bound_before() -> Non
 def test_sharpened_drop_split_bounds_every_policy_and_bites() -> None:
     """drop_split with each case sharpened against exhaustive search in domains: it must
     hold, never exceed the plain split, and fall below it on some instances."""
-    from tests.composer.placement.test_packing_sim import best_any_policy, cluster
-
     sharper_won = 0
     for seed in range(150):
         rng = random.Random(seed)

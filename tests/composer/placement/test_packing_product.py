@@ -18,8 +18,8 @@ from bench.packing_product import SHARES, ProductSim, fabric, requests
 from bench.packing_replay import simulate
 from bench.packing_report import best_policy, notes, verdict
 from composer.placement.snapshot import Snapshot
+from tests.composer.placement.packing_search import best_any_policy
 from tests.composer.placement.test_incremental import same
-from tests.composer.placement.test_packing_sim import best_any_policy
 
 needs_shares = pytest.mark.skipif(not SHARES, reason="the engine has no shared GPUs yet")
 
