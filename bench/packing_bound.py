@@ -367,7 +367,6 @@ def after_drop_programme(arriving: list, gpus: int) -> Sharper:
     milli = np.array([p.milli for p in arriving], dtype=np.int64)
     cpu = np.array([p.cpu for p in arriving], dtype=np.int64)
     mem = np.array([p.mem for p in arriving], dtype=np.int64)
-    whole = np.where(sizes.fraction, 0.0, [float(p.k) for p in arriving])
     programme = packing_configs.Anchored(sizes.sizes, gpus)
     index = np.arange(len(arriving))
 
@@ -388,7 +387,7 @@ def after_drop_programme(arriving: list, gpus: int) -> Sharper:
             total=count(free | anchored),
             early=np.zeros(len(sizes.sizes)),
             placed=count(np.isin(index, list(placed))),
-            wholes=float(whole[free].sum()),
+            wholes=float(sizes.wholes[free].sum()),
         )
         return programme.most(limits)
 

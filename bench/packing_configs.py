@@ -239,14 +239,16 @@ class Anchored:
 
 
 class Sizes:
-    """The fractions of an arrival list counted per size, for any subset given as a mask:
-    what every case of a split hands `Anchored` as its limits."""
+    """The fractions of an arrival list counted per size, for any subset given as a mask,
+    and the whole GPUs each pod asks (none for a fraction): what every case of a split
+    hands `Anchored` as its limits."""
 
     def __init__(self, arriving: Sequence):
         milli = np.array([p.milli for p in arriving], dtype=np.int64)
         self.fraction = np.array([p.k == 1 and p.milli < FULL for p in arriving], dtype=bool)
         self.sizes = sorted({int(m) for m in milli[self.fraction]})
         self.column = np.searchsorted(self.sizes, milli)
+        self.wholes = np.where(self.fraction, 0, [p.k for p in arriving]).astype(np.float64)
 
     def count(self, mask: np.ndarray) -> np.ndarray:
         """How many of the pods in `mask` are fractions of each size (order of `sizes`)."""
@@ -278,8 +280,7 @@ class Exhaustion:
         self.always = np.isin(self.index, list(always))
         self.early = self.always | np.isin(self.index, list(early))
         self.total = self.sizes.count(np.ones(self.n, dtype=bool))
-        whole = [p.k if p.k >= 1 and p.milli >= FULL else 0 for p in arriving]
-        self.wholes_before = np.concatenate([[0], np.cumsum(whole)])
+        self.wholes_before = np.concatenate([[0.0], np.cumsum(self.sizes.wholes)])
 
     def interval(self, a: int, b: int) -> float:
         """The most GPU milli a run whose pool runs out at some x in [a, b) allocates

@@ -1,12 +1,20 @@
 """Tiny hand-made clusters and an exhaustive search over every composable policy, for the
 packing tests: the simulator's, the ceiling's (bench/packing_bound.py) and the product
-engine's (bench/packing_product.py) answers are checked against it on small instances."""
+engine's (bench/packing_product.py) answers are checked against it on small instances; and
+the drop split's cases scanned one by one, against which its search is checked."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
+
 import numpy as np
 
+from bench.packing_bound import after_drop
+from bench.packing_configs import least_waste
 from bench.packing_data import FULL, Cluster, Pod, allowed_models, cluster_from_rows
+
+Waste = Callable[[set[int]], tuple[float, float]]
 
 
 def cluster(*nodes: tuple[int, int, int, str]) -> Cluster:
@@ -60,3 +68,31 @@ def best_any_policy(cl: Cluster, domains: np.ndarray, pods: list[Pod]) -> int:
         return best
 
     return go(0, list(cl.cpu), list(cl.mem), [-1] * ngpu, [FULL] * ngpu)
+
+
+def waste_of(pods: list[Pod]) -> Waste:
+    """drop_split's `waste` over `pods`: (gaps, fill) at the least free capacity beside a set
+    of them placed, against every fraction that arrived."""
+    kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < FULL)
+
+    def waste(forced: set[int]) -> tuple[float, float]:
+        return least_waste(Counter(pods[i].milli for i in forced), kinds)
+
+    return waste
+
+
+def drop_cases(
+    pods: list[Pod], certified: list[int], waste: Waste, capacity: int
+) -> list[tuple[float, list[int], set[int]]]:
+    """Every case of the drop split, in its order: min(R_k, capacity - waste), the fraction
+    the case drops first ([] for the case that drops none) and the pods it places."""
+    rest = sorted((x, i) for i, x in after_drop(pods).items() if i not in certified)
+    cases = []
+    for k in range(len(rest) + 1):
+        placed = set(certified) | {i for _, i in rest[:k]}
+        gaps, fill = waste(placed)
+        if k < len(rest):
+            cases.append((min(rest[k][0], capacity - (gaps - fill)), [rest[k][1]], placed))
+        else:
+            cases.append((capacity - (gaps - fill), [], placed))
+    return cases

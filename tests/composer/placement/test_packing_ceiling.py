@@ -6,16 +6,19 @@ models named; the drop split's cases and its bisection on their own."""
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import numpy as np
 import pytest
 
 import bench.packing_configs as packing_configs
 from bench.packing_bound import Host, after_drop, ceiling, drop_split
-from bench.packing_configs import least_waste
 from bench.packing_data import FULL, Pod, switch_domains
-from tests.composer.placement.packing_search import best_any_policy, cluster
+from tests.composer.placement.packing_search import (
+    best_any_policy,
+    cluster,
+    drop_cases,
+    waste_of,
+)
 
 
 def test_ceiling_is_tight_on_forced_big_fractions():
@@ -255,19 +258,10 @@ def test_drop_split_bisection_finds_the_worst_case():
                 [(1, 810), (1, 650), (1, 1000), (1, 160), (1, 320), (1, 470), (4, 1000)]
             )
             pods.append(Pod(rng.choice([1000, 3000, 8000]), rng.choice([1, 8]) * 1024, k, milli))
-        kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < FULL)
         plus = [i for i, p in enumerate(pods) if p.k == 1 and 333 < p.milli < FULL]
         certified = [i for i in plus if rng.random() < 0.3]
-
-        def waste(forced, pods=pods, kinds=kinds):
-            return least_waste(Counter(pods[i].milli for i in forced), kinds)
-
+        waste = waste_of(pods)
         capacity = rng.randrange(2, 20) * FULL
         got = drop_split(pods, certified, waste, capacity)
-        r = after_drop(pods)
-        rest = sorted((x, i) for i, x in r.items() if i not in certified)
-        scan = []
-        for k in range(len(rest) + 1):
-            g, f = waste(set(certified) | {i for _, i in rest[:k]})
-            scan.append(min(rest[k][0] if k < len(rest) else np.inf, capacity - (g - f)))
+        scan = [plain for plain, _, _ in drop_cases(pods, certified, waste, capacity)]
         assert got == pytest.approx(max(scan)), seed

@@ -6,15 +6,19 @@ ceiling as a whole is checked against exhaustive search in test_packing_ceiling.
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import numpy as np
 import pytest
 
-from bench.packing_bound import Host, after_drop, after_drop_programme, ceiling, drop_split
+from bench.packing_bound import Host, after_drop_programme, ceiling, drop_split
 from bench.packing_configs import Exhaustion, contents, least_waste
 from bench.packing_data import Pod
-from tests.composer.placement.packing_search import best_any_policy, cluster
+from tests.composer.placement.packing_search import (
+    best_any_policy,
+    cluster,
+    drop_cases,
+    waste_of,
+)
 
 
 def waste(forced: dict[int, int], arrived: dict[int, int]) -> float:
@@ -162,13 +166,7 @@ def test_sharpened_drop_split_bounds_every_policy_and_bites() -> None:
         ]
         domains = (np.arange(nh) % 2).astype(np.int64)
         hosts = Host(cl.cpu, cl.mem, cl.gpus, domains)
-        kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < 1000)
-
-        def waste(
-            forced: set[int], pods: list[Pod] = pods, kinds: Counter = kinds
-        ) -> tuple[float, float]:
-            return least_waste(Counter(pods[i].milli for i in forced), kinds)
-
+        waste = waste_of(pods)
         capacity = int(cl.gpus.sum()) * 1000
         plain = drop_split(pods, [], waste, capacity)
         sharp = drop_split(
@@ -192,25 +190,14 @@ def test_sharpened_search_over_blocks_matches_a_scan_of_every_case() -> None:
             Pod(rng.choice([1000, 3000]), rng.choice([1, 8]) * 1024, *rng.choice(shapes))
             for _ in range(rng.randrange(8, 40))
         ]
-        kinds = Counter(p.milli for p in pods if p.k == 1 and p.milli < 1000)
         plus = [i for i, p in enumerate(pods) if p.k == 1 and 333 < p.milli < 1000]
         certified = [i for i in plus if rng.random() < 0.2]
-
-        def waste(
-            forced: set[int], pods: list[Pod] = pods, kinds: Counter = kinds
-        ) -> tuple[float, float]:
-            return least_waste(Counter(pods[i].milli for i in forced), kinds)
-
+        waste = waste_of(pods)
         gpus = rng.randrange(2, 12)
         capacity = gpus * 1000
         sharper = after_drop_programme(pods, gpus)
-        rest = sorted((x, i) for i, x in after_drop(pods).items() if i not in certified)
-        scan = []
-        for k in range(len(rest) + 1):
-            g, f = waste(set(certified) | {i for _, i in rest[:k]})
-            plain = min(rest[k][0] if k < len(rest) else np.inf, capacity - (g - f))
-            drops = [rest[k][1]] if k < len(rest) else []
-            scan.append(min(plain, sharper(drops, set(certified) | {i for _, i in rest[:k]})))
+        cases = drop_cases(pods, certified, waste, capacity)
+        scan = [min(plain, sharper(drops, placed)) for plain, drops, placed in cases]
         if max(scan) == -np.inf:  # forced beyond what the GPUs hold: no run at all
             with pytest.raises(ValueError, match="no case"):
                 drop_split(pods, certified, waste, capacity, sharper)
@@ -218,11 +205,12 @@ def test_sharpened_search_over_blocks_matches_a_scan_of_every_case() -> None:
         got = drop_split(pods, certified, waste, capacity, sharper)
         assert got == pytest.approx(max(scan), abs=1e-6 * capacity), seed
         # a block of one shape, placing what its first case places, bounds each case
-        by_shape: dict[tuple[int, int, int], list[int]] = {}
-        for k, (_, i) in enumerate(rest):
-            by_shape.setdefault((pods[i].cpu, pods[i].mem, pods[i].milli), []).append(k)
-        for ks in by_shape.values():
-            placed = set(certified) | {i for _, i in rest[: ks[0]]}
-            block = sharper([rest[k][1] for k in ks], placed)
-            for k in ks:
-                assert sharper([rest[k][1]], placed) <= block + 1e-6 * capacity, seed
+        by_shape: dict[tuple[int, int, int], list[tuple[int, set[int]]]] = {}
+        for _, drops, placed in cases[:-1]:  # the last case drops none
+            p = pods[drops[0]]
+            by_shape.setdefault((p.cpu, p.mem, p.milli), []).append((drops[0], placed))
+        for block in by_shape.values():
+            placed = block[0][1]
+            whole = sharper([i for i, _ in block], placed)
+            for i, _ in block:
+                assert sharper([i], placed) <= whole + 1e-6 * capacity, seed
