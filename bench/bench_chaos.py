@@ -53,7 +53,6 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from bench.chaos import measure  # noqa: E402
 from bench.chaos.kills import Chaos  # noqa: E402
@@ -64,6 +63,7 @@ from bench.common import machine, write_section  # noqa: E402
 from bench.processes import database_url  # noqa: E402
 from composer.choices import Role  # noqa: E402
 from composer.models import Composition, Event, Membership, Tenant  # noqa: E402
+from composer.services.api_tokens import api_token_issue  # noqa: E402
 from fabric.simulator import store  # noqa: E402
 from fabric.simulator.console.demo import demo_seed  # noqa: E402
 from fabric.simulator.spec import WorldSpec  # noqa: E402
@@ -92,7 +92,8 @@ def seed(args: argparse.Namespace) -> tuple[str, str, int]:
     operator = users.create_user(
         "chaos-operator", password="bench-only", is_staff=True, is_superuser=True
     )
-    return Token.objects.create(user=member).key, Token.objects.create(user=operator).key, tenant.pk
+    member_key = api_token_issue(user=member, remote_addr=None)[1]
+    return member_key, api_token_issue(user=operator, remote_addr=None)[1], tenant.pk
 
 
 def start_clients(ports: list[int], count: int, token: str, folder: Path) -> subprocess.Popen[str]:

@@ -65,7 +65,6 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client as DjangoClient  # noqa: E402
 from django.test.utils import setup_databases, teardown_databases  # noqa: E402
-from rest_framework.authtoken.models import Token  # noqa: E402
 
 from bench.common import machine, markers, percentile, write_section  # noqa: E402
 from bench.processes import (  # noqa: E402
@@ -78,6 +77,7 @@ from bench.redfish_manager import redfish_manager  # noqa: E402
 from composer import celery_app  # noqa: E402
 from composer.choices import CompositionState, JobKind, Role  # noqa: E402
 from composer.models import Composition, Job, Membership, StateChange, Tenant  # noqa: E402
+from composer.services.api_tokens import api_token_find, api_token_issue  # noqa: E402
 from composer.services.composition_jobs import (  # noqa: E402
     composition_compose_run,
     composition_decompose_run,
@@ -388,7 +388,7 @@ def seed(devices: int | None, redfish: RedfishServing | None = None) -> tuple[Wo
     tenant = Tenant.objects.create(name="Bench", slug="bench")
     user = get_user_model().objects.create_user("bench", password="bench-only")
     Membership.objects.create(user=user, tenant=tenant, role=Role.MEMBER)
-    return spec, Token.objects.create(user=user).key
+    return spec, api_token_issue(user=user, remote_addr=None)[1]
 
 
 class RedfishServing:
@@ -469,7 +469,9 @@ def probe(token: str) -> Probe:
     (rounds after the first two). Their compose messages stay queued until `purge`; a worker
     that got one would find the job done and ignore it."""
     api = DjangoClient(HTTP_AUTHORIZATION=f"Token {token}")
-    user = Token.objects.get(key=token).user
+    found = api_token_find(token)
+    assert found is not None, "the benchmark's token was issued by seed()"
+    user = found.user
     rounds: list[tuple[list[Statement], list[Statement], list[Statement], list[Statement]]] = []
     for index in range(PROBE_ROUNDS):
         body = {"name": f"probe-{index}", "spec": SPEC}

@@ -1,5 +1,6 @@
 """The admin's users, audited: who was made an operator (staff), superuser or inactive,
-by whom and from where, like every other change of state.
+by whom and from where, like every other change of state; and their API tokens, which an
+operator may revoke.
 
 Django registers its own UserAdmin, which writes no ChangeRecord; this replaces it with one
 built on the fabric's AuditedAdmin. Passwords never reach the trail: the add form's
@@ -15,14 +16,17 @@ from django.contrib.admin.utils import unquote
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.db import transaction
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
-from fabric.admin import AuditedAdmin
+from composer.models import ApiToken
+from composer.services.api_tokens import api_token_revoke
+from fabric.admin import AuditedAdmin, ReadOnlyAdmin
 from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord
 from fabric.services.history import change_record
 
-__all__ = ["HIDDEN", "AuditedUserAdmin"]
+__all__ = ["HIDDEN", "ApiTokenAdmin", "AuditedUserAdmin"]
 
 HIDDEN = "(set, not shown)"
 # The user forms' fields that hold a password: recorded as set, never with a value.
@@ -67,3 +71,30 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):
                     )
                     record.save()
         return response
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnlyAdmin):
+    """Whose API tokens, from where, last used when; never the key's digest. An operator
+    revokes them here (a user who left, a key that leaked), each revocation audited as the
+    operator's; deactivating the user stops them all at once too."""
+
+    list_display = ("id", "user", "created_at", "last_used_at", "remote_addr")
+    fields = list_display
+    list_select_related = ("user",)
+    search_fields = ("user__username",)
+    actions = ["revoke"]
+
+    @admin.action(description="Revoke selected API tokens")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        revoked = sum(
+            api_token_revoke(
+                user=token.user,
+                token=token,
+                remote_addr=request.META.get("REMOTE_ADDR") or None,
+                actor=request.user,
+                source="admin",
+            )
+            for token in queryset.select_related("user")
+        )
+        self.message_user(request, f"{revoked} API token(s) revoked.")

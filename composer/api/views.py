@@ -35,7 +35,7 @@ from composer.api.serializers import (
     TokenRequestSerializer,
     TokenSerializer,
 )
-from composer.models import Job
+from composer.models import ApiToken, Job
 from composer.services.api_tokens import api_token_issue, api_token_revoke
 from composer.services.jobs import inventory_sync_request
 from fabric.api.permissions import IsOperatorOr404
@@ -149,9 +149,11 @@ class AuthTokenThrottle(SimpleRateThrottle):
     post=extend_schema(
         summary="Obtain an API token",
         description=(
-            "Exchanges a username and password for the user's API token (created on first "
-            "use; the same token after that). Send it as `Authorization: Token <token>`. "
-            "Wrong credentials answer 400 with code `invalid_credentials`; more than 30 "
+            "Exchanges a username and password for a new API token, shown this once (only "
+            "its digest is kept). Send it as `Authorization: Token <token>`. Each call issues "
+            "another, so that each script keeps its own; a user holds at most "
+            "`COMPOSER_API_TOKENS_PER_USER` (10), and one more revokes the least recently "
+            "used. Wrong credentials answer 400 with code `invalid_credentials`; more than 30 "
             "attempts a minute from one address answer 429."
         ),
         request=TokenRequestSerializer,
@@ -176,8 +178,8 @@ class AuthTokenThrottle(SimpleRateThrottle):
     delete=extend_schema(
         summary="Revoke your API token",
         description=(
-            "Deletes the caller's token; requests that send it answer 401 from then on. "
-            "The next POST issues a new one."
+            "Revokes the token the request is signed with (with a console session: every "
+            "token of the user); requests that send it answer 401 from then on."
         ),
         request=None,
         responses={204: OpenApiResponse(description="Revoked (or there was none).")},
@@ -207,13 +209,18 @@ class AuthTokenView(GenericAPIView):
         # authenticate() already refuses inactive users (ModelBackend.user_can_authenticate).
         if user is None:
             raise InvalidCredentials()
-        token = api_token_issue(user=user, remote_addr=request.META.get("REMOTE_ADDR") or None)
-        return Response(TokenSerializer(token).data)
+        remote_addr = request.META.get("REMOTE_ADDR") or None
+        _token, key = api_token_issue(user=user, remote_addr=remote_addr)
+        return Response(TokenSerializer({"token": key}).data)
 
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         user = request.user
         assert user.is_authenticated  # get_permissions: only POST lets anonymous callers in
-        api_token_revoke(user=user, remote_addr=request.META.get("REMOTE_ADDR") or None)
+        # A token caller revokes the token it sent; a console session, every token it holds.
+        token = request.auth if isinstance(request.auth, ApiToken) else None
+        api_token_revoke(
+            user=user, token=token, remote_addr=request.META.get("REMOTE_ADDR") or None
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -11,7 +11,6 @@ from typing import Any, TypeGuard
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import Max
-from rest_framework.authtoken.models import Token
 
 from composer.events import (
     NOBODY,
@@ -22,6 +21,7 @@ from composer.events import (
     scope_for,
 )
 from composer.models import Event
+from composer.services.api_tokens import api_token_held
 
 NEWEST_TTL_S = 1.0  # the process's look at the newest event id is shared for this long
 
@@ -107,6 +107,6 @@ def user_and_scope(user_id: int | None, token: str | None = None) -> tuple[Any, 
     if user_id is None:
         return None, NOBODY
     user = get_user_model().objects.filter(pk=user_id).first()
-    if token is not None and not Token.objects.filter(key=token, user_id=user_id).exists():
+    if token is not None and not api_token_held(token, user_id):
         return user, NOBODY
     return user, scope_for(user)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from composer.models.api_tokens import ApiToken
 from composer.models.bookings import Booking, BookingHold, Occurrence
 from composer.models.compositions import Allocation, Composition, StateChange
 from composer.models.events import AlertAudience, ChangeAudience, Event, EventAudience
@@ -34,6 +35,7 @@ from composer.models.utilisation import KindSample, PoolSample, Resolution, Tena
 __all__ = [
     "AlertAudience",
     "Allocation",
+    "ApiToken",
     "Booking",
     "BookingHold",
     "ChangeAudience",

@@ -1,57 +1,145 @@
-"""API tokens issued and revoked, each audited as a Redfish session is.
+"""API tokens issued, found and revoked, each change audited as a Redfish session's is.
 
-A token is a credential: its record says whose token, who asked and from where, never the
-key (the token's primary key, so the record names the user's id instead, and `changes`
-stays empty).
+A key is shown once, in the answer to the POST that issues it; the database keeps only its
+SHA-256 (`composer.models.ApiToken`), so neither a copy of the table nor the admin shows a
+key that works. Every POST issues a new token: two scripts of one user each hold their own,
+and revoking one leaves the other working. A user holds at most
+`COMPOSER_API_TOKENS_PER_USER`; issuing one more revokes the least recently used, where a
+Redfish login past its limit is refused: tokens do not lapse, and a script that signs in on
+every run and never revokes would otherwise lock its user out of the API for good.
+
+A token is a credential: its record says whose token, which one (its id), who asked and
+from where, never the key; the record's target is the user, and `changes` stays empty.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
-from rest_framework.authtoken.models import Token
+from django.utils import timezone
 
+from composer.models import ApiToken
 from fabric.choices import ChangeAction
+from fabric.models import ChangeRecord
 from fabric.services.history import change_record
 
-__all__ = ["API_TOKEN", "api_token_issue", "api_token_revoke"]
+__all__ = [
+    "API_TOKEN",
+    "api_token_find",
+    "api_token_held",
+    "api_token_issue",
+    "api_token_revoke",
+    "digest",
+]
 
 API_TOKEN = "api_token"  # the ChangeRecord target_type
+# The last-used time is written at most this often per token (not on every request).
+TOUCH_EVERY = timedelta(seconds=30)
 
 logger = logging.getLogger(__name__)
 
 
-def _record(user: Any, action: ChangeAction, message: str, remote_addr: str | None) -> None:
+def digest(key: str) -> str:
+    """What the database keeps of a key."""
+    return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
+
+
+def _record(
+    user: Any,
+    action: ChangeAction,
+    message: str,
+    remote_addr: str | None,
+    actor: Any = None,
+    source: str = "api",
+) -> Any:
     record = change_record(
         user,
         action,
         label=f"API token of {user.get_username()}",
         message=message,
-        actor=user,
-        source="api",
+        actor=actor or user,
+        source=source,
         remote_addr=remote_addr,
     )
     record.target_type = API_TOKEN
-    record.save()
+    return record
 
 
-def api_token_issue(*, user: Any, remote_addr: str | None) -> Token:
-    """The user's token, issued (and audited) if it has none; the same one if it has."""
+def api_token_issue(*, user: Any, remote_addr: str | None) -> tuple[ApiToken, str]:
+    """A new token for `user` and its key (which nothing keeps), audited; the user's least
+    recently used tokens beyond the limit are revoked in the same transaction."""
+    key = secrets.token_hex(20)  # 40 hexadecimal digits: the shape clients know
+    limit = max(1, settings.COMPOSER_API_TOKENS_PER_USER)
     with transaction.atomic():
-        token, created = Token.objects.get_or_create(user=user)
-        if created:
-            _record(user, ChangeAction.ADDED, "API token issued", remote_addr)
-            logger.info("api token issued user_id=%s", user.pk)
+        # One issue at a time per user, so that two at once cannot both keep limit + 1.
+        get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+        token = ApiToken.objects.create(
+            key_sha256=digest(key), user=user, last_used_at=timezone.now(), remote_addr=remote_addr
+        )
+        surplus = list(ApiToken.objects.filter(user=user).order_by("-last_used_at", "-id")[limit:])
+        records = [
+            _record(
+                user,
+                ChangeAction.DELETED,
+                f"API token {old.pk} revoked: the least recently used of more than {limit}",
+                remote_addr,
+            )
+            for old in surplus
+        ]
+        issued = f"API token {token.pk} issued"
+        records.append(_record(user, ChangeAction.ADDED, issued, remote_addr))
+        ChangeRecord.objects.bulk_create(records)
+        ApiToken.objects.filter(pk__in=[old.pk for old in surplus]).delete()
+    logger.info("api token issued user_id=%s token_id=%s", user.pk, token.pk)
+    return token, key
+
+
+def api_token_find(key: str) -> ApiToken | None:
+    """The token whose key is `key`, with its user, or None; marks it used."""
+    token = ApiToken.objects.select_related("user").filter(key_sha256=digest(key)).first()
+    if token is None:
+        return None
+    now = timezone.now()
+    if now - token.last_used_at >= TOUCH_EVERY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
     return token
 
 
-def api_token_revoke(*, user: Any, remote_addr: str | None) -> bool:
-    """Delete the user's token (audited); False when it had none."""
+def api_token_held(key: str, user_id: int) -> bool:
+    """Whether `key` is still a token of the user `user_id` (not revoked since)."""
+    return ApiToken.objects.filter(key_sha256=digest(key), user_id=user_id).exists()
+
+
+def api_token_revoke(
+    *,
+    user: Any,
+    token: ApiToken | None,
+    remote_addr: str | None,
+    actor: Any = None,
+    source: str = "api",
+) -> int:
+    """Revoke `token`, or every token of `user` when it is None (audited, one record per
+    token, by `actor`: the user itself unless an operator revokes); how many went."""
     with transaction.atomic():
-        deleted, _ = Token.objects.filter(user=user).delete()
-        if deleted:
-            _record(user, ChangeAction.DELETED, "API token revoked", remote_addr)
-            logger.info("api token revoked user_id=%s", user.pk)
-    return bool(deleted)
+        tokens = ApiToken.objects.filter(user=user)
+        if token is not None:
+            tokens = tokens.filter(pk=token.pk)
+        gone = list(tokens.select_for_update().values_list("pk", flat=True))
+        ChangeRecord.objects.bulk_create(
+            _record(
+                user, ChangeAction.DELETED, f"API token {pk} revoked", remote_addr, actor, source
+            )
+            for pk in gone
+        )
+        ApiToken.objects.filter(pk__in=gone).delete()
+    if gone:
+        logger.info("api token revoked user_id=%s tokens=%s", user.pk, len(gone))
+    return len(gone)

@@ -36,7 +36,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -404,6 +403,9 @@ COMPOSER_SIMULATOR_REDFISH_PASSWORD = env_str("COMPOSER_SIMULATOR_REDFISH_PASSWO
 # user holds at most this many sessions at once (the oldest past it are refused, not cut).
 COMPOSER_REDFISH_SESSION_TIMEOUT_S = env_int("COMPOSER_REDFISH_SESSION_TIMEOUT_S", 1800)
 COMPOSER_REDFISH_SESSIONS_PER_USER = env_int("COMPOSER_REDFISH_SESSIONS_PER_USER", 32)
+# API tokens one user holds at once (README, "The API"): issuing one more revokes the least
+# recently used.
+COMPOSER_API_TOKENS_PER_USER = env_int("COMPOSER_API_TOKENS_PER_USER", 10)
 # Wrong passwords a minute from one address before Redfish sign-ins answer 429.
 COMPOSER_REDFISH_AUTH_FAILURES = env_int("COMPOSER_REDFISH_AUTH_FAILURES", 30)
 

@@ -17,6 +17,7 @@ from composer.choices import JobKind, JobStatus, Role
 from composer.models import (
     AlertAudience,
     Allocation,
+    ApiToken,
     Booking,
     BookingHold,
     ChangeAudience,
@@ -44,6 +45,7 @@ from composer.models import (
     UnbindPending,
     Webhook,
 )
+from composer.services.api_tokens import api_token_issue
 from composer.services.utilisation import utilisation_tick
 from fabric.models import Alert, ChangeRecord, FabricManager
 from fabric.services.pools import pools_assign, pools_ensure_defaults
@@ -100,6 +102,7 @@ def operator_client(db: None) -> Client:
         last_seen_at=now,
     )
     AlertAudience.objects.create(alert=alert, tenant=tenant)
+    api_token_issue(user=user, remote_addr="198.51.100.7")
     RedfishSession.objects.create(
         public_id="0123abcd",
         token_sha256="f" * 64,
@@ -157,6 +160,29 @@ def test_queued_jobs_can_be_cancelled_from_the_admin(operator_client: Client) ->
     )
     job.refresh_from_db()
     assert job.status == JobStatus.CANCELLED and job.message == "Cancelled by op"
+
+
+def test_the_api_token_page_shows_no_digest_and_revokes_as_the_operator(
+    operator_client: Client,
+) -> None:
+    token = ApiToken.objects.get()
+    page = operator_client.get(reverse("admin:composer_apitoken_change", args=[token.pk]))
+    assert b"198.51.100.7" in page.content and token.key_sha256.encode() not in page.content
+    listing = operator_client.get(reverse("admin:composer_apitoken_changelist"))
+    assert token.key_sha256.encode() not in listing.content
+    operator_client.post(
+        reverse("admin:composer_apitoken_changelist"),
+        {"action": "revoke", "_selected_action": [token.pk]},
+        REMOTE_ADDR="203.0.113.9",
+    )
+    assert not ApiToken.objects.exists()
+    record = ChangeRecord.objects.get(target_type="api_token", action="deleted")
+    assert (record.actor.username, record.source, record.remote_addr) == (
+        "op",
+        "admin",
+        "203.0.113.9",
+    )
+    assert record.message == f"API token {token.pk} revoked"
 
 
 def test_the_redfish_session_page_shows_no_token_digest_nor_session_hash(

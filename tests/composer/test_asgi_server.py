@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from rest_framework.authtoken.models import Token
 
+from composer.services.api_tokens import api_token_issue
 from tests.support.daphne import daphne_running
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,12 +47,12 @@ def test_a_broken_multipart_body_gets_the_api_s_answer(daphne_port: int, body: b
 
 
 @contextmanager
-def _ws(port: int, token: Token) -> Iterator[Any]:
+def _ws(port: int, key: str) -> Iterator[Any]:
     from websockets.sync.client import connect
 
     with connect(
         f"ws://127.0.0.1:{port}/ws/events/",
-        additional_headers={"Authorization": f"Token {token.key}"},
+        additional_headers={"Authorization": f"Token {key}"},
         max_size=None,
         open_timeout=10,
     ) as ws:
@@ -73,7 +73,7 @@ def test_a_frame_the_server_refuses_is_closed_with_its_code(
 ) -> None:
     from websockets.exceptions import ConnectionClosed
 
-    with _ws(daphne_port, Token.objects.create(user=alice)) as ws:
+    with _ws(daphne_port, api_token_issue(user=alice, remote_addr=None)[1]) as ws:
         ws.send(frame, text=True)
         with pytest.raises(ConnectionClosed) as closed:
             while True:

@@ -17,7 +17,6 @@ from unittest import mock
 
 import pytest
 import redis
-from rest_framework.authtoken.models import Token
 
 from composer import events
 from composer.choices import CompositionState, EventType, JobKind
@@ -25,6 +24,7 @@ from composer.consumers import replay, stream
 from composer.consumers.frames import MAX_MESSAGE_CHARS
 from composer.events import event_record, outbox
 from composer.models import Composition, Event, Job
+from composer.services.api_tokens import api_token_issue
 from composer.states import composition_transition
 from tests.factories.composer import MembershipFactory, UserFactory
 from tests.support.websocket import (
@@ -144,7 +144,7 @@ def test_a_session_socket_must_come_from_an_allowed_origin(
 @pytest.mark.parametrize("how", ["header", "query"])
 def test_an_api_client_authenticates_with_its_token(how: str, alice: Any, settings: Any) -> None:
     settings.ALLOWED_HOSTS = ["testserver"]
-    key = Token.objects.create(user=alice).key
+    _token, key = api_token_issue(user=alice, remote_addr=None)
     headers = [(b"authorization", f"Token {key}".encode())] if how == "header" else []
     path = "/ws/events/" if how == "header" else f"/ws/events/?token={key}"
 
@@ -164,11 +164,11 @@ def test_a_revoked_token_s_stream_is_closed_at_the_next_scope_check(
 ) -> None:
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.COMPOSER_EVENTS_HEARTBEAT_S = 0.2
-    token = Token.objects.create(user=alice)
+    token, key = api_token_issue(user=alice, remote_addr=None)
 
     async def scenario() -> None:
         with mock.patch.object(stream, "SCOPE_REFRESH_S", 0):
-            ws = communicator(origin=None, path=f"/ws/events/?token={token.key}")
+            ws = communicator(origin=None, path=f"/ws/events/?token={key}")
             connected, _ = await ws.connect(timeout=5)
             assert connected
             assert (await receive(ws))["type"] == "hello"
@@ -199,7 +199,7 @@ def test_a_bad_token_is_refused_even_with_a_good_cookie(key: str, alice: Any) ->
 
 
 def test_an_inactive_users_token_is_refused(alice: Any) -> None:
-    key = Token.objects.create(user=alice).key
+    _token, key = api_token_issue(user=alice, remote_addr=None)
     alice.is_active = False
     alice.save()
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,9 +13,10 @@ from django.apps import apps
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from composer.choices import AllocationState
-from composer.models import Allocation, Composition, StateChange
+from composer.models import Allocation, ApiToken, Composition, StateChange
 from fabric.choices import DeviceState
 from fabric.models import Device
 from tests.factories.fabric import fabric_small
@@ -155,3 +158,32 @@ def test_a_stored_sentence_gets_a_tenants_rendering_without_fabric_internals(
 @pytest.mark.django_db(False)
 def test_a_sentence_both_audiences_read_alike_stays_a_string() -> None:
     assert notes._note("Score 82.0 of 100.") == "Score 82.0 of 100."
+
+
+plain_tokens = importlib.import_module("composer.migrations.0031_api_tokens")
+
+
+@pytest.mark.parametrize("created", ["2025-03-04 05:06:07.000008", "2025-03-04T05:06:07.000008Z"])
+def test_plain_api_tokens_become_digests_that_still_work(alice: Any, created: str) -> None:
+    """DRF's authtoken table, as a release before digests left it: each key is carried over
+    as its SHA-256 (and still signs in), and the table of keys in the clear is dropped."""
+    key = "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TABLE authtoken_token (key varchar(40) PRIMARY KEY, "
+            "created timestamp with time zone NOT NULL, user_id integer NOT NULL)"
+        )
+        cursor.execute(
+            "INSERT INTO authtoken_token (key, created, user_id) VALUES (%s, %s, %s)",
+            [key, created, alice.pk],
+        )
+        editor = SimpleNamespace(connection=connection, execute=cursor.execute)
+        plain_tokens.digest_plain_tokens(apps, editor)
+        plain_tokens.digest_plain_tokens(apps, editor)  # the table is gone: nothing to do
+    assert "authtoken_token" not in connection.introspection.table_names()
+    token = ApiToken.objects.get()
+    assert token.key_sha256 == hashlib.sha256(key.encode()).hexdigest()
+    assert token.created_at == datetime(2025, 3, 4, 5, 6, 7, 8, tzinfo=UTC)
+    assert token.user == alice
+    response = APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/pools/")
+    assert response.status_code == 200

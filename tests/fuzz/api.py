@@ -37,8 +37,8 @@ def main() -> int:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
-    from rest_framework.authtoken.models import Token
 
+    from composer.services.api_tokens import api_token_issue
     from tests.support.daphne import daphne_running
 
     reports = Path(settings.VAR_DIR) / "fuzz"
@@ -54,7 +54,7 @@ def main() -> int:
         call_command("seed_demo", verbosity=0)
         users = get_user_model().objects
         tokens = {
-            who: Token.objects.get_or_create(user=users.get(username=who))[0].key
+            who: api_token_issue(user=users.get(username=who), remote_addr=None)[1]
             for who in IDENTITIES
         }
         database = dict(connection.settings_dict)

@@ -131,3 +131,24 @@ def decompose_child(database_url: str, barrier: Any, results: Any, job: dict[str
         results.put((composition.pk, None, f"{type(exc).__name__}: {exc}"))
     finally:
         connection.close()
+
+
+def token_issue_child(database_url: str, barrier: Any, results: Any, job: dict[str, Any]) -> None:
+    """`api_token_issue` for user `job["user"]`, at most `job["limit"]` tokens a user;
+    reports (token id, None, error)."""
+    os.environ["COMPOSER_API_TOKENS_PER_USER"] = str(job["limit"])
+    _setup(database_url)
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from composer.services.api_tokens import api_token_issue
+
+    user = get_user_model().objects.get(pk=job["user"])
+    barrier.wait(timeout=60)
+    try:
+        token, _key = api_token_issue(user=user, remote_addr=None)
+        results.put((token.pk, None, ""))
+    except Exception as exc:  # reported to the parent, which fails the test
+        results.put((None, None, f"{type(exc).__name__}: {exc}"))
+    finally:
+        connection.close()

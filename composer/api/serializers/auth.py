@@ -17,6 +17,6 @@ class TokenRequestSerializer(serializers.Serializer):
 
 
 class TokenSerializer(serializers.Serializer):
-    """The caller's API token: send it as `Authorization: Token <token>`."""
+    """A new API token: send it as `Authorization: Token <token>`. It is shown this once."""
 
-    token = serializers.CharField(source="key", read_only=True)
+    token = serializers.CharField(read_only=True)

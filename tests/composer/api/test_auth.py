@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
 from django.test import Client
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from composer.models import ApiToken
 from fabric.models import ChangeRecord
 from tests.support.api import assert_error
 
@@ -29,14 +30,53 @@ def test_every_persona_obtains_a_token_and_uses_it(
     response = _obtain(APIClient(), user.username, password)
     assert response.status_code == 200
     key = response.json()["token"]
-    assert key == Token.objects.get(user=user).key
+    assert len(key) == 40
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/v1/pools/").status_code == 200
 
 
-def test_asking_twice_returns_the_same_token(alice: Any, password: str, api: APIClient) -> None:
+def test_only_the_keys_digest_is_stored(alice: Any, password: str, api: APIClient) -> None:
+    key = _obtain(api, "alice", password).json()["token"]
+    token = ApiToken.objects.get(user=alice)
+    assert token.key_sha256 == hashlib.sha256(key.encode()).hexdigest()
+    stored = ApiToken.objects.filter(pk=token.pk).values().get()
+    assert key not in repr(stored)
+    # The digest itself is no key.
+    response = APIClient(HTTP_AUTHORIZATION=f"Token {token.key_sha256[:40]}").get("/api/v1/pools/")
+    assert_error(response, 401, "authentication_failed")
+
+
+def test_asking_twice_issues_two_tokens_that_both_work(
+    alice: Any, password: str, api: APIClient
+) -> None:
     first = _obtain(api, "alice", password).json()["token"]
-    assert _obtain(api, "alice", password).json()["token"] == first
+    second = _obtain(api, "alice", password).json()["token"]
+    assert first != second
+    for key in (first, second):
+        assert APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/pools/").status_code == 200
+
+
+def test_past_the_limit_the_least_recently_used_token_is_revoked(
+    alice: Any, password: str, settings: Any
+) -> None:
+    settings.COMPOSER_API_TOKENS_PER_USER = 3
+    keys = [_obtain(APIClient(), "alice", password).json()["token"] for _ in range(3)]
+    # The first is used (long after the others were issued): the second is now the least
+    # recently used, and goes when a fourth is issued.
+    ApiToken.objects.filter(user=alice).update(last_used_at="2026-01-01T00:00:00Z")
+    assert APIClient(HTTP_AUTHORIZATION=f"Token {keys[0]}").get("/api/v1/pools/").status_code == 200
+    ApiToken.objects.filter(key_sha256=hashlib.sha256(keys[2].encode()).hexdigest()).update(
+        last_used_at="2026-01-02T00:00:00Z"
+    )
+    fourth = _obtain(APIClient(), "alice", password).json()["token"]
+    assert ApiToken.objects.filter(user=alice).count() == 3
+    works = {
+        key: APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/pools/").status_code == 200
+        for key in [*keys, fourth]
+    }
+    assert works == {keys[0]: True, keys[1]: False, keys[2]: True, fourth: True}
+    revoked = ChangeRecord.objects.filter(target_type="api_token", action="deleted").get()
+    assert "least recently used of more than 3" in revoked.message
 
 
 def test_a_form_encoded_request_works_too(alice: Any, password: str, api: APIClient) -> None:
@@ -47,7 +87,7 @@ def test_a_form_encoded_request_works_too(alice: Any, password: str, api: APICli
 def test_a_wrong_password_is_400_invalid_credentials(alice: Any, api: APIClient) -> None:
     body = assert_error(_obtain(api, "alice", "nope"), 400, "invalid_credentials")
     assert "username and password" in body["detail"]
-    assert not Token.objects.exists()
+    assert not ApiToken.objects.exists()
 
 
 def test_an_unknown_user_is_the_same_400(api: APIClient, db: None) -> None:
@@ -87,9 +127,28 @@ def test_deleting_revokes_the_callers_token(alice: Any, bob: Any, password: str)
     assert client.delete(TOKEN_URL).status_code == 204
     assert_error(client.get("/api/v1/pools/"), 401, "authentication_failed")
     # Only the caller's own token goes.
-    assert Token.objects.filter(key=bob_key).exists()
+    assert APIClient(HTTP_AUTHORIZATION=f"Token {bob_key}").get("/api/v1/pools/").status_code == 200
     # A new POST issues a new, different token.
     assert _obtain(APIClient(), "alice", password).json()["token"] != alice_key
+
+
+def test_deleting_with_a_token_leaves_the_users_other_tokens(alice: Any, password: str) -> None:
+    kept = _obtain(APIClient(), "alice", password).json()["token"]
+    sent = _obtain(APIClient(), "alice", password).json()["token"]
+    assert APIClient(HTTP_AUTHORIZATION=f"Token {sent}").delete(TOKEN_URL).status_code == 204
+    assert APIClient(HTTP_AUTHORIZATION=f"Token {kept}").get("/api/v1/pools/").status_code == 200
+    assert ApiToken.objects.filter(user=alice).count() == 1
+
+
+def test_deleting_from_a_console_session_revokes_every_token(
+    alice: Any, bob: Any, password: str, api_as: Any
+) -> None:
+    for who in ("alice", "alice", "bob"):
+        _obtain(APIClient(), who, password)
+    assert api_as(alice).delete(TOKEN_URL).status_code == 204
+    assert list(ApiToken.objects.values_list("user__username", flat=True)) == ["bob"]
+    records = ChangeRecord.objects.filter(target_type="api_token", action="deleted")
+    assert records.count() == 2
 
 
 def test_deleting_needs_authentication(api: APIClient, db: None) -> None:
@@ -154,12 +213,27 @@ def test_password_guessing_is_throttled(alice: Any, api: APIClient) -> None:
 def test_issuing_and_revoking_a_token_is_audited_without_the_key(alice: Any, password: str) -> None:
     api = APIClient(REMOTE_ADDR="198.51.100.4")
     key = _obtain(api, "alice", password).json()["token"]
-    _obtain(api, "alice", password)  # the same token again: nothing changed
+    token_id = ApiToken.objects.get(user=alice).pk
     APIClient(HTTP_AUTHORIZATION=f"Token {key}", REMOTE_ADDR="198.51.100.4").delete(TOKEN_URL)
     records = list(ChangeRecord.objects.filter(target_type="api_token").order_by("pk"))
     assert [r.action for r in records] == ["added", "deleted"]
+    assert [r.message for r in records] == [
+        f"API token {token_id} issued",
+        f"API token {token_id} revoked",
+    ]
     for record in records:
         assert (record.target_id, record.target_label) == (alice.pk, "API token of alice")
         assert (record.actor, record.source, record.remote_addr) == (alice, "api", "198.51.100.4")
         assert record.changes == {}
         assert key not in f"{record.target_label} {record.message}"
+
+
+def test_a_token_is_marked_used_at_most_every_30_seconds(alice: Any, password: str) -> None:
+    key = _obtain(APIClient(), "alice", password).json()["token"]
+    token = ApiToken.objects.get(user=alice)
+    client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
+    client.get("/api/v1/pools/")
+    assert ApiToken.objects.get(pk=token.pk).last_used_at == token.last_used_at
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at="2026-01-01T00:00:00Z")
+    client.get("/api/v1/pools/")
+    assert ApiToken.objects.get(pk=token.pk).last_used_at > token.last_used_at

@@ -9,6 +9,7 @@ import pytest
 from composer.choices import EventType, JobKind
 from composer.events import event_record
 from composer.models import Composition, Event, Job
+from composer.services.api_tokens import api_token_issue
 from tests.support.api import assert_error, count_queries
 
 pytestmark = pytest.mark.django_db
@@ -187,9 +188,8 @@ def test_anonymous_gets_401(api: Any) -> None:
 
 
 def test_a_token_client_polls_too(recorded: dict[str, Event], alice: Any, api: Any) -> None:
-    from rest_framework.authtoken.models import Token
-
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=alice).key}")
+    _token, key = api_token_issue(user=alice, remote_addr=None)
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert len(feed(api.get(URL))["results"]) == 2
 
 

@@ -1,0 +1,33 @@
+"""API tokens (`Authorization: Token <key>`), kept as digests."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class ApiToken(models.Model):
+    """One API token, issued by `POST /api/v1/auth/token/` (`composer.services.api_tokens`).
+
+    The client holds the key; the database holds only its SHA-256, so a copy of the table
+    (a backup, a replica, the admin) opens nothing. A key is 160 random bits, so one round
+    of SHA-256 is enough: there is no password to guess behind it. `last_used_at` lets the
+    least recently used token go first when a user holds too many.
+    """
+
+    key_sha256 = models.CharField(max_length=64, unique=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField()
+    remote_addr = models.GenericIPAddressField(
+        null=True, blank=True, help_text="Where the request that issued it came from."
+    )
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["user", "last_used_at"], name="composer_apitoken_used")]
+
+    def __str__(self) -> str:
+        return f"API token {self.pk} of user {self.user_id}"
