@@ -167,6 +167,15 @@ def health_samples_prune_task() -> int:
     return health_samples_prune()
 
 
+@shared_task(acks_late=True, soft_time_limit=300, time_limit=360)
+def inventory_changes_prune_task() -> int:
+    """Beat, hourly: prune the inventory generation's rows (composer.services.snapshot_cache)
+    that no placement has pruned, so that a quiet console's table does not grow."""
+    from composer.services.snapshot_cache import inventory_changes_prune
+
+    return inventory_changes_prune()
+
+
 @shared_task(acks_late=True, soft_time_limit=50, time_limit=58, expires=60)
 def utilisation_tick_task() -> dict[str, int]:
     """Beat, every minute: sample every pool and tenant, roll the hour and day up, prune.

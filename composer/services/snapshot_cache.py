@@ -12,8 +12,10 @@ transaction that writes the table (one row per transaction), so no code path can
 the inventory without moving it, and the row is visible exactly when the change is. The key
 is (epoch, the last row's id, the number of rows) read in one statement: rows are only ever
 added within an epoch, so the count grows with every committed change and an equal key
-means the same committed changes. Old rows are pruned now and then; the prune moves the
-epoch in the same transaction, so no key of before equals one of after.
+means the same committed changes. Old rows are pruned by a rebuild that counts more than
+`PRUNE_AT`, and hourly by the beat (`inventory_changes_prune`: health polls and syncs
+write the inventory while nobody places, and nothing else would prune then); the prune
+moves the epoch in the same transaction, so no key of before equals one of after.
 
 The key is read before the snapshot is built, so a kept snapshot is never older than its
 key (at worst newer: a change committed meanwhile moved the generation, and the next
@@ -32,7 +34,13 @@ from django.db import connection, transaction
 
 from composer.placement.snapshot import Snapshot
 
-__all__ = ["PRUNE_AT", "inventory_generation", "snapshot_forget", "snapshot_reused"]
+__all__ = [
+    "PRUNE_AT",
+    "inventory_changes_prune",
+    "inventory_generation",
+    "snapshot_forget",
+    "snapshot_reused",
+]
 
 # Rows of composer_inventorychange past which a rebuild prunes them (the key's count stays
 # a cheap index scan).
@@ -90,11 +98,24 @@ def snapshot_forget() -> None:
         _kept.clear()
 
 
-def _prune(key: Generation) -> None:
-    """Delete the rows counted in `key` and move the epoch, in the caller's transaction.
-    The flag marks the transaction as one that changed the generation, so that nothing it
-    builds afterwards is kept under a key that a rollback would make reachable again."""
+def inventory_changes_prune() -> int:
+    """Prune the generation's rows when more than `PRUNE_AT` have piled up, as a rebuild
+    would; how many went. Past that many changes every kept snapshot is stale anyway, so
+    the epoch it moves costs no rebuild that the changes had not already made due."""
+    with transaction.atomic():
+        key = inventory_generation()
+        if key is None or key[2] <= PRUNE_AT:
+            return 0
+        return _prune(key)
+
+
+def _prune(key: Generation) -> int:
+    """Delete the rows counted in `key` and move the epoch, in the caller's transaction;
+    how many rows went. The flag marks the transaction as one that changed the generation,
+    so that nothing it builds afterwards is kept under a key that a rollback would make
+    reachable again."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('composer.inventory_changed', '1', true)")
         cursor.execute("UPDATE composer_inventoryepoch SET value = value + 1 WHERE id = 1")
         cursor.execute("DELETE FROM composer_inventorychange WHERE id <= %s", [key[1]])
+        return int(cursor.rowcount)

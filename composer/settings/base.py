@@ -242,6 +242,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "composer.tasks.health_samples_prune_task",
         "schedule": crontab(minute=17),
     },
+    "inventory-changes-prune": {
+        "task": "composer.tasks.inventory_changes_prune_task",
+        "schedule": crontab(minute=29),
+    },
     # Holds (composer.services.holds) past their time give their claimed devices back:
     # within this tick of the moment they lapse.
     "composition-holds-expire": {
@@ -292,6 +296,7 @@ COMPOSER_HOUSEKEEPING_TASKS = [
     "composer.tasks.jobs_dispatch_task",
     "composer.tasks.failure_domains_recount_task",
     "composer.tasks.health_samples_prune_task",
+    "composer.tasks.inventory_changes_prune_task",
     "composer.tasks.inventory_sync_all_task",
     "composer.tasks.jobs_lease_sweep_task",
     "composer.tasks.reconcile_task",

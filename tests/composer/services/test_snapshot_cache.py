@@ -42,6 +42,7 @@ from composer.services.composition_placement import (
 from composer.services.compositions import composition_request
 from composer.services.snapshot_cache import inventory_generation, snapshot_forget
 from composer.specs import spec_normalise
+from composer.tasks import inventory_changes_prune_task
 from fabric.models import Device, FabricManager, Switch
 from fabric.services.maintenance import maintenance_set
 from fabric.services.sync import inventory_sync
@@ -224,6 +225,27 @@ def test_pruning_moves_the_epoch_and_keeps_snapshots_right(
     assert second is not first
     same(second, fresh())
     assert base() is second  # nothing to prune: reused
+
+
+def test_the_hourly_prune_removes_the_rows_no_placement_pruned(
+    postgres: None, synced: FabricManager, monkeypatch: Any, settings: Any
+) -> None:
+    """Health polls and syncs write the inventory while nobody places: the beat prunes."""
+    entry = settings.CELERY_BEAT_SCHEDULE["inventory-changes-prune"]
+    assert entry["task"] == "composer.tasks.inventory_changes_prune_task"
+    monkeypatch.setattr(snapshot_cache, "PRUNE_AT", 2)
+    kept = base()  # a build prunes what the fixture wrote
+    assert inventory_changes_prune_task.delay().get() == 0  # at most PRUNE_AT rows: kept
+    for health in ("warning", "critical", "ok"):  # three transactions, three rows
+        Device.objects.filter(kind="nvme").update(health=health)
+    before = inventory_generation()
+    assert before is not None and before[2] >= 3
+    assert inventory_changes_prune_task.delay().get() == before[2]
+    after = inventory_generation()
+    assert after is not None and after[0] > before[0] and after[2] == 0
+    rebuilt = base()
+    assert rebuilt is not kept
+    same(rebuilt, fresh())
 
 
 def test_an_admission_decides_as_on_a_fresh_snapshot_and_a_full_read_of_holds(
