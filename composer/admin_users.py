@@ -85,7 +85,18 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     search_fields = ("user__username",)
     actions = ["revoke"]
 
-    @admin.action(description="Revoke selected API tokens")
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest | None = None) -> bool:
+        """No filtering on the digest from the URL (`?key_sha256__startswith=…` would read it
+        out one character at a time)."""
+        if lookup.split("__", 1)[0] == "key_sha256":
+            return False
+        return bool(super().lookup_allowed(lookup, value, request))
+
+    def has_revoke_permission(self, request: HttpRequest) -> bool:
+        """Revoking is deleting: viewing tokens is not enough."""
+        return bool(request.user.has_perm("composer.delete_apitoken"))
+
+    @admin.action(description="Revoke selected API tokens", permissions=["revoke"])
     def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         revoked = sum(
             api_token_revoke(

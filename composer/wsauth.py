@@ -5,8 +5,8 @@ the same login as the pages) and always send an `Origin` header, which must name
 ALLOWED_HOSTS: that is what stops another site's page from opening a socket with the
 user's cookie (cross-site websocket hijacking).
 
-API clients authenticate with their API token (the API's own `Token` model and checks,
-`composer.api.authentication`), sent as `Authorization: Token <key>` or, where a client
+API clients authenticate with their API token (looked up by its digest, with the API's own
+checks: `composer.api.authentication`), sent as `Authorization: Token <key>` or, where a client
 cannot set headers, as `?token=<key>` (which proxies may log: prefer the header). They
 often send no `Origin`; that is allowed only with a token, since no cookie is trusted
 then. A token that does not authenticate leaves the connection anonymous (never falls back

@@ -211,7 +211,8 @@ class AuthTokenView(GenericAPIView):
             raise InvalidCredentials()
         remote_addr = request.META.get("REMOTE_ADDR") or None
         _token, key = api_token_issue(user=user, remote_addr=remote_addr)
-        return Response(TokenSerializer({"token": key}).data)
+        # The key is shown this once: no cache along the way may keep the answer.
+        return Response(TokenSerializer({"token": key}).data, headers={"Cache-Control": "no-store"})
 
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         user = request.user

@@ -15,12 +15,21 @@ PLAIN_TABLE = "authtoken_token"  # DRF's authtoken app kept keys there, in plain
 def digest_plain_tokens(apps, schema_editor):
     """Carry every token DRF's authtoken app kept over as a digest (the key goes on working),
     then drop its table: a table of working keys left behind would be a secret in the clear.
+
+    The table is locked first (PostgreSQL), so that a token an older web process issues
+    meanwhile waits and is not lost. Its app's rows in `django_migrations` go too: should
+    this migration be reversed and the older release deployed again, its `migrate` makes
+    the table afresh (empty: the keys themselves cannot come back; clients sign in again).
+    The app's content types are left to `manage.py remove_stale_contenttypes`.
     """
     connection = schema_editor.connection
+    schema_editor.execute("DELETE FROM django_migrations WHERE app = 'authtoken'")
     if PLAIN_TABLE not in connection.introspection.table_names():
         return
     ApiToken = apps.get_model("composer", "ApiToken")
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"LOCK TABLE {PLAIN_TABLE} IN ACCESS EXCLUSIVE MODE")
         cursor.execute(f"SELECT key, user_id, created FROM {PLAIN_TABLE}")
         rows = cursor.fetchall()
     for key, user_id, created in rows:

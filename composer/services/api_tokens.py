@@ -79,7 +79,8 @@ def api_token_issue(*, user: Any, remote_addr: str | None) -> tuple[ApiToken, st
     limit = max(1, settings.COMPOSER_API_TOKENS_PER_USER)
     with transaction.atomic():
         # One issue at a time per user, so that two at once cannot both keep limit + 1.
-        get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+        # NO KEY: rows that only refer to the user (audit records, jobs) are not held up.
+        get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
         token = ApiToken.objects.create(
             key_sha256=digest(key), user=user, last_used_at=timezone.now(), remote_addr=remote_addr
         )

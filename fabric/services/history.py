@@ -45,8 +45,9 @@ TARGET_TYPES: dict[type[models.Model], str] = {
 
 
 def target_type_of(obj: models.Model | type[models.Model]) -> str:
-    """The ChangeRecord `target_type` of a fabric model or instance."""
-    model = obj if isinstance(obj, type) else type(obj)
+    """The ChangeRecord `target_type` of a fabric model or instance. `__class__`, not
+    `type()`: a request's user is a lazy object that passes for the model it wraps."""
+    model = obj if isinstance(obj, type) else obj.__class__
     return TARGET_TYPES.get(model, model._meta.model_name or model.__name__.lower())
 
 

@@ -185,6 +185,29 @@ def test_the_api_token_page_shows_no_digest_and_revokes_as_the_operator(
     assert record.message == f"API token {token.pk} revoked"
 
 
+def test_the_api_token_digest_cannot_be_filtered_on(operator_client: Client) -> None:
+    token = ApiToken.objects.get()
+    url = reverse("admin:composer_apitoken_changelist")
+    response = operator_client.get(url, {"key_sha256__startswith": token.key_sha256[:3]})
+    assert response.status_code == 400
+
+
+def test_a_staff_member_who_may_only_view_tokens_cannot_revoke_them(
+    operator_client: Client,
+) -> None:
+    from django.contrib.auth.models import Permission
+
+    viewer = get_user_model().objects.create_user("viewer", password="pw", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_apitoken"))
+    client = Client()
+    client.force_login(viewer)
+    url = reverse("admin:composer_apitoken_changelist")
+    listing = client.get(url)
+    assert listing.status_code == 200 and b"Revoke selected" not in listing.content
+    client.post(url, {"action": "revoke", "_selected_action": [ApiToken.objects.get().pk]})
+    assert ApiToken.objects.count() == 1
+
+
 def test_the_redfish_session_page_shows_no_token_digest_nor_session_hash(
     operator_client: Client,
 ) -> None:

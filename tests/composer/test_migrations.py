@@ -177,10 +177,17 @@ def test_plain_api_tokens_become_digests_that_still_work(alice: Any, created: st
             "INSERT INTO authtoken_token (key, created, user_id) VALUES (%s, %s, %s)",
             [key, created, alice.pk],
         )
+        cursor.execute(
+            "INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, %s)",
+            ["authtoken", "0001_initial", timezone.now()],
+        )
         editor = SimpleNamespace(connection=connection, execute=cursor.execute)
         plain_tokens.digest_plain_tokens(apps, editor)
         plain_tokens.digest_plain_tokens(apps, editor)  # the table is gone: nothing to do
     assert "authtoken_token" not in connection.introspection.table_names()
+    with connection.cursor() as cursor:  # a release that has it again makes it afresh
+        cursor.execute("SELECT count(*) FROM django_migrations WHERE app = 'authtoken'")
+        assert cursor.fetchone() == (0,)
     token = ApiToken.objects.get()
     assert token.key_sha256 == hashlib.sha256(key.encode()).hexdigest()
     assert token.created_at == datetime(2025, 3, 4, 5, 6, 7, 8, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""The token exchange: credentials in, the caller's API token out."""
+"""The token exchange: credentials in, a new API token out."""
 
 from __future__ import annotations
 

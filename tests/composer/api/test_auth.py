@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from composer.models import ApiToken
@@ -63,10 +66,10 @@ def test_past_the_limit_the_least_recently_used_token_is_revoked(
     keys = [_obtain(APIClient(), "alice", password).json()["token"] for _ in range(3)]
     # The first is used (long after the others were issued): the second is now the least
     # recently used, and goes when a fourth is issued.
-    ApiToken.objects.filter(user=alice).update(last_used_at="2026-01-01T00:00:00Z")
+    ApiToken.objects.filter(user=alice).update(last_used_at=timezone.now() - timedelta(hours=1))
     assert APIClient(HTTP_AUTHORIZATION=f"Token {keys[0]}").get("/api/v1/pools/").status_code == 200
     ApiToken.objects.filter(key_sha256=hashlib.sha256(keys[2].encode()).hexdigest()).update(
-        last_used_at="2026-01-02T00:00:00Z"
+        last_used_at=timezone.now() - timedelta(minutes=30)
     )
     fourth = _obtain(APIClient(), "alice", password).json()["token"]
     assert ApiToken.objects.filter(user=alice).count() == 3
@@ -141,11 +144,13 @@ def test_deleting_with_a_token_leaves_the_users_other_tokens(alice: Any, passwor
 
 
 def test_deleting_from_a_console_session_revokes_every_token(
-    alice: Any, bob: Any, password: str, api_as: Any
+    alice: Any, bob: Any, password: str
 ) -> None:
     for who in ("alice", "alice", "bob"):
         _obtain(APIClient(), who, password)
-    assert api_as(alice).delete(TOKEN_URL).status_code == 204
+    console = Client()
+    console.force_login(alice)  # a real session: request.user is a lazy object
+    assert console.delete(TOKEN_URL).status_code == 204
     assert list(ApiToken.objects.values_list("user__username", flat=True)) == ["bob"]
     records = ChangeRecord.objects.filter(target_type="api_token", action="deleted")
     assert records.count() == 2
@@ -234,6 +239,30 @@ def test_a_token_is_marked_used_at_most_every_30_seconds(alice: Any, password: s
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     client.get("/api/v1/pools/")
     assert ApiToken.objects.get(pk=token.pk).last_used_at == token.last_used_at
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at="2026-01-01T00:00:00Z")
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now() - timedelta(minutes=1))
     client.get("/api/v1/pools/")
     assert ApiToken.objects.get(pk=token.pk).last_used_at > token.last_used_at
+
+
+def test_the_answer_with_a_key_is_never_cached(alice: Any, password: str, api: APIClient) -> None:
+    assert _obtain(api, "alice", password)["Cache-Control"] == "no-store"
+
+
+def test_an_inactive_users_token_is_401(alice: Any, password: str) -> None:
+    key = _obtain(APIClient(), "alice", password).json()["token"]
+    alice.is_active = False
+    alice.save()
+    response = APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/pools/")
+    assert_error(response, 401, "authentication_failed")
+
+
+def test_no_key_reaches_the_logs(
+    alice: Any, password: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        key = _obtain(APIClient(), "alice", password).json()["token"]
+        client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
+        client.get("/api/v1/pools/")
+        client.delete(TOKEN_URL)
+    assert "api token issued" in caplog.text and "api token revoked" in caplog.text
+    assert key not in caplog.text and hashlib.sha256(key.encode()).hexdigest() not in caplog.text
