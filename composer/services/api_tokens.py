@@ -72,7 +72,9 @@ def _record(
     return record
 
 
-def api_token_issue(*, user: Any, remote_addr: str | None) -> tuple[ApiToken, str]:
+def api_token_issue(
+    *, user: Any, remote_addr: str | None, source: str = "api"
+) -> tuple[ApiToken, str]:
     """A new token for `user` and its key (which nothing keeps), audited; the user's least
     recently used tokens beyond the limit are revoked in the same transaction."""
     key = secrets.token_hex(20)  # 40 hexadecimal digits: the shape clients know
@@ -91,11 +93,12 @@ def api_token_issue(*, user: Any, remote_addr: str | None) -> tuple[ApiToken, st
                 ChangeAction.DELETED,
                 f"API token {old.pk} revoked: the least recently used of more than {limit}",
                 remote_addr,
+                source=source,
             )
             for old in surplus
         ]
         issued = f"API token {token.pk} issued"
-        records.append(_record(user, ChangeAction.ADDED, issued, remote_addr))
+        records.append(_record(user, ChangeAction.ADDED, issued, remote_addr, source=source))
         ChangeRecord.objects.bulk_create(records)
         ApiToken.objects.filter(pk__in=[old.pk for old in surplus]).delete()
     logger.info("api token issued user_id=%s token_id=%s", user.pk, token.pk)
@@ -108,7 +111,8 @@ def api_token_find(key: str) -> ApiToken | None:
     if token is None:
         return None
     now = timezone.now()
-    if now - token.last_used_at >= TOUCH_EVERY:
+    # Its first use is always written (a token never used shows last_used_at <= created_at).
+    if now - token.last_used_at >= TOUCH_EVERY or token.last_used_at <= token.created_at:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token

@@ -11,6 +11,7 @@ from django.urls import include, path
 
 from composer.views import (
     alerts,
+    api_tokens,
     audit,
     bookings,
     bulk,
@@ -94,6 +95,13 @@ urlpatterns = [
         "compositions/<int:pk>/heal/",
         compositions.composition_heal_view,
         name="composition_heal",
+    ),
+    path("account/api-tokens/", api_tokens.api_token_list, name="api_tokens"),
+    path("account/api-tokens/new/", api_tokens.api_token_create_view, name="api_token_create"),
+    path(
+        "account/api-tokens/<int:pk>/revoke/",
+        api_tokens.api_token_revoke_view,
+        name="api_token_revoke",
     ),
     path("alerts/", alerts.alert_list, name="alert_list"),
     path("alerts/count/", alerts.alert_count, name="alert_count"),

@@ -233,10 +233,16 @@ def test_issuing_and_revoking_a_token_is_audited_without_the_key(alice: Any, pas
         assert key not in f"{record.target_label} {record.message}"
 
 
-def test_a_token_is_marked_used_at_most_every_30_seconds(alice: Any, password: str) -> None:
+def test_a_token_is_marked_used_first_then_at_most_every_30_seconds(
+    alice: Any, password: str
+) -> None:
     key = _obtain(APIClient(), "alice", password).json()["token"]
     token = ApiToken.objects.get(user=alice)
+    assert token.last_used_at <= token.created_at  # never used
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
+    client.get("/api/v1/pools/")
+    token = ApiToken.objects.get(pk=token.pk)
+    assert token.last_used_at > token.created_at  # its first use is written
     client.get("/api/v1/pools/")
     assert ApiToken.objects.get(pk=token.pk).last_used_at == token.last_used_at
     ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now() - timedelta(minutes=1))
