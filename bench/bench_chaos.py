@@ -92,8 +92,8 @@ def seed(args: argparse.Namespace) -> tuple[str, str, int]:
     operator = users.create_user(
         "chaos-operator", password="bench-only", is_staff=True, is_superuser=True
     )
-    member_key = api_token_issue(user=member, remote_addr=None)[1]
-    return member_key, api_token_issue(user=operator, remote_addr=None)[1], tenant.pk
+    member_key = api_token_issue(user=member, remote_addr=None).key
+    return member_key, api_token_issue(user=operator, remote_addr=None).key, tenant.pk
 
 
 def start_clients(ports: list[int], count: int, token: str, folder: Path) -> subprocess.Popen[str]:

@@ -388,7 +388,7 @@ def seed(devices: int | None, redfish: RedfishServing | None = None) -> tuple[Wo
     tenant = Tenant.objects.create(name="Bench", slug="bench")
     user = get_user_model().objects.create_user("bench", password="bench-only")
     Membership.objects.create(user=user, tenant=tenant, role=Role.MEMBER)
-    return spec, api_token_issue(user=user, remote_addr=None)[1]
+    return spec, api_token_issue(user=user, remote_addr=None).key
 
 
 class RedfishServing:

@@ -164,13 +164,15 @@ class AuthTokenThrottle(SimpleRateThrottle):
         },
         examples=[
             OpenApiExample(
-                "Credentials", request_only=True, value={"username": "alice", "password": "..."}
+                "Credentials",
+                request_only=True,
+                value={"username": "alice", "password": "...", "name": "nightly-report"},
             ),
             OpenApiExample(
                 "Token",
                 response_only=True,
                 status_codes=["200"],
-                value={"token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
+                value={"id": 7, "name": "", "token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
             ),
         ],
         auth=[],
@@ -209,10 +211,14 @@ class AuthTokenView(GenericAPIView):
         # authenticate() already refuses inactive users (ModelBackend.user_can_authenticate).
         if user is None:
             raise InvalidCredentials()
-        remote_addr = request.META.get("REMOTE_ADDR") or None
-        _token, key = api_token_issue(user=user, remote_addr=remote_addr)
+        issued = api_token_issue(
+            user=user,
+            remote_addr=request.META.get("REMOTE_ADDR") or None,
+            name=serializer.validated_data.get("name", ""),
+        )
+        body = {"id": issued.token.pk, "name": issued.token.name, "token": issued.key}
         # The key is shown this once: no cache along the way may keep the answer.
-        return Response(TokenSerializer({"token": key}).data, headers={"Cache-Control": "no-store"})
+        return Response(TokenSerializer(body).data, headers={"Cache-Control": "no-store"})
 
     def delete(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         user = request.user

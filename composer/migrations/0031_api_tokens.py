@@ -42,7 +42,7 @@ def digest_plain_tokens(apps, schema_editor):
         token = ApiToken.objects.create(
             key_sha256=hashlib.sha256(key.encode("utf-8", "replace")).hexdigest(),
             user_id=user_id,
-            last_used_at=created,
+            name="carried over from an earlier release",
         )
         ApiToken.objects.filter(pk=token.pk).update(created_at=created)  # auto_now_add set it
     schema_editor.execute(f"DROP TABLE {PLAIN_TABLE}")
@@ -62,7 +62,8 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('key_sha256', models.CharField(max_length=64, unique=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField()),
+                ('name', models.CharField(blank=True, help_text='What it is for: the script or machine holding it.', max_length=100)),
+                ('last_used_at', models.DateTimeField(blank=True, null=True)),
                 ('remote_addr', models.GenericIPAddressField(blank=True, help_text='Where the request that issued it came from.', null=True)),
                 ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
             ],

@@ -11,16 +11,21 @@ class ApiToken(models.Model):
 
     The client holds the key; the database holds only its SHA-256, so a copy of the table
     (a backup, a replica, the admin) opens nothing. A key is 160 random bits, so one round
-    of SHA-256 is enough: there is no password to guess behind it. `last_used_at` lets the
-    least recently used token go first when a user holds too many.
+    of SHA-256 is enough: there is no password to guess behind it. `last_used_at` (None: not
+    used since it was issued, or since it was carried over from an older release) lets the
+    least recently used token go first when a user holds too many; `name` tells a user's
+    tokens apart.
     """
 
     key_sha256 = models.CharField(max_length=64, unique=True)
+    name = models.CharField(
+        max_length=100, blank=True, help_text="What it is for: the script or machine holding it."
+    )
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
     remote_addr = models.GenericIPAddressField(
         null=True, blank=True, help_text="Where the request that issued it came from."
     )

@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from composer.models import ApiToken
@@ -32,6 +34,7 @@ from fabric.services.history import change_record
 
 __all__ = [
     "API_TOKEN",
+    "Issued",
     "api_token_find",
     "api_token_held",
     "api_token_issue",
@@ -72,11 +75,21 @@ def _record(
     return record
 
 
+@dataclass(frozen=True)
+class Issued:
+    """A token just issued, its key (shown once, kept nowhere), and the ids of the user's
+    tokens it pushed past the limit (revoked)."""
+
+    token: ApiToken
+    key: str
+    revoked: tuple[int, ...]
+
+
 def api_token_issue(
-    *, user: Any, remote_addr: str | None, source: str = "api"
-) -> tuple[ApiToken, str]:
-    """A new token for `user` and its key (which nothing keeps), audited; the user's least
-    recently used tokens beyond the limit are revoked in the same transaction."""
+    *, user: Any, remote_addr: str | None, name: str = "", source: str = "api"
+) -> Issued:
+    """A new token for `user`, audited; the user's least recently used tokens beyond the
+    limit are revoked in the same transaction."""
     key = secrets.token_hex(20)  # 40 hexadecimal digits: the shape clients know
     limit = max(1, settings.COMPOSER_API_TOKENS_PER_USER)
     with transaction.atomic():
@@ -84,9 +97,10 @@ def api_token_issue(
         # NO KEY: rows that only refer to the user (audit records, jobs) are not held up.
         get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
         token = ApiToken.objects.create(
-            key_sha256=digest(key), user=user, last_used_at=timezone.now(), remote_addr=remote_addr
+            key_sha256=digest(key), user=user, name=name, remote_addr=remote_addr
         )
-        surplus = list(ApiToken.objects.filter(user=user).order_by("-last_used_at", "-id")[limit:])
+        used = Coalesce("last_used_at", "created_at")  # a token never used: since its issue
+        surplus = list(ApiToken.objects.filter(user=user).order_by(used.desc(), "-id")[limit:])
         records = [
             _record(
                 user,
@@ -97,12 +111,12 @@ def api_token_issue(
             )
             for old in surplus
         ]
-        issued = f"API token {token.pk} issued"
+        issued = f"API token {token.pk} issued" + (f" ({name})" if name else "")
         records.append(_record(user, ChangeAction.ADDED, issued, remote_addr, source=source))
         ChangeRecord.objects.bulk_create(records)
         ApiToken.objects.filter(pk__in=[old.pk for old in surplus]).delete()
     logger.info("api token issued user_id=%s token_id=%s", user.pk, token.pk)
-    return token, key
+    return Issued(token, key, tuple(old.pk for old in surplus))
 
 
 def api_token_find(key: str) -> ApiToken | None:
@@ -111,8 +125,7 @@ def api_token_find(key: str) -> ApiToken | None:
     if token is None:
         return None
     now = timezone.now()
-    # Its first use is always written (a token never used shows last_used_at <= created_at).
-    if now - token.last_used_at >= TOUCH_EVERY or token.last_used_at <= token.created_at:
+    if token.last_used_at is None or now - token.last_used_at >= TOUCH_EVERY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
     return token

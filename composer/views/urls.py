@@ -99,6 +99,11 @@ urlpatterns = [
     path("account/api-tokens/", api_tokens.api_token_list, name="api_tokens"),
     path("account/api-tokens/new/", api_tokens.api_token_create_view, name="api_token_create"),
     path(
+        "account/api-tokens/revoke/",
+        api_tokens.api_token_revoke_all_view,
+        name="api_token_revoke_all",
+    ),
+    path(
         "account/api-tokens/<int:pk>/revoke/",
         api_tokens.api_token_revoke_view,
         name="api_token_revoke",

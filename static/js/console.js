@@ -116,7 +116,9 @@ document.addEventListener("htmx:afterSettle", () => {
   composerTicks = null;
 });
 
-// A button with data-copy="#field" copies that field's value (a secret shown once).
+// A button with data-copy="#field" copies that field's value (a secret shown once) and says
+// so; where the page may not write the clipboard (plain HTTP), the value is left selected
+// and the button says how to copy it.
 document.addEventListener("click", (event) => {
   const button = event.target instanceof Element ? event.target.closest("[data-copy]") : null;
   const field = button ? document.querySelector(button.getAttribute("data-copy")) : null;
@@ -124,7 +126,24 @@ document.addEventListener("click", (event) => {
     return;
   }
   field.select();
-  if (navigator.clipboard) {
-    navigator.clipboard.writeText(field.value).catch(() => {});
+  const label = button.innerHTML;
+  const say = (words) => {
+    button.textContent = words;
+    window.setTimeout(() => { button.innerHTML = label; }, 2500);
+  };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(field.value).then(() => say("Copied"), () => say("Press Ctrl+C to copy"));
+  } else {
+    say("Press Ctrl+C to copy");
   }
 });
+
+// A secret shown once ([data-shown-once]) is not shown again from the back/forward cache:
+// it goes before the page is kept there, and should a browser keep it anyway, on return.
+for (const name of ["pagehide", "pageshow"]) {
+  window.addEventListener(name, (event) => {
+    if (event.persisted) {
+      for (const node of document.querySelectorAll("[data-shown-once]")) node.remove();
+    }
+  });
+}

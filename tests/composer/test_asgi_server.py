@@ -73,7 +73,7 @@ def test_a_frame_the_server_refuses_is_closed_with_its_code(
 ) -> None:
     from websockets.exceptions import ConnectionClosed
 
-    with _ws(daphne_port, api_token_issue(user=alice, remote_addr=None)[1]) as ws:
+    with _ws(daphne_port, api_token_issue(user=alice, remote_addr=None).key) as ws:
         ws.send(frame, text=True)
         with pytest.raises(ConnectionClosed) as closed:
             while True:

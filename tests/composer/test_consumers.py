@@ -144,7 +144,7 @@ def test_a_session_socket_must_come_from_an_allowed_origin(
 @pytest.mark.parametrize("how", ["header", "query"])
 def test_an_api_client_authenticates_with_its_token(how: str, alice: Any, settings: Any) -> None:
     settings.ALLOWED_HOSTS = ["testserver"]
-    _token, key = api_token_issue(user=alice, remote_addr=None)
+    key = api_token_issue(user=alice, remote_addr=None).key
     headers = [(b"authorization", f"Token {key}".encode())] if how == "header" else []
     path = "/ws/events/" if how == "header" else f"/ws/events/?token={key}"
 
@@ -164,7 +164,8 @@ def test_a_revoked_token_s_stream_is_closed_at_the_next_scope_check(
 ) -> None:
     settings.ALLOWED_HOSTS = ["testserver"]
     settings.COMPOSER_EVENTS_HEARTBEAT_S = 0.2
-    token, key = api_token_issue(user=alice, remote_addr=None)
+    issued = api_token_issue(user=alice, remote_addr=None)
+    token, key = issued.token, issued.key
 
     async def scenario() -> None:
         with mock.patch.object(stream, "SCOPE_REFRESH_S", 0):
@@ -199,7 +200,7 @@ def test_a_bad_token_is_refused_even_with_a_good_cookie(key: str, alice: Any) ->
 
 
 def test_an_inactive_users_token_is_refused(alice: Any) -> None:
-    _token, key = api_token_issue(user=alice, remote_addr=None)
+    key = api_token_issue(user=alice, remote_addr=None).key
     alice.is_active = False
     alice.save()
 

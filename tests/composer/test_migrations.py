@@ -192,5 +192,6 @@ def test_plain_api_tokens_become_digests_that_still_work(alice: Any, created: st
     assert token.key_sha256 == hashlib.sha256(key.encode()).hexdigest()
     assert token.created_at == datetime(2025, 3, 4, 5, 6, 7, 8, tzinfo=UTC)
     assert token.user == alice
+    assert token.last_used_at is None and token.name == "carried over from an earlier release"
     response = APIClient(HTTP_AUTHORIZATION=f"Token {key}").get("/api/v1/pools/")
     assert response.status_code == 200

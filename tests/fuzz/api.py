@@ -54,7 +54,7 @@ def main() -> int:
         call_command("seed_demo", verbosity=0)
         users = get_user_model().objects
         tokens = {
-            who: api_token_issue(user=users.get(username=who), remote_addr=None)[1]
+            who: api_token_issue(user=users.get(username=who), remote_addr=None).key
             for who in IDENTITIES
         }
         database = dict(connection.settings_dict)

@@ -146,7 +146,7 @@ def token_issue_child(database_url: str, barrier: Any, results: Any, job: dict[s
     user = get_user_model().objects.get(pk=job["user"])
     barrier.wait(timeout=60)
     try:
-        token, _key = api_token_issue(user=user, remote_addr=None)
+        token = api_token_issue(user=user, remote_addr=None).token
         results.put((token.pk, None, ""))
     except Exception as exc:  # reported to the parent, which fails the test
         results.put((None, None, f"{type(exc).__name__}: {exc}"))

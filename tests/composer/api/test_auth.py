@@ -32,8 +32,10 @@ def test_every_persona_obtains_a_token_and_uses_it(
     user = request.getfixturevalue(persona)
     response = _obtain(APIClient(), user.username, password)
     assert response.status_code == 200
-    key = response.json()["token"]
+    body = response.json()
+    key = body["token"]
     assert len(key) == 40
+    assert body == {"id": ApiToken.objects.get(user=user).pk, "name": "", "token": key}
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/v1/pools/").status_code == 200
 
@@ -238,11 +240,11 @@ def test_a_token_is_marked_used_first_then_at_most_every_30_seconds(
 ) -> None:
     key = _obtain(APIClient(), "alice", password).json()["token"]
     token = ApiToken.objects.get(user=alice)
-    assert token.last_used_at <= token.created_at  # never used
+    assert token.last_used_at is None  # never used
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     client.get("/api/v1/pools/")
     token = ApiToken.objects.get(pk=token.pk)
-    assert token.last_used_at > token.created_at  # its first use is written
+    assert token.last_used_at is not None  # its first use is written
     client.get("/api/v1/pools/")
     assert ApiToken.objects.get(pk=token.pk).last_used_at == token.last_used_at
     ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now() - timedelta(minutes=1))
@@ -272,3 +274,14 @@ def test_no_key_reaches_the_logs(
         client.delete(TOKEN_URL)
     assert "api token issued" in caplog.text and "api token revoked" in caplog.text
     assert key not in caplog.text and hashlib.sha256(key.encode()).hexdigest() not in caplog.text
+
+
+def test_a_token_may_be_named_for_what_holds_it(alice: Any, password: str, api: APIClient) -> None:
+    body = {"username": "alice", "password": password, "name": "nightly-report"}
+    answer = api.post(TOKEN_URL, body, format="json").json()
+    assert answer["name"] == "nightly-report"
+    assert ApiToken.objects.get(pk=answer["id"]).name == "nightly-report"
+    too_long = api.post(TOKEN_URL, {**body, "name": "n" * 101}, format="json")
+    assert_error(too_long, 400, "invalid", field="name")
+    not_text = api.post(TOKEN_URL, {**body, "name": 7}, format="json")
+    assert_error(not_text, 400, "invalid", field="name")

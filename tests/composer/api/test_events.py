@@ -188,7 +188,7 @@ def test_anonymous_gets_401(api: Any) -> None:
 
 
 def test_a_token_client_polls_too(recorded: dict[str, Event], alice: Any, api: Any) -> None:
-    _token, key = api_token_issue(user=alice, remote_addr=None)
+    key = api_token_issue(user=alice, remote_addr=None).key
     api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert len(feed(api.get(URL))["results"]) == 2
 
