@@ -13,8 +13,6 @@ changes nothing, whoever holds it.
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -36,8 +34,6 @@ __all__ = [
     "api_token_revoke_all_view",
     "api_token_revoke_view",
 ]
-
-logger = logging.getLogger(__name__)
 
 
 def _limit() -> int:
@@ -71,8 +67,6 @@ def api_token_create_view(request: HttpRequest) -> HttpResponse:
     held = ApiToken.objects.filter(user=user).count()
     form = ApiTokenForm(request.POST or None, user=user)
     if request.method == "GET" or not form.is_valid():
-        if form.errors.get("password"):
-            logger.warning("api token refused: wrong password user_id=%s", user.pk)
         context = {
             "form": form,
             "held": held,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
@@ -22,6 +24,14 @@ pytestmark = pytest.mark.django_db
 PAGE = reverse("composer:api_tokens")
 NEW = reverse("composer:api_token_create")
 ALL = reverse("composer:api_token_revoke_all")
+
+
+@pytest.fixture(autouse=True)
+def _no_wrong_passwords_counted() -> Iterator[None]:
+    """Wrong passwords are counted in the cache; each test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 def _rows(response: Any) -> list[int]:
@@ -198,3 +208,14 @@ def test_revoking_all_of_ones_tokens(alice: Any, carol: Any, client_as: Any) -> 
     assert "2 API tokens revoked." in _messages(response)
     assert not any(_works(key) for key in mine) and _works(theirs)
     assert console.get(ALL).status_code == 405
+
+
+def test_wrong_passwords_are_limited_per_user(alice: Any, client_as: Any) -> None:
+    console = client_as(alice)
+    for _ in range(5):
+        response = console.post(NEW, {"password": "guess", "nonce": _nonce(console)})
+        assert response.context["form"].errors["password"] == ["That is not your password."]
+    response = console.post(NEW, {"password": PASSWORD, "nonce": _nonce(console)})
+    assert response.status_code == 400
+    assert "Too many wrong passwords" in response.context["form"].errors["password"][0]
+    assert not ApiToken.objects.exists()
