@@ -4,12 +4,18 @@ The password is asked again because a token outlives the session that makes it: 
 it, a session cookie left open or stolen would turn into access to the API until someone
 revokes the token. The page also carries a one-time nonce (`nonce_new`, kept in the
 session), so that reloading the answer, or going back and sending the form again, makes no
-second token, which past the limit would revoke one of the user's others.
+second token, which past the limit would revoke one of the user's others. The session is
+read when a request starts and saved when it ends, so two sends at once (a double click)
+would both find the nonce unspent: spending it also takes a key in the shared cache, which
+only the first can add.
 
-Wrong passwords are counted per user in the shared cache: past `WRONG_PASSWORDS` in
-`WRONG_WINDOW_S` the form refuses every password until the window ends, so a session left
-open does not become a way to guess the password either. When the cache cannot be reached
-the count is skipped with a warning (fails open), as the API's and Redfish's limits do.
+Password attempts are counted per user in the shared cache, each before its password is
+checked (so that attempts sent at once are all counted), a right one given back: past
+`WRONG_PASSWORDS` wrong ones in `WRONG_WINDOW_S` the form refuses every password until the
+window ends, so a session left open does not become a way to guess the password either.
+When the cache cannot be reached both checks are skipped with a warning (fail open), as
+the API's and Redfish's limits do: the session alone still stops a resend one after the
+other.
 """
 
 from __future__ import annotations
@@ -26,29 +32,38 @@ logger = logging.getLogger(__name__)
 
 NONCES = "api_token_nonces"  # the session key
 KEPT_NONCES = 8  # forms open at once (tabs) whose nonce still counts
+NONCE_SPENT_S = 3600  # how long a spent nonce's cache key outlives the send
 WRONG_PASSWORDS = 5
 WRONG_WINDOW_S = 600
 
 
-def _wrong_key(user: Any) -> str:
-    return f"api-token-wrong-passwords:{user.pk}"
+def _attempts_key(user: Any) -> str:
+    return f"api-token-password-attempts:{user.pk}"
 
 
-def _wrong_count(user: Any) -> int:
+def _attempt(user: Any) -> int:
+    """Count one password attempt of `user`: how many in the window, this one included
+    (0 when the cache cannot be reached)."""
+    key = _attempts_key(user)
     try:
-        return int(cache.get(_wrong_key(user)) or 0)
+        if cache.add(key, 1, WRONG_WINDOW_S):
+            return 1
+        try:
+            return int(cache.incr(key))
+        except ValueError:  # the window ended between the two calls
+            cache.add(key, 1, WRONG_WINDOW_S)
+            return 1
     except Exception as exc:  # redis-py raises ConnectionError, TimeoutError, ...
         logger.warning("api token password limit skipped: the cache is unreachable (%s)", exc)
         return 0
 
 
-def _wrong_counted(user: Any) -> None:
-    logger.warning("api token refused: wrong password user_id=%s", user.pk)
+def _attempt_right(user: Any) -> None:
+    """A right password: its attempt is not held against the user."""
     try:
-        if not cache.add(_wrong_key(user), 1, WRONG_WINDOW_S):
-            cache.incr(_wrong_key(user))
-    except Exception as exc:
-        logger.warning("api token wrong password not counted: the cache is unreachable (%s)", exc)
+        cache.decr(_attempts_key(user))
+    except Exception:  # gone (the window ended) or the cache is away: nothing to give back
+        return
 
 
 def nonce_new(session: SessionBase) -> str:
@@ -65,7 +80,11 @@ def nonce_spend(session: SessionBase, nonce: str) -> bool:
         return False
     kept.remove(nonce)
     session[NONCES] = kept
-    return True
+    try:
+        return bool(cache.add(f"api-token-nonce-spent:{nonce}", 1, NONCE_SPENT_S))
+    except Exception as exc:
+        logger.warning("api token nonce kept by the session only: the cache is away (%s)", exc)
+        return True
 
 
 class ApiTokenForm(forms.Form):
@@ -91,12 +110,14 @@ class ApiTokenForm(forms.Form):
 
     def clean_password(self) -> str:
         password: str = self.cleaned_data["password"]
-        if _wrong_count(self.user) >= WRONG_PASSWORDS:
+        if _attempt(self.user) > WRONG_PASSWORDS:
             raise forms.ValidationError(
-                f"Too many wrong passwords: try again in {WRONG_WINDOW_S // 60} minutes.",
+                "Too many wrong passwords: try again later (the limit lasts "
+                f"{WRONG_WINDOW_S // 60} minutes from the first wrong one).",
                 code="throttled",
             )
         if not self.user.check_password(password):
-            _wrong_counted(self.user)
+            logger.warning("api token refused: wrong password user_id=%s", self.user.pk)
             raise forms.ValidationError("That is not your password.", code="wrong_password")
+        _attempt_right(self.user)
         return password

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -81,8 +81,8 @@ class Issued:
     tokens it pushed past the limit (revoked)."""
 
     token: ApiToken
-    key: str
-    revoked: tuple[int, ...]
+    key: str = field(repr=False)
+    revoked: tuple[int, ...] = ()
 
 
 def api_token_issue(

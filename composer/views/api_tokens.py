@@ -59,7 +59,7 @@ def api_token_list(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @never_cache
 @sensitive_post_parameters("password")
-@sensitive_variables("issued")
+@sensitive_variables("issued", "context")
 def api_token_create_view(request: HttpRequest) -> HttpResponse:
     """The form (GET); a new token, its key shown this once (POST)."""
     user = request.user
@@ -118,5 +118,8 @@ def api_token_revoke_all_view(request: HttpRequest) -> HttpResponse:
     gone = api_token_revoke(
         user=user, token=None, remote_addr=remote_addr(request), source="console"
     )
-    messages.success(request, f"{gone} API token{'s' if gone != 1 else ''} revoked.")
+    if gone:
+        messages.success(request, f"{gone} API token{'s' if gone != 1 else ''} revoked.")
+    else:
+        messages.info(request, "You hold no API tokens: nothing revoked.")
     return _back(request)

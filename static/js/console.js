@@ -126,10 +126,13 @@ document.addEventListener("click", (event) => {
     return;
   }
   field.select();
-  const label = button.innerHTML;
+  if (!button.dataset.label) {
+    button.dataset.label = button.innerHTML; // once: a second click must not keep "Copied"
+  }
   const say = (words) => {
+    window.clearTimeout(Number(button.dataset.timer));
     button.textContent = words;
-    window.setTimeout(() => { button.innerHTML = label; }, 2500);
+    button.dataset.timer = String(window.setTimeout(() => { button.innerHTML = button.dataset.label; }, 2500));
   };
   if (navigator.clipboard && window.isSecureContext) {
     navigator.clipboard.writeText(field.value).then(() => say("Copied"), () => say("Press Ctrl+C to copy"));

@@ -13,6 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from composer.models import ApiToken
+from composer.services.api_tokens import api_token_issue
 from fabric.models import ChangeRecord
 from tests.support.api import assert_error
 
@@ -285,3 +286,18 @@ def test_a_token_may_be_named_for_what_holds_it(alice: Any, password: str, api: 
     assert_error(too_long, 400, "invalid", field="name")
     not_text = api.post(TOKEN_URL, {**body, "name": 7}, format="json")
     assert_error(not_text, 400, "invalid", field="name")
+
+
+def test_a_token_never_used_counts_as_used_when_issued(alice: Any, settings: Any) -> None:
+    settings.COMPOSER_API_TOKENS_PER_USER = 2
+    never = api_token_issue(user=alice, remote_addr=None).token
+    used = api_token_issue(user=alice, remote_addr=None).token
+    ApiToken.objects.filter(pk=never.pk).update(created_at=timezone.now() - timedelta(hours=2))
+    ApiToken.objects.filter(pk=used.pk).update(last_used_at=timezone.now() - timedelta(hours=1))
+    assert api_token_issue(user=alice, remote_addr=None).revoked == (never.pk,)
+    # And a token last used three hours ago goes before one issued now and never used.
+    ApiToken.objects.filter(pk=used.pk).update(
+        created_at=timezone.now() - timedelta(hours=4),
+        last_used_at=timezone.now() - timedelta(hours=3),
+    )
+    assert api_token_issue(user=alice, remote_addr=None).revoked == (used.pk,)

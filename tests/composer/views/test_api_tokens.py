@@ -207,15 +207,55 @@ def test_revoking_all_of_ones_tokens(alice: Any, carol: Any, client_as: Any) -> 
     response = console.post(ALL, follow=True)
     assert "2 API tokens revoked." in _messages(response)
     assert not any(_works(key) for key in mine) and _works(theirs)
+    records = ChangeRecord.objects.filter(target_type="api_token", action="deleted")
+    assert [(r.actor, r.source) for r in records] == [(alice, "console")] * 2
+    assert "You hold no API tokens: nothing revoked." in _messages(console.post(ALL, follow=True))
     assert console.get(ALL).status_code == 405
 
 
-def test_wrong_passwords_are_limited_per_user(alice: Any, client_as: Any) -> None:
+def test_wrong_passwords_are_limited_per_user(alice: Any, carol: Any, client_as: Any) -> None:
     console = client_as(alice)
+    assert _make(console).status_code == 201  # a right one is not held against her
     for _ in range(5):
         response = console.post(NEW, {"password": "guess", "nonce": _nonce(console)})
         assert response.context["form"].errors["password"] == ["That is not your password."]
     response = console.post(NEW, {"password": PASSWORD, "nonce": _nonce(console)})
     assert response.status_code == 400
     assert "Too many wrong passwords" in response.context["form"].errors["password"][0]
-    assert not ApiToken.objects.exists()
+    assert ApiToken.objects.filter(user=alice).count() == 1
+    assert _make(client_as(carol)).status_code == 201  # someone else's limit is theirs
+
+
+def test_with_the_cache_away_a_token_is_still_made(
+    alice: Any, client_as: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import composer.forms.api_tokens as form_module
+
+    console = client_as(alice)
+    nonce = _nonce(console)
+
+    class Away:
+        def __getattr__(self, name: str) -> Any:
+            raise ConnectionError("the cache is away")
+
+    monkeypatch.setattr(form_module, "cache", Away())
+    body = {"name": "", "password": PASSWORD, "nonce": nonce}
+    assert console.post(NEW, body).status_code == 201
+    again = console.post(NEW, body, follow=True)  # the session still stops a resend
+    assert "no other token was made" in " ".join(_messages(again))
+    assert ApiToken.objects.count() == 1
+
+
+def test_two_sends_at_once_make_one_token(alice: Any, client_as: Any) -> None:
+    """Both requests read the session before either saves it: the second finds the nonce
+    still listed there, and only the cache says it is spent."""
+    console = client_as(alice)
+    body = {"name": "", "password": PASSWORD, "nonce": _nonce(console)}
+    before = dict(console.session)
+    assert console.post(NEW, body).status_code == 201
+    session = console.session
+    session.update(before)  # as the second request read it, before the first was saved
+    session.save()
+    again = console.post(NEW, body, follow=True)
+    assert "no other token was made" in " ".join(_messages(again))
+    assert ApiToken.objects.count() == 1
