@@ -113,7 +113,7 @@ def process_dead_mark_at_exit() -> None:
     atexit.register(process_dead_mark)
 
 
-# A failed job of these kinds undid what it had bound (docs/architecture.md).
+# A failed job of these kinds undid what it had bound (docs/flows.md).
 ROLLED_BACK_KINDS = frozenset({"compose", "heal", "resize"})
 
 
