@@ -125,6 +125,7 @@ def test_every_page_and_api_operation_answers_during_a_redis_outage(
         "bookings": 1,
         "occurrences": 1,
         "server-shapes": 1,
+        "api-tokens": 1,
     }
 
     with celery_on(own_redis.url):
@@ -206,6 +207,13 @@ def test_every_page_and_api_operation_answers_during_a_redis_outage(
             (f"/alerts/{alert.pk}/acknowledge/", {}),
         ):
             assert_no_5xx(console.post(path, data), f"POST {path}")
+        # A token from the console: the password limit and the nonce's cache key fail open.
+        form = console.get("/account/api-tokens/new/").content.decode()
+        nonce = form.split('name="nonce" value="', 1)[1].split('"', 1)[0]
+        made = console.post(
+            "/account/api-tokens/new/", {"name": "", "password": PASSWORD, "nonce": nonce}
+        )
+        assert made.status_code == 201, made.content[:300]
 
         # The live events socket: accepted, and fed from the database until Redis is back.
         cookie = ws.session_cookie(alice)
