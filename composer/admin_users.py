@@ -79,7 +79,7 @@ class ApiTokenAdmin(ReadOnlyAdmin):
     revokes them here (a user who left, a key that leaked), each revocation audited as the
     operator's; deactivating the user stops them all at once too."""
 
-    list_display = ("id", "user", "name", "created_at", "last_used_at", "remote_addr")
+    list_display = ("id", "user", "name", "created_at", "last_used_at", "expires_at", "remote_addr")
     fields = list_display
     list_select_related = ("user",)
     search_fields = ("user__username", "name")

@@ -7,6 +7,7 @@ and fabric never imports composer.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import authenticate
@@ -150,7 +151,8 @@ class AuthTokenThrottle(SimpleRateThrottle):
         summary="Obtain an API token",
         description=(
             "Exchanges a username and password for a new API token, shown this once (only "
-            "its digest is kept). Send it as `Authorization: Token <token>`. Each call issues "
+            "its digest is kept), working until revoked or, with `expires_in_days`, until "
+            "`expires_at`. Send it as `Authorization: Token <token>`. Each call issues "
             "another, so that each script keeps its own; a user holds at most "
             "`COMPOSER_API_TOKENS_PER_USER` (10), and one more revokes the least recently "
             "used. Wrong credentials answer 400 with code `invalid_credentials`; more than 30 "
@@ -166,13 +168,23 @@ class AuthTokenThrottle(SimpleRateThrottle):
             OpenApiExample(
                 "Credentials",
                 request_only=True,
-                value={"username": "alice", "password": "...", "name": "nightly-report"},
+                value={
+                    "username": "alice",
+                    "password": "...",
+                    "name": "nightly-report",
+                    "expires_in_days": 90,
+                },
             ),
             OpenApiExample(
                 "Token",
                 response_only=True,
                 status_codes=["200"],
-                value={"id": 7, "name": "", "token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b"},
+                value={
+                    "id": 7,
+                    "name": "nightly-report",
+                    "expires_at": "2027-03-05T09:00:00Z",
+                    "token": "9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+                },
             ),
         ],
         auth=[],
@@ -211,12 +223,20 @@ class AuthTokenView(GenericAPIView):
         # authenticate() already refuses inactive users (ModelBackend.user_can_authenticate).
         if user is None:
             raise InvalidCredentials()
+        days = serializer.validated_data.get("expires_in_days")
         issued = api_token_issue(
             user=user,
             remote_addr=request.META.get("REMOTE_ADDR") or None,
             name=serializer.validated_data.get("name", ""),
+            lifetime=timedelta(days=days) if days else None,
         )
-        body = {"id": issued.token.pk, "name": issued.token.name, "token": issued.key}
+        token = issued.token
+        body = {
+            "id": token.pk,
+            "name": token.name,
+            "expires_at": token.expires_at,
+            "token": issued.key,
+        }
         # The key is shown this once: no cache along the way may keep the answer.
         return Response(TokenSerializer(body).data, headers={"Cache-Control": "no-store"})
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -35,6 +36,13 @@ KEPT_NONCES = 8  # forms open at once (tabs) whose nonce still counts
 NONCE_SPENT_S = 3600  # how long a spent nonce's cache key outlives the send
 WRONG_PASSWORDS = 5
 WRONG_WINDOW_S = 600
+LIFETIMES = [
+    ("7", "in 7 days"),
+    ("30", "in 30 days"),
+    ("90", "in 90 days"),
+    ("365", "in a year"),
+    ("never", "never"),
+]
 
 
 def _attempts_key(user: Any) -> str:
@@ -95,10 +103,18 @@ class ApiTokenForm(forms.Form):
         help_text="What it is for: the script or machine that will hold it (optional).",
         widget=forms.TextInput(attrs={"class": "form-control", "autocomplete": "off"}),
     )
+    expires = forms.ChoiceField(
+        label="Expires",
+        choices=LIFETIMES,
+        initial="90",
+        help_text="It stops working then; a token for a script that runs for years may never "
+        "expire, and is revoked by hand.",
+        widget=forms.Select(attrs={"class": "form-select"}),
+    )
     password = forms.CharField(
         label="Your password",
         strip=False,
-        help_text="Asked again: a token opens the API as you until it is revoked.",
+        help_text="Asked again: a token opens the API as you until it expires or is revoked.",
         widget=forms.PasswordInput(
             attrs={"class": "form-control", "autocomplete": "current-password"}
         ),
@@ -107,6 +123,11 @@ class ApiTokenForm(forms.Form):
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.user = user
+
+    def lifetime(self) -> timedelta | None:
+        """How long the token works (None: until revoked); after `is_valid()`."""
+        expires = self.cleaned_data["expires"]
+        return None if expires == "never" else timedelta(days=int(expires))
 
     def clean_password(self) -> str:
         password: str = self.cleaned_data["password"]

@@ -64,6 +64,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('name', models.CharField(blank=True, help_text='What it is for: the script or machine holding it.', max_length=100)),
                 ('last_used_at', models.DateTimeField(blank=True, null=True)),
+                ('expires_at', models.DateTimeField(blank=True, null=True)),
                 ('remote_addr', models.GenericIPAddressField(blank=True, help_text='Where the request that issued it came from.', null=True)),
                 ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to=settings.AUTH_USER_MODEL)),
             ],

@@ -14,7 +14,7 @@ class ApiToken(models.Model):
     of SHA-256 is enough: there is no password to guess behind it. `last_used_at` (None: not
     used since it was issued, or since it was carried over from an older release) lets the
     least recently used token go first when a user holds too many; `name` tells a user's
-    tokens apart.
+    tokens apart. A token with `expires_at` stops working then (None: it does not expire).
     """
 
     key_sha256 = models.CharField(max_length=64, unique=True)
@@ -26,6 +26,7 @@ class ApiToken(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
     remote_addr = models.GenericIPAddressField(
         null=True, blank=True, help_text="Where the request that issued it came from."
     )

@@ -5,8 +5,10 @@ SHA-256 (`composer.models.ApiToken`), so neither a copy of the table nor the adm
 key that works. Every POST issues a new token: two scripts of one user each hold their own,
 and revoking one leaves the other working. A user holds at most
 `COMPOSER_API_TOKENS_PER_USER`; issuing one more revokes the least recently used, where a
-Redfish login past its limit is refused: tokens do not lapse, and a script that signs in on
-every run and never revokes would otherwise lock its user out of the API for good.
+Redfish login past its limit is refused: tokens lapse only when given a lifetime, and a
+script that signs in on every run and never revokes would otherwise lock its user out of
+the API for good. An expired token stops working at once, is shown as expired, and is
+deleted (audited) when its user is next issued one.
 
 A token is a credential: its record says whose token, which one (its id), who asked and
 from where, never the key; the record's target is the user, and `changes` stays empty.
@@ -34,6 +36,7 @@ from fabric.services.history import change_record
 
 __all__ = [
     "API_TOKEN",
+    "MAX_DAYS",
     "Issued",
     "api_token_find",
     "api_token_held",
@@ -45,6 +48,7 @@ __all__ = [
 API_TOKEN = "api_token"  # the ChangeRecord target_type
 # The last-used time is written at most this often per token (not on every request).
 TOUCH_EVERY = timedelta(seconds=30)
+MAX_DAYS = 3650  # the longest lifetime a token may be given (ten years)
 
 logger = logging.getLogger(__name__)
 
@@ -86,22 +90,39 @@ class Issued:
 
 
 def api_token_issue(
-    *, user: Any, remote_addr: str | None, name: str = "", source: str = "api"
+    *,
+    user: Any,
+    remote_addr: str | None,
+    name: str = "",
+    lifetime: timedelta | None = None,
+    source: str = "api",
 ) -> Issued:
-    """A new token for `user`, audited; the user's least recently used tokens beyond the
-    limit are revoked in the same transaction."""
+    """A new token for `user`, valid for `lifetime` (None: until revoked), audited. In the
+    same transaction the user's expired tokens are deleted, and the least recently used
+    beyond the limit revoked."""
     key = secrets.token_hex(20)  # 40 hexadecimal digits: the shape clients know
     limit = max(1, settings.COMPOSER_API_TOKENS_PER_USER)
     with transaction.atomic():
         # One issue at a time per user, so that two at once cannot both keep limit + 1.
         # NO KEY: rows that only refer to the user (audit records, jobs) are not held up.
         get_user_model().objects.select_for_update(no_key=True).filter(pk=user.pk).exists()
+        now = timezone.now()
         token = ApiToken.objects.create(
-            key_sha256=digest(key), user=user, name=name, remote_addr=remote_addr
+            key_sha256=digest(key),
+            user=user,
+            name=name,
+            remote_addr=remote_addr,
+            expires_at=now + lifetime if lifetime is not None else None,
         )
+        expired = list(ApiToken.objects.filter(user=user, expires_at__lte=now))
         used = Coalesce("last_used_at", "created_at")  # a token never used: since its issue
-        surplus = list(ApiToken.objects.filter(user=user).order_by(used.desc(), "-id")[limit:])
+        live = ApiToken.objects.filter(user=user).exclude(expires_at__lte=now)
+        surplus = list(live.order_by(used.desc(), "-id")[limit:])
         records = [
+            _record(user, ChangeAction.DELETED, f"API token {old.pk} expired", None, source=source)
+            for old in expired
+        ]
+        records += [
             _record(
                 user,
                 ChangeAction.DELETED,
@@ -114,17 +135,18 @@ def api_token_issue(
         issued = f"API token {token.pk} issued" + (f" ({name})" if name else "")
         records.append(_record(user, ChangeAction.ADDED, issued, remote_addr, source=source))
         ChangeRecord.objects.bulk_create(records)
-        ApiToken.objects.filter(pk__in=[old.pk for old in surplus]).delete()
+        ApiToken.objects.filter(pk__in=[old.pk for old in [*expired, *surplus]]).delete()
     logger.info("api token issued user_id=%s token_id=%s", user.pk, token.pk)
     return Issued(token, key, tuple(old.pk for old in surplus))
 
 
 def api_token_find(key: str) -> ApiToken | None:
-    """The token whose key is `key`, with its user, or None; marks it used."""
+    """The token whose key is `key`, with its user, or None (none, or expired); marks it
+    used."""
     token = ApiToken.objects.select_related("user").filter(key_sha256=digest(key)).first()
-    if token is None:
-        return None
     now = timezone.now()
+    if token is None or (token.expires_at is not None and token.expires_at <= now):
+        return None
     if token.last_used_at is None or now - token.last_used_at >= TOUCH_EVERY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
@@ -132,8 +154,9 @@ def api_token_find(key: str) -> ApiToken | None:
 
 
 def api_token_held(key: str, user_id: int) -> bool:
-    """Whether `key` is still a token of the user `user_id` (not revoked since)."""
-    return ApiToken.objects.filter(key_sha256=digest(key), user_id=user_id).exists()
+    """Whether `key` is still a token of the user `user_id` (not revoked, not expired)."""
+    tokens = ApiToken.objects.filter(key_sha256=digest(key), user_id=user_id)
+    return tokens.exclude(expires_at__lte=timezone.now()).exists()
 
 
 def api_token_revoke(

@@ -19,6 +19,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -52,7 +53,8 @@ def api_token_list(request: HttpRequest) -> HttpResponse:
     user = request.user
     assert user.is_authenticated  # login_required
     tokens = ApiToken.objects.filter(user=user).order_by("-created_at", "-id")
-    return render(request, "composer/api_tokens.html", {"tokens": tokens, "limit": _limit()})
+    context = {"tokens": tokens, "limit": _limit(), "now": timezone.now()}
+    return render(request, "composer/api_tokens.html", context)
 
 
 @login_required
@@ -86,6 +88,7 @@ def api_token_create_view(request: HttpRequest) -> HttpResponse:
         user=user,
         remote_addr=remote_addr(request),
         name=form.cleaned_data["name"],
+        lifetime=form.lifetime(),
         source="console",
     )
     context = {"issued": issued.token, "key": issued.key, "revoked": issued.revoked}

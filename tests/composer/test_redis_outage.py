@@ -211,7 +211,8 @@ def test_every_page_and_api_operation_answers_during_a_redis_outage(
         form = console.get("/account/api-tokens/new/").content.decode()
         nonce = form.split('name="nonce" value="', 1)[1].split('"', 1)[0]
         made = console.post(
-            "/account/api-tokens/new/", {"name": "", "password": PASSWORD, "nonce": nonce}
+            "/account/api-tokens/new/",
+            {"name": "", "password": PASSWORD, "expires": "90", "nonce": nonce},
         )
         assert made.status_code == 201, made.content[:300]
 

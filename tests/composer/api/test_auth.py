@@ -13,7 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from composer.models import ApiToken
-from composer.services.api_tokens import api_token_issue
+from composer.services.api_tokens import api_token_held, api_token_issue
 from fabric.models import ChangeRecord
 from tests.support.api import assert_error
 
@@ -36,7 +36,8 @@ def test_every_persona_obtains_a_token_and_uses_it(
     body = response.json()
     key = body["token"]
     assert len(key) == 40
-    assert body == {"id": ApiToken.objects.get(user=user).pk, "name": "", "token": key}
+    expected = {"id": ApiToken.objects.get(user=user).pk, "name": "", "expires_at": None}
+    assert body == {**expected, "token": key}
     client = APIClient(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get("/api/v1/pools/").status_code == 200
 
@@ -301,3 +302,43 @@ def test_a_token_never_used_counts_as_used_when_issued(alice: Any, settings: Any
         last_used_at=timezone.now() - timedelta(hours=3),
     )
     assert api_token_issue(user=alice, remote_addr=None).revoked == (used.pk,)
+
+
+def test_a_token_may_be_given_a_lifetime(alice: Any, password: str, api: APIClient) -> None:
+    body = {"username": "alice", "password": password, "expires_in_days": 30}
+    before = timezone.now()
+    answer = api.post(TOKEN_URL, body, format="json").json()
+    expires_at = ApiToken.objects.get(pk=answer["id"]).expires_at
+    assert expires_at is not None
+    assert before + timedelta(days=30) <= expires_at <= timezone.now() + timedelta(days=30)
+    assert answer["expires_at"] == expires_at.isoformat().replace("+00:00", "Z")
+    never = api.post(TOKEN_URL, {**body, "expires_in_days": None}, format="json").json()
+    assert never["expires_at"] is None
+
+
+@pytest.mark.parametrize("days", [0, 3651, "30", True, 1.5])
+def test_a_lifetime_out_of_range_or_not_an_integer_is_400(
+    days: Any, alice: Any, password: str, api: APIClient
+) -> None:
+    body = {"username": "alice", "password": password, "expires_in_days": days}
+    assert_error(api.post(TOKEN_URL, body, format="json"), 400, "invalid", field="expires_in_days")
+    assert not ApiToken.objects.exists()
+
+
+def test_an_expired_token_is_refused_then_deleted_at_the_next_issue(
+    alice: Any, settings: Any
+) -> None:
+    settings.COMPOSER_API_TOKENS_PER_USER = 1
+    issued = api_token_issue(user=alice, remote_addr=None, lifetime=timedelta(days=1))
+    assert (
+        APIClient(HTTP_AUTHORIZATION=f"Token {issued.key}").get("/api/v1/pools/").status_code == 200
+    )
+    ApiToken.objects.filter(pk=issued.token.pk).update(expires_at=timezone.now())
+    response = APIClient(HTTP_AUTHORIZATION=f"Token {issued.key}").get("/api/v1/pools/")
+    assert_error(response, 401, "authentication_failed")
+    assert not api_token_held(issued.key, alice.pk)  # a live stream signed with it ends
+    after = api_token_issue(user=alice, remote_addr=None)
+    assert after.revoked == ()  # the expired one made room; no live token had to go
+    assert list(ApiToken.objects.values_list("pk", flat=True)) == [after.token.pk]
+    record = ChangeRecord.objects.get(target_type="api_token", action="deleted")
+    assert record.message == f"API token {issued.token.pk} expired"

@@ -6,12 +6,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from composer.models import ApiToken
@@ -49,7 +51,7 @@ def _nonce(console: Client) -> str:
 
 
 def _make(console: Client, name: str = "", **extra: Any) -> Any:
-    body = {"name": name, "password": PASSWORD, "nonce": _nonce(console)}
+    body = {"name": name, "password": PASSWORD, "expires": "90", "nonce": _nonce(console)}
     return console.post(NEW, body, **extra)
 
 
@@ -109,7 +111,7 @@ def test_a_new_token_is_shown_once_uncached_and_works(alice: Any, client_as: Any
 def test_sending_the_form_again_makes_no_second_token(alice: Any, client_as: Any) -> None:
     """A reload of the answer, or Back and send again, posts the same nonce."""
     console = client_as(alice)
-    body = {"name": "", "password": PASSWORD, "nonce": _nonce(console)}
+    body = {"name": "", "password": PASSWORD, "expires": "90", "nonce": _nonce(console)}
     assert console.post(NEW, body).status_code == 201
     again = console.post(NEW, body, follow=True)
     assert again.redirect_chain == [(PAGE, 302)]
@@ -126,7 +128,9 @@ def test_sending_the_form_again_makes_no_second_token(alice: Any, client_as: Any
 )
 def test_the_password_is_asked_again(password: str, error: str, alice: Any, client_as: Any) -> None:
     console = client_as(alice)
-    response = console.post(NEW, {"name": "x", "password": password, "nonce": _nonce(console)})
+    response = console.post(
+        NEW, {"name": "x", "password": password, "expires": "90", "nonce": _nonce(console)}
+    )
     assert response.status_code == 400
     assert response.context["form"].errors["password"] == [error]
     assert b'id="error-password"' in response.content and b"No token was made" in response.content
@@ -134,7 +138,7 @@ def test_the_password_is_asked_again(password: str, error: str, alice: Any, clie
     # The form comes back with a nonce that works.
     nonce = re.search(r'name="nonce" value="([^"]+)"', response.content.decode())
     assert nonce
-    body = {"name": "x", "password": PASSWORD, "nonce": nonce.group(1)}
+    body = {"name": "x", "password": PASSWORD, "expires": "90", "nonce": nonce.group(1)}
     assert console.post(NEW, body).status_code == 201
 
 
@@ -162,7 +166,7 @@ def test_the_csrf_token_is_needed(alice: Any) -> None:
     console = Client(enforce_csrf_checks=True)
     console.force_login(alice)
     token = api_token_issue(user=alice, remote_addr=None).token
-    body = {"name": "", "password": PASSWORD, "nonce": _nonce(console)}
+    body = {"name": "", "password": PASSWORD, "expires": "90", "nonce": _nonce(console)}
     assert console.post(NEW, body).status_code == 403
     revoke = reverse("composer:api_token_revoke", args=[token.pk])
     assert console.post(revoke).status_code == 403
@@ -217,9 +221,11 @@ def test_wrong_passwords_are_limited_per_user(alice: Any, carol: Any, client_as:
     console = client_as(alice)
     assert _make(console).status_code == 201  # a right one is not held against her
     for _ in range(5):
-        response = console.post(NEW, {"password": "guess", "nonce": _nonce(console)})
+        response = console.post(
+            NEW, {"password": "guess", "expires": "90", "nonce": _nonce(console)}
+        )
         assert response.context["form"].errors["password"] == ["That is not your password."]
-    response = console.post(NEW, {"password": PASSWORD, "nonce": _nonce(console)})
+    response = console.post(NEW, {"password": PASSWORD, "expires": "90", "nonce": _nonce(console)})
     assert response.status_code == 400
     assert "Too many wrong passwords" in response.context["form"].errors["password"][0]
     assert ApiToken.objects.filter(user=alice).count() == 1
@@ -239,7 +245,7 @@ def test_with_the_cache_away_a_token_is_still_made(
             raise ConnectionError("the cache is away")
 
     monkeypatch.setattr(form_module, "cache", Away())
-    body = {"name": "", "password": PASSWORD, "nonce": nonce}
+    body = {"name": "", "password": PASSWORD, "expires": "90", "nonce": nonce}
     assert console.post(NEW, body).status_code == 201
     again = console.post(NEW, body, follow=True)  # the session still stops a resend
     assert "no other token was made" in " ".join(_messages(again))
@@ -250,7 +256,7 @@ def test_two_sends_at_once_make_one_token(alice: Any, client_as: Any) -> None:
     """Both requests read the session before either saves it: the second finds the nonce
     still listed there, and only the cache says it is spent."""
     console = client_as(alice)
-    body = {"name": "", "password": PASSWORD, "nonce": _nonce(console)}
+    body = {"name": "", "password": PASSWORD, "expires": "90", "nonce": _nonce(console)}
     before = dict(console.session)
     assert console.post(NEW, body).status_code == 201
     session = console.session
@@ -259,3 +265,42 @@ def test_two_sends_at_once_make_one_token(alice: Any, client_as: Any) -> None:
     again = console.post(NEW, body, follow=True)
     assert "no other token was made" in " ".join(_messages(again))
     assert ApiToken.objects.count() == 1
+
+
+@pytest.mark.parametrize(("expires", "days"), [("90", 90), ("7", 7), ("never", None)])
+def test_a_token_expires_as_chosen(
+    expires: str, days: int | None, alice: Any, client_as: Any
+) -> None:
+    console = client_as(alice)
+    body = {"name": "", "password": PASSWORD, "expires": expires, "nonce": _nonce(console)}
+    before = timezone.now()
+    response = console.post(NEW, body)
+    assert response.status_code == 201
+    token = ApiToken.objects.get()
+    if days is None:
+        assert token.expires_at is None and b"until revoked" in response.content
+    else:
+        assert token.expires_at is not None
+        assert (
+            before + timedelta(days=days)
+            <= token.expires_at
+            <= timezone.now() + timedelta(days=days)
+        )
+
+
+def test_an_unknown_lifetime_is_refused_naming_the_field(alice: Any, client_as: Any) -> None:
+    console = client_as(alice)
+    body = {"name": "", "password": PASSWORD, "expires": "1000", "nonce": _nonce(console)}
+    response = console.post(NEW, body)
+    assert response.status_code == 400 and "expires" in response.context["form"].errors
+    assert not ApiToken.objects.exists()
+
+
+def test_the_list_says_when_each_token_expires(alice: Any, client_as: Any) -> None:
+    api_token_issue(user=alice, remote_addr=None, name="forever")
+    lapsing = api_token_issue(user=alice, remote_addr=None, lifetime=timedelta(days=1)).token
+    ApiToken.objects.filter(pk=lapsing.pk).update(expires_at=timezone.now() - timedelta(hours=1))
+    page = client_as(alice).get(PAGE).content.decode()
+    row = page.split(f'data-token="{lapsing.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert "expired" in row
+    assert "never" in page.split('data-token="', 2)[2].split("</tr>", 1)[0]
