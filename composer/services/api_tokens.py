@@ -116,8 +116,11 @@ def api_token_issue(
         )
         expired = list(ApiToken.objects.filter(user=user, expires_at__lte=now))
         used = Coalesce("last_used_at", "created_at")  # a token never used: since its issue
-        live = ApiToken.objects.filter(user=user).exclude(expires_at__lte=now)
-        surplus = list(live.order_by(used.desc(), "-id")[limit:])
+        # The others only: a token used a moment after this one was made (or stamped by a
+        # web server whose clock runs ahead) must not push the new one out.
+        others = ApiToken.objects.filter(user=user).exclude(pk=token.pk)
+        live = others.exclude(expires_at__lte=now)
+        surplus = list(live.order_by(used.desc(), "-id")[limit - 1 :])
         records = [
             _record(user, ChangeAction.DELETED, f"API token {old.pk} expired", None, source=source)
             for old in expired

@@ -342,3 +342,14 @@ def test_an_expired_token_is_refused_then_deleted_at_the_next_issue(
     assert list(ApiToken.objects.values_list("pk", flat=True)) == [after.token.pk]
     record = ChangeRecord.objects.get(target_type="api_token", action="deleted")
     assert record.message == f"API token {issued.token.pk} expired"
+
+
+def test_a_new_token_is_never_the_one_the_limit_revokes(alice: Any, settings: Any) -> None:
+    """Another token stamped just after the new one was made (a web server's clock ahead)
+    still goes: the new one is not a candidate."""
+    settings.COMPOSER_API_TOKENS_PER_USER = 1
+    old = api_token_issue(user=alice, remote_addr=None).token
+    ApiToken.objects.filter(pk=old.pk).update(last_used_at=timezone.now() + timedelta(minutes=1))
+    new = api_token_issue(user=alice, remote_addr=None)
+    assert new.revoked == (old.pk,)
+    assert list(ApiToken.objects.values_list("pk", flat=True)) == [new.token.pk]
