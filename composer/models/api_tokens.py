@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
+
+
+class ApiTokenQuerySet(models.QuerySet[Any]):
+    def live(self, now: datetime | None = None) -> ApiTokenQuerySet:
+        """The tokens not expired at `now` (default: now)."""
+        return self.exclude(expires_at__lte=now or timezone.now())
 
 
 class ApiToken(models.Model):
@@ -30,6 +40,8 @@ class ApiToken(models.Model):
     remote_addr = models.GenericIPAddressField(
         null=True, blank=True, help_text="Where the request that issued it came from."
     )
+
+    objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import secrets
 from datetime import timedelta
 from typing import Any
@@ -26,6 +25,7 @@ from django.utils.crypto import constant_time_compare
 from composer.models import RedfishSession
 from composer.redfish.caller import Caller
 from composer.redfish.guard import check_password
+from composer.services.api_tokens import digest
 from fabric.choices import ChangeAction
 from fabric.models import ChangeRecord
 from fabric.services.history import change_record
@@ -37,10 +37,6 @@ MAX_TOKEN = 200  # longer than any token this service makes: refused without a q
 
 def timeout() -> timedelta:
     return timedelta(seconds=settings.COMPOSER_REDFISH_SESSION_TIMEOUT_S)
-
-
-def digest(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8", "replace")).hexdigest()
 
 
 class TooManySessions(Exception):

@@ -54,7 +54,8 @@ logger = logging.getLogger(__name__)
 
 
 def digest(key: str) -> str:
-    """What the database keeps of a key."""
+    """What the database keeps of a key: of an API token's, and of a Redfish session's
+    (`composer.redfish.sessions`). Keys are random, so one round of SHA-256 is enough."""
     return hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()
 
 
@@ -118,9 +119,8 @@ def api_token_issue(
         used = Coalesce("last_used_at", "created_at")  # a token never used: since its issue
         # The others only: a token used a moment after this one was made (or stamped by a
         # web server whose clock runs ahead) must not push the new one out.
-        others = ApiToken.objects.filter(user=user).exclude(pk=token.pk)
-        live = others.exclude(expires_at__lte=now)
-        surplus = list(live.order_by(used.desc(), "-id")[limit - 1 :])
+        others = ApiToken.objects.filter(user=user).exclude(pk=token.pk).live(now)
+        surplus = list(others.order_by(used.desc(), "-id")[limit - 1 :])
         records = [
             _record(user, ChangeAction.DELETED, f"API token {old.pk} expired", None, source=source)
             for old in expired
@@ -158,8 +158,7 @@ def api_token_find(key: str) -> ApiToken | None:
 
 def api_token_held(key: str, user_id: int) -> bool:
     """Whether `key` is still a token of the user `user_id` (not revoked, not expired)."""
-    tokens = ApiToken.objects.filter(key_sha256=digest(key), user_id=user_id)
-    return tokens.exclude(expires_at__lte=timezone.now()).exists()
+    return ApiToken.objects.filter(key_sha256=digest(key), user_id=user_id).live().exists()
 
 
 def api_token_revoke(

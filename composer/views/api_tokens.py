@@ -66,7 +66,7 @@ def api_token_create_view(request: HttpRequest) -> HttpResponse:
     """The form (GET); a new token, its key shown this once (POST)."""
     user = request.user
     assert user.is_authenticated  # login_required
-    held = ApiToken.objects.filter(user=user).exclude(expires_at__lte=timezone.now()).count()
+    held = ApiToken.objects.filter(user=user).live().count()
     form = ApiTokenForm(request.POST or None, user=user)
     if request.method == "GET" or not form.is_valid():
         context = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -217,7 +218,25 @@ def test_revoking_all_of_ones_tokens(alice: Any, carol: Any, client_as: Any) -> 
     assert console.get(ALL).status_code == 405
 
 
-def test_wrong_passwords_are_limited_per_user(alice: Any, carol: Any, client_as: Any) -> None:
+@pytest.fixture(params=["locmem", "redis"])
+def counters(request: pytest.FixtureRequest, settings: Any) -> str:
+    """Where the nonces and password attempts are counted: the tests' in-process cache, and
+    a real Redis (CI's, or an embedded one), under a key prefix of this test's own."""
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_url")
+        settings.CACHES = {
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": url,
+                "KEY_PREFIX": f"api-token-test-{uuid.uuid4().hex}",
+            }
+        }
+    return str(request.param)
+
+
+def test_wrong_passwords_are_limited_per_user(
+    counters: str, alice: Any, carol: Any, client_as: Any
+) -> None:
     console = client_as(alice)
     assert _make(console).status_code == 201  # a right one is not held against her
     for _ in range(5):
@@ -252,7 +271,7 @@ def test_with_the_cache_away_a_token_is_still_made(
     assert ApiToken.objects.count() == 1
 
 
-def test_two_sends_at_once_make_one_token(alice: Any, client_as: Any) -> None:
+def test_two_sends_at_once_make_one_token(counters: str, alice: Any, client_as: Any) -> None:
     """Both requests read the session before either saves it: the second finds the nonce
     still listed there, and only the cache says it is spent."""
     console = client_as(alice)
