@@ -12,6 +12,8 @@ The three ways (DSP0266 "Composability", DSP2050):
 - the CompositionService.Compose action (at the target the service names), `RequestType`
   Apply, with a manifest stanza.
 A long operation may answer 202 with a task monitor (`Location`), which is followed.
+Composing needs PostgreSQL: on SQLite each test's own transaction begins IMMEDIATE, taking
+the database's one write lock, so the served demo could not write until the test ended.
 sushy has classes to read the CompositionService, ResourceBlocks and ResourceZones but
 none to compose: it composes through its connector, as a sushy user would.
 """
@@ -201,7 +203,7 @@ def test_dmtf_client_lists_the_blocks_and_zones(dmtf: Any) -> None:
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_dmtf_client_composes_and_decomposes(dmtf: Any, way: str) -> None:
+def test_dmtf_client_composes_and_decomposes(postgres: None, dmtf: Any, way: str) -> None:
     _round_trip(_dmtf_send(dmtf), way, "dmtf")
 
 
@@ -267,5 +269,5 @@ def test_sushy_reads_the_composition_service(openstack: Any) -> None:
 
 
 @pytest.mark.parametrize("way", WAYS)
-def test_sushy_composes_and_decomposes(openstack: Any, way: str) -> None:
+def test_sushy_composes_and_decomposes(postgres: None, openstack: Any, way: str) -> None:
     _round_trip(_sushy_send(openstack), way, "sushy")
